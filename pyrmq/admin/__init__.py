@@ -1,0 +1,1 @@
+"""mqadmin-compatible admin CLI."""

@@ -1,0 +1,1 @@
+"""Broker: managers and request processors."""

@@ -1,0 +1,1 @@
+"""NameServer: route table, broker liveness, KV config."""

@@ -1,0 +1,1 @@
+"""Remoting protocol: codes, commands, framing (sans-IO) and the asyncio transport."""

@@ -1,0 +1,1 @@
+"""PySpark data sources over RocketMQ store directories."""

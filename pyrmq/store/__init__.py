@@ -1,0 +1,1 @@
+"""Message store in RocketMQ's exact on-disk formats. Never imports the broker or asyncio."""
