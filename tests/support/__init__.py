@@ -1,0 +1,1 @@
+"""Shared test helpers: free ports, subprocesses, Java/Go tool runners."""
