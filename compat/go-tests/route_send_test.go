@@ -10,7 +10,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
-var uniqKeyPattern = regexp.MustCompile(`^[0-9A-F]{32}$`)
+var uniqKeyPattern = regexp.MustCompile(`^[0-9A-Fa-f]{32}$`)
 
 // TestRouteAndSend: the Go client reads the route of an existing topic from
 // the name server and sync-sends MESSAGE_COUNT messages through it.
