@@ -152,7 +152,8 @@ func startProducer(t *testing.T, group string, rec *sendRecorder) rocketmq.Produ
 	return p
 }
 
-// publishQueues asks the name server for the topic's route through the
+// publishQueues (after creating the topic when CREATE_TOPIC_BROKER_ADDR is
+// set) asks the name server for the topic's route through the
 // client's admin API (GET_ROUTEINFO_BY_TOPIC, decoded by the client's own
 // route parser). It retries while the topic is unknown, up to ROUTE_WAIT_SECONDS,
 // because a broker's registration can trail the fixture by a heartbeat.
@@ -163,6 +164,24 @@ func publishQueues(ctx context.Context, t *testing.T, topic string) []*primitive
 		t.Fatalf("NewAdmin: %v", err)
 	}
 	defer within(t, "admin Close", 5*time.Second, adm.Close)
+
+	// Optional setup through the Go admin API (UPDATE_AND_CREATE_TOPIC sent
+	// to the broker, which then registers the topic with its name servers).
+	// The client ignores the response code, so the route check below is what
+	// tells whether it worked.
+	if brokerAddr := envStr("CREATE_TOPIC_BROKER_ADDR", ""); brokerAddr != "" {
+		n := envInt(t, "CREATE_TOPIC_QUEUES", 4)
+		err := adm.CreateTopic(ctx,
+			admin.WithTopicCreate(topic),
+			admin.WithBrokerAddrCreate(brokerAddr),
+			admin.WithReadQueueNums(n),
+			admin.WithWriteQueueNums(n),
+		)
+		if err != nil {
+			t.Fatalf("create topic %s on %s with %d queues: %v", topic, brokerAddr, n, err)
+		}
+		t.Logf("asked broker %s to create topic %s with %d queues", brokerAddr, topic, n)
+	}
 
 	wait := time.Duration(envInt(t, "ROUTE_WAIT_SECONDS", 10)) * time.Second
 	deadline := time.Now().Add(wait)
