@@ -167,14 +167,15 @@ _LANGUAGE_BY_NAME: dict[str, int] = {m.name: m.value for m in LanguageCode}
 
 
 def _build_escape_table() -> dict[int, str]:
-    # fastjson 1.2.83 SerializeWriter#writeStringWithDoubleQuote with default
-    # features: \b \t \n \f \r " \\ as two-char escapes, other C0 controls and
-    # DEL as \u00XX with upper-case hex; '/' and non-ASCII written raw.
-    table = {c: f"\\u{c:04X}" for c in range(0x20)}
+    # rocketmq-remoting 5.5.0 encodes headers with fastjson2 (RemotingSerializable):
+    # \b \t \n \f \r " \\ as two-char escapes, other C0 controls as \u00xx with
+    # lower-case hex; DEL, U+2028/9, '/' and non-ASCII raw. (fastjson 1.x, used up
+    # to 5.3.x, writes upper-case hex and also escapes DEL and U+2028/9; both are
+    # valid JSON for every reader; see docs/protocol-notes.md.)
+    table = {c: f"\\u{c:04x}" for c in range(0x20)}
     table.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r"})
     table[0x22] = '\\"'
     table[0x5C] = "\\\\"
-    table[0x7F] = "\\u007F"
     return table
 
 
@@ -183,7 +184,7 @@ _NEEDS_ESCAPE = frozenset(chr(c) for c in _ESCAPES)
 
 
 def json_quote(s: str) -> str:
-    """A JSON string literal exactly as fastjson writes it (default features)."""
+    """A JSON string literal exactly as rocketmq-remoting 5.5.0 (fastjson2) writes it."""
     if _NEEDS_ESCAPE.isdisjoint(s):
         return f'"{s}"'
     return '"' + s.translate(_ESCAPES) + '"'

@@ -1,0 +1,190 @@
+"""Typed custom headers <-> extFields, following Java's reflection rules.
+
+Java: RemotingCommand#decodeCommandCustomHeader / #makeCustomHeaderToNet
+(spec §1.7). A header is a `@dataclass(slots=True)` subclass of
+`RemotingHeader`; each field's wire key is its `field(metadata={"key": ...})`
+or its name in camelCase (`producer_group` -> `producerGroup`). Field types:
+`str`, `int`, `bool`, `float`, an `Enum` (by name), each optionally `| None`.
+
+Reading: unknown keys are ignored; a missing or unparseable value leaves the
+field's default, as in Java; a field without a default (required) raises
+`MissingHeaderField` ("the custom field <x> is null", INVALID_PARAMETER).
+Booleans: only case-insensitive "true" is true. Writing: None is skipped,
+bool as "true"/"false", float as Java Double.toString, Enum by name.
+
+The per-class field table is built once, on first use, and cached on the class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import re
+import types
+import typing
+from decimal import Decimal
+from typing import Any, ClassVar, Mapping, Self
+
+from .errors import InvalidParameter, MissingHeaderField
+
+_KIND_STR, _KIND_INT, _KIND_BOOL, _KIND_FLOAT, _KIND_ENUM = range(5)
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def camel_case(name: str) -> str:
+    """snake_case -> camelCase (`max_msg_nums` -> `maxMsgNums`); names without `_` stay."""
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def java_double_to_string(d: float) -> str:
+    """Java Double.toString: shortest digits, plain in [1e-3, 1e7), else `d.dddE[-]n`."""
+    if math.isnan(d):
+        return "NaN"
+    if math.isinf(d):
+        return "Infinity" if d > 0 else "-Infinity"
+    if d == 0.0:
+        return "-0.0" if math.copysign(1.0, d) < 0 else "0.0"
+    sign = "-" if d < 0 else ""
+    a = abs(d)
+    _, digits, exp = Decimal(repr(a)).as_tuple()
+    ds = "".join(map(str, digits)).rstrip("0") or "0"
+    # value = 0.ds * 10**point
+    point = len(digits) + int(exp)
+    if 1e-3 <= a < 1e7:
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{ds}"
+        if point >= len(ds):
+            return f"{sign}{ds}{'0' * (point - len(ds))}.0"
+        return f"{sign}{ds[:point]}.{ds[point:]}"
+    frac = ds[1:] or "0"
+    return f"{sign}{ds[0]}.{frac}E{point - 1}"
+
+
+def _parse_java_int(v: str) -> int:
+    if not _JAVA_INT.fullmatch(v):
+        raise ValueError(v)
+    return int(v)
+
+
+def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) != 1:
+            raise TypeError(f"unsupported header field type {tp!r}")
+        return args[0], True
+    return tp, False
+
+
+class _Field(typing.NamedTuple):
+    attr: str
+    key: str
+    kind: int
+    required: bool
+    enum_cls: type[enum.Enum] | None
+
+
+class RemotingHeader:
+    """Base class for typed custom headers (Java CommandCustomHeader)."""
+
+    __slots__ = ()
+    _header_fields: ClassVar[tuple[_Field, ...]]
+
+    @classmethod
+    def _fields_table(cls) -> tuple[_Field, ...]:
+        table = cls.__dict__.get("_header_fields")
+        if table is None:
+            table = _build_table(cls)
+            cls._header_fields = table
+        return table
+
+    @classmethod
+    def from_ext_fields(cls, ext: Mapping[str, str] | None) -> Self:
+        """Decode from a command's ext_fields (None behaves as empty)."""
+        if ext is None:
+            ext = {}
+        kwargs: dict[str, Any] = {}
+        for f in cls._fields_table():
+            v = ext.get(f.key)
+            if v is None:
+                if f.required:
+                    raise MissingHeaderField(f.key)
+                continue
+            kind = f.kind
+            if kind == _KIND_STR:
+                kwargs[f.attr] = v
+                continue
+            try:
+                if kind == _KIND_INT:
+                    kwargs[f.attr] = _parse_java_int(v)
+                elif kind == _KIND_BOOL:
+                    kwargs[f.attr] = v.lower() == "true"
+                elif kind == _KIND_FLOAT:
+                    kwargs[f.attr] = float(v)
+                else:
+                    kwargs[f.attr] = f.enum_cls[v]  # type: ignore[index]
+            except (ValueError, KeyError):
+                # Java logs the parse failure and keeps the field's default.
+                if f.required:
+                    raise InvalidParameter(f"the custom field <{f.key}> has an invalid value {v!r}") from None
+        return cls(**kwargs)
+
+    @classmethod
+    def from_command(cls, cmd: Any) -> Self:
+        """Decode from `cmd.ext_fields`."""
+        return cls.from_ext_fields(cmd.ext_fields)
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """Encode as ext_fields; None fields are left out (Java makeCustomHeaderToNet)."""
+        out: dict[str, str] = {}
+        for f in self._fields_table():
+            v = getattr(self, f.attr)
+            if v is None:
+                continue
+            kind = f.kind
+            if kind == _KIND_STR:
+                out[f.key] = v
+            elif kind == _KIND_BOOL:
+                out[f.key] = "true" if v else "false"
+            elif kind == _KIND_INT:
+                out[f.key] = str(int(v))
+            elif kind == _KIND_FLOAT:
+                out[f.key] = java_double_to_string(float(v))
+            else:
+                out[f.key] = v.name
+        return out
+
+
+def _build_table(cls: type) -> tuple[_Field, ...]:
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} must be a dataclass")
+    hints = typing.get_type_hints(cls)
+    table = []
+    for fld in dataclasses.fields(cls):
+        tp, _optional = _unwrap_optional(hints[fld.name])
+        enum_cls = None
+        if tp is bool:
+            kind = _KIND_BOOL
+        elif isinstance(tp, type) and issubclass(tp, enum.Enum):
+            kind, enum_cls = _KIND_ENUM, tp
+        elif tp is int:
+            kind = _KIND_INT
+        elif tp is float:
+            kind = _KIND_FLOAT
+        elif tp is str:
+            kind = _KIND_STR
+        else:
+            raise TypeError(f"{cls.__name__}.{fld.name}: unsupported header field type {tp!r}")
+        required = fld.default is dataclasses.MISSING and fld.default_factory is dataclasses.MISSING
+        key = fld.metadata.get("key") or camel_case(fld.name)
+        table.append(_Field(fld.name, key, kind, required, enum_cls))
+    return tuple(table)
+
+
+def key(wire_key: str, **kwargs: Any) -> Any:
+    """`dataclasses.field` with an explicit wire key: `producer_group: str = key("a")`."""
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    metadata["key"] = wire_key
+    return dataclasses.field(metadata=metadata, **kwargs)
