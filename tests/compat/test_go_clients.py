@@ -1,0 +1,134 @@
+"""The official Go client (rocketmq-client-go v2.1.2) against pyrmq.
+
+Each test runs one case of the prebuilt compat/go-tests binary
+(`bin/compat.test -test.run '^TestX$' -test.v`) with the environment that
+points it at the servers under test, and asserts exit code 0; on failure the
+Go output is the assertion message. A missing Go toolchain or a failed build
+fails the test loudly: this suite never skips.
+
+Setup per case: a real Java broker 5.5.0 registers with the name server under
+test; the Go case creates its topic on that broker through the Go admin API
+(UPDATE_AND_CREATE_TOPIC), then reads the route from the name server
+(GET_ROUTEINFO_BY_TOPIC, parsed by the client's brokerAddrs string surgery)
+and sends/consumes through it. The `java_namesrv` variants run the same case
+against the Java NameServer, as a reference for the harness itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.compat, pytest.mark.go]
+
+GO_TESTS = Path(__file__).resolve().parents[2] / "compat" / "go-tests"
+BINARY = GO_TESTS / "bin" / "compat.test"
+
+#: Queues per test topic; the route the Go client sees must have exactly these.
+QUEUES = 4
+#: Per-case deadline inside Go; the subprocess gets a margin on top.
+CASE_TIMEOUT_S = 90
+#: Output shown on failure (tail), enough for the Go test log and a panic trace.
+MAX_OUTPUT_CHARS = 20_000
+
+
+@pytest.fixture(scope="session")
+def go_compat_binary() -> Path:
+    """Build (or confirm up to date) compat/go-tests/bin/compat.test once."""
+    if shutil.which("go") is None:
+        pytest.fail("Go toolchain not found on PATH: the Go compat suite needs `go` (>= 1.22)")
+    proc = subprocess.run(
+        [str(GO_TESTS / "build.sh")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            f"compat/go-tests/build.sh exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+        )
+    if not os.access(BINARY, os.X_OK):
+        pytest.fail(f"{BINARY} missing after build.sh")
+    return BINARY
+
+
+def run_go_case(binary: Path, case: str, env: dict[str, str]) -> str:
+    """Run one Go test case; fail with its output unless it passed."""
+    full_env = {**os.environ, **env}
+    full_env.setdefault("ROCKETMQ_GO_LOG_LEVEL", "warn")
+    cmd = [
+        str(binary),
+        "-test.run",
+        f"^{case}$",
+        "-test.v",
+        "-test.count=1",
+        f"-test.timeout={CASE_TIMEOUT_S + 20}s",
+    ]
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=GO_TESTS,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=CASE_TIMEOUT_S + 40,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or ""
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+        pytest.fail(
+            f"Go case {case} did not finish in {CASE_TIMEOUT_S + 40}s; output:\n{out[-MAX_OUTPUT_CHARS:]}",
+            pytrace=False,
+        )
+    out = proc.stdout
+    if proc.returncode != 0 or f"--- PASS: {case}" not in out:
+        shown = "\n".join(f"{k}={v}" for k, v in sorted(env.items()))
+        pytest.fail(
+            f"Go case {case} exited {proc.returncode}\n--- env\n{shown}\n"
+            f"--- output (last {MAX_OUTPUT_CHARS} chars)\n{out[-MAX_OUTPUT_CHARS:]}",
+            pytrace=False,
+        )
+    return out
+
+
+def case_env(namesrv_addr: str, broker, case: str) -> dict[str, str]:
+    """Environment for one case: a fresh topic created on `broker`."""
+    run = uuid.uuid4().hex[:12]
+    return {
+        "NAMESRV_ADDR": namesrv_addr,
+        "TOPIC": f"GoCompat_{case}_{run}",
+        "RUN_ID": run,
+        "CREATE_TOPIC_BROKER_ADDR": broker.addr,
+        "CREATE_TOPIC_QUEUES": str(QUEUES),
+        "EXPECT_WRITE_QUEUES": str(QUEUES),
+        "EXPECT_BROKER_NAME": broker.name,
+        "EXPECT_BROKER_ADDR": broker.addr,
+        "MESSAGE_COUNT": "16",
+        "ROUTE_WAIT_SECONDS": "15",
+        "CASE_TIMEOUT_SECONDS": str(CASE_TIMEOUT_S),
+    }
+
+
+@pytest.fixture(params=["pyrmq", "java"], ids=["pyrmq_namesrv", "java_namesrv"])
+def namesrv_addr(request) -> str:
+    """The name server under test (pyrmq), or the Java one as the reference."""
+    return request.getfixturevalue(f"{request.param}_namesrv").addr
+
+
+def test_route_and_send(go_compat_binary, namesrv_addr, java_broker):
+    """Go producer: route from the name server, sync sends to the Java broker."""
+    broker = java_broker(namesrv_addr)
+    run_go_case(go_compat_binary, "TestRouteAndSend", case_env(namesrv_addr, broker, "RouteAndSend"))
+
+
+def test_push_consume(go_compat_binary, namesrv_addr, java_broker):
+    """Go push consumer: receives every message a Go producer sent, intact."""
+    broker = java_broker(namesrv_addr)
+    run_go_case(go_compat_binary, "TestPushConsume", case_env(namesrv_addr, broker, "PushConsume"))
