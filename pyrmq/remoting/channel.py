@@ -1,0 +1,336 @@
+"""One RocketMQ connection on asyncio, shared by the server and the client.
+
+Java: remoting.netty.NettyRemotingAbstract (processRequestCommand,
+processResponseCommand, invokeSyncImpl, invokeOnewayImpl) and the Netty
+channel. Both ends of a RocketMQ connection send requests and responses on it,
+matched by opaque, so the server's connections and the client's are the same
+class: a BufferedProtocol that reads straight into a FrameDecoder, dispatches
+requests to a ProcessorTable (one task each, responses in any order) and
+completes pending futures with responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from .codes import ResponseCode
+from .command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand, encode_parts, next_opaque
+from .errors import (
+    RemotingError,
+    RemotingProtocolError,
+    RemotingSendRequestError,
+    RemotingTimeout,
+)
+from .framing import MAX_FRAME_LENGTH, FrameDecoder
+
+log = logging.getLogger("pyrmq.remoting")
+
+Handler = Callable[["RequestContext", RemotingCommand], Awaitable["RemotingCommand | None"]]
+CloseListener = Callable[["Channel"], Any]
+
+_HANDLES_ATTR = "__remoting_codes__"
+
+
+def handles(*codes: int) -> Callable[[Callable], Callable]:
+    """Mark a processor method as the handler of one or more request codes."""
+
+    def mark(fn: Callable) -> Callable:
+        existing = getattr(fn, _HANDLES_ATTR, ())
+        setattr(fn, _HANDLES_ATTR, tuple(existing) + tuple(int(c) for c in codes))
+        return fn
+
+    return mark
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler gets besides the command: the connection and the endpoint."""
+
+    channel: Channel
+    server: Any  # the RemotingServer (or RemotingClient) that owns the channel
+    received_at_ms: int = 0
+
+
+class ProcessorTable:
+    """Request code -> handler (Java NettyRemotingAbstract#processorTable)."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[int, Handler] = {}
+        self.default: Handler | None = None
+
+    def register(self, processor: Any) -> None:
+        """Collect the `@handles` methods of `processor`; a code taken twice is a ValueError."""
+        found = False
+        for name, _ in inspect.getmembers(type(processor), callable):
+            codes = getattr(getattr(type(processor), name), _HANDLES_ATTR, None)
+            if not codes:
+                continue
+            method = getattr(processor, name)
+            if not inspect.iscoroutinefunction(method):
+                raise TypeError(f"{type(processor).__name__}.{name} must be async")
+            for code in codes:
+                if code in self.handlers:
+                    raise ValueError(f"request code {code} already handled by {self.handlers[code]!r}")
+                self.handlers[code] = method
+            found = True
+        if not found:
+            raise ValueError(f"{type(processor).__name__} has no @handles methods")
+
+    def register_handler(self, code: int, handler: Handler) -> None:
+        code = int(code)
+        if code in self.handlers:
+            raise ValueError(f"request code {code} already handled by {self.handlers[code]!r}")
+        self.handlers[code] = handler
+
+    def register_default(self, handler: Handler) -> None:
+        self.default = handler
+
+    def lookup(self, code: int) -> Handler | None:
+        return self.handlers.get(code, self.default)
+
+
+def _format_addr(addr: Any) -> str:
+    # Java RemotingHelper.parseChannelRemoteAddr: "ip:port"
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        host, port = addr[0], addr[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return "" if addr is None else str(addr)
+
+
+class Channel(asyncio.BufferedProtocol):
+    """A connection: `remote_addr`, `send_oneway`, `invoke`, `close`, per-connection `attrs`."""
+
+    def __init__(
+        self,
+        endpoint: Any,
+        table: ProcessorTable,
+        *,
+        max_frame_length: int = MAX_FRAME_LENGTH,
+        on_open: Callable[[Channel], None] | None = None,
+        on_close: Callable[[Channel], None] | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.table = table
+        self.decoder = FrameDecoder(max_frame_length)
+        self.attrs: dict[str, Any] = {}
+        self.remote_addr = ""
+        self.local_addr = ""
+        self.closed = False
+        self.last_activity = time.monotonic()
+        self.transport: asyncio.Transport | None = None
+        self._on_open = on_open
+        self._on_close = on_close
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._closed_event = asyncio.Event()
+        self._discard: bytearray | None = None
+
+    def __repr__(self) -> str:
+        return f"<Channel {self.local_addr}<->{self.remote_addr}{' closed' if self.closed else ''}>"
+
+    # -- asyncio protocol -------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        self.remote_addr = _format_addr(transport.get_extra_info("peername"))
+        self.local_addr = _format_addr(transport.get_extra_info("sockname"))
+        self.last_activity = time.monotonic()
+        if self._on_open is not None:
+            self._on_open(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self.closed or self.decoder_failed:
+            # drain and drop whatever still arrives on a connection we are closing
+            if self._discard is None:
+                self._discard = bytearray(64 * 1024)
+            return memoryview(self._discard)
+        return self.decoder.get_buffer(sizehint)
+
+    @property
+    def decoder_failed(self) -> bool:
+        return self.decoder._error is not None
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.closed or self.decoder_failed:
+            return
+        self.last_activity = time.monotonic()
+        try:
+            commands = self.decoder.buffer_updated(nbytes)
+        except RemotingProtocolError as e:
+            log.warning("closing %s: protocol error from %s: %s", self, self.remote_addr, e)
+            self.close()
+            return
+        for cmd in commands:
+            self._received(cmd)
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._writable.set()
+        self._closed_event.set()
+        if self._pending:
+            err = RemotingSendRequestError(f"connection to {self.remote_addr} closed" + (f": {exc}" if exc else ""))
+            pending, self._pending = self._pending, {}
+            for fut in pending.values():
+                if not fut.done():
+                    fut.set_exception(err)
+        if self._on_close is not None:
+            self._on_close(self)
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    # -- receiving ---------------------------------------------------------
+
+    def _received(self, cmd: RemotingCommand) -> None:
+        if cmd.flag & FLAG_RESPONSE:
+            fut = self._pending.pop(cmd.opaque, None)
+            if fut is None:
+                log.debug("%s: response for unknown opaque %d (timed out?)", self, cmd.opaque)
+            elif not fut.done():
+                fut.set_result(cmd)
+            return
+        task = asyncio.get_running_loop().create_task(self._process_request(cmd))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _process_request(self, cmd: RemotingCommand) -> None:
+        """Java NettyRemotingAbstract#processRequestCommand: the one place that catches."""
+        ctx = RequestContext(self, self.endpoint, int(time.time() * 1000))
+        handler = self.table.lookup(cmd.code)
+        response: RemotingCommand | None
+        if handler is None:
+            response = cmd.make_response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
+            )
+        else:
+            try:
+                response = await handler(ctx, cmd)
+            except RemotingError as e:
+                response = cmd.make_response(e.code, str(e))
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.exception("%s: handler for code %d failed", self, cmd.code)
+                response = cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        if cmd.flag & FLAG_ONEWAY or response is None:
+            return  # one-way requests are never answered
+        response.opaque = cmd.opaque
+        response.flag |= FLAG_RESPONSE
+        response.serialize_type = cmd.serialize_type
+        self.send(response)
+
+    # -- sending -----------------------------------------------------------
+
+    def send(self, cmd: RemotingCommand) -> bool:
+        """Write one command; False if the connection is already closed."""
+        transport = self.transport
+        if self.closed or transport is None or transport.is_closing():
+            log.debug("%s: dropping %r, connection closed", self, cmd)
+            return False
+        head, body = encode_parts(cmd)
+        if body is None:
+            transport.write(head)
+        else:
+            transport.writelines((head, body))
+        self.last_activity = time.monotonic()
+        return True
+
+    async def wait_writable(self) -> None:
+        """Wait while the transport's write buffer is above its high-water mark."""
+        await self._writable.wait()
+
+    def send_oneway(self, cmd: RemotingCommand) -> bool:
+        """Send a request that must not be answered (Java invokeOneway)."""
+        cmd.flag = (cmd.flag | FLAG_ONEWAY) & ~FLAG_RESPONSE
+        return self.send(cmd)
+
+    async def invoke(self, cmd: RemotingCommand, timeout_s: float) -> RemotingCommand:
+        """Send a request and wait for its response (Java invokeSync).
+
+        Raises RemotingTimeout, or RemotingSendRequestError if the connection drops.
+        """
+        if self.closed:
+            raise RemotingSendRequestError(f"connection to {self.remote_addr} is closed")
+        cmd.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+        if cmd.opaque in self._pending:
+            cmd.opaque = next_opaque()
+        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        self._pending[cmd.opaque] = fut
+        try:
+            if not self.send(cmd):
+                raise RemotingSendRequestError(f"connection to {self.remote_addr} is closed")
+            try:
+                async with asyncio.timeout(timeout_s):
+                    return await fut
+            except TimeoutError:
+                raise RemotingTimeout(
+                    f"wait response on {self.remote_addr} timeout {int(timeout_s * 1000)}(ms), code {cmd.code}"
+                ) from None
+        finally:
+            if self._pending.get(cmd.opaque) is fut:
+                del self._pending[cmd.opaque]
+
+    def close(self) -> None:
+        """Close the connection; pending invokes fail, close listeners run once."""
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    async def wait_closed(self) -> None:
+        await self._closed_event.wait()
+
+    def cancel_tasks(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+
+def call_listener(listener: CloseListener, channel: Channel) -> None:
+    """Run a close listener; a coroutine result is scheduled, errors are logged."""
+    try:
+        result = listener(channel)
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            task.add_done_callback(_log_task_error)
+    except Exception:
+        log.exception("close listener %r failed for %s", listener, channel)
+
+
+def _log_task_error(task: asyncio.Future) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("close listener failed", exc_info=task.exception())
+
+
+__all__ = [
+    "Channel",
+    "ProcessorTable",
+    "RequestContext",
+    "handles",
+    "call_listener",
+]
