@@ -67,7 +67,10 @@ class RemotingCommand:
 
     `ext_fields` is Java's `extFields` (all custom header fields as strings);
     insertion order is the wire order (decoding keeps it, encoding follows it),
-    so a decoded frame re-encodes byte for byte.
+    so a decoded frame re-encodes byte for byte. A value may be None where
+    Java has null: a zero-length ROCKETMQ value or a JSON null. None is left
+    out of JSON headers and written with length 0 in ROCKETMQ ones; readers
+    (`ext()`, headers.py) treat it as absent, like Java.
     """
 
     code: int
@@ -144,9 +147,10 @@ class RemotingCommand:
         )
 
     def ext(self, key: str, default: str | None = None) -> str | None:
-        """`ext_fields.get(key)` that also works when ext_fields is None."""
+        """ext_fields[key], or `default` when absent, null (None) or ext_fields is None."""
         ef = self.ext_fields
-        return default if ef is None else ef.get(key, default)
+        v = None if ef is None else ef.get(key)
+        return default if v is None else v
 
     def __repr__(self) -> str:
         kind = "response" if self.flag & FLAG_RESPONSE else ("oneway" if self.flag & FLAG_ONEWAY else "request")
@@ -287,8 +291,7 @@ def _decode_json_header(header: memoryview | bytes) -> RemotingCommand:
         ext_fields = {}
         for k, v in ef_v.items():
             if v is None:
-                # key -> null in Java: same as absent for every reader.
-                ext_fields.pop(k, None)
+                ext_fields[k] = None  # type: ignore[assignment]  # Java: key -> null
             else:
                 ext_fields[k] = v if type(v) is str else _json_scalar_str(v, f"extFields[{k!r}]")
     else:
@@ -328,10 +331,11 @@ def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
         map_at = len(out)
         out += b"\x00\x00\x00\x00"
         for k, v in ef.items():
-            if k is None or v is None:
-                continue  # Java skips null keys and values
+            if k is None:
+                continue  # Java skips null keys
             kb = k.encode("utf-8", "replace")
-            vb = (v if type(v) is str else _wire_str(v)).encode("utf-8", "replace")
+            # None (Java null, decoded from a zero-length value) is written with length 0
+            vb = b"" if v is None else (v if type(v) is str else _wire_str(v)).encode("utf-8", "replace")
             if len(kb) > 0x7FFF:
                 raise ValueError(f"ext field key longer than 32767 bytes: {k[:40]!r}...")
             out += _SHORT.pack(len(kb))
@@ -380,12 +384,9 @@ def _decode_rocketmq_header(h: memoryview) -> RemotingCommand:
             pos += 4
             if vlen < 0 or vlen > elen or pos + vlen > hlen:
                 raise RemotingProtocolError(f"ROCKETMQ header: bad ext field value length {vlen}")
-            if vlen == 0 or klen == 0:
-                # Java decodes a zero-length string as null; a later duplicate
-                # wins (HashMap.put), so a null value removes an earlier one.
-                ext_fields.pop(key, None)
-            else:
-                ext_fields[key] = str(h[pos : pos + vlen], "utf-8", "replace")
+            # A zero-length value is Java's null: kept as None (a later duplicate
+            # wins, HashMap.put) and re-encoded with length 0, so frames round-trip.
+            ext_fields[key] = str(h[pos : pos + vlen], "utf-8", "replace") if vlen else None  # type: ignore[assignment]
             pos += vlen
     return RemotingCommand(
         code=code,
