@@ -1,0 +1,110 @@
+"""Wires the NameServer together: config, KV store, route tables, server, liveness scan.
+
+Java: ``namesrv/NamesrvController`` and ``routeinfo/BrokerHousekeepingService``
+(a closed connection unregisters the broker that registered on it at once).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from pyrmq.remoting.server import RemotingServer
+
+from .config import NamesrvConfig, properties_text
+from .kv_config import KVConfigManager
+from .processor import ClientRequestProcessor, DefaultRequestProcessor
+from .route_info_manager import RouteInfoManager, now_ms
+
+log = logging.getLogger("pyrmq.namesrv")
+
+#: Java NamesrvController#startScheduleService: first scan after 5 s
+SCAN_INITIAL_DELAY_MS = 5000
+
+
+class NamesrvController:
+    """One NameServer. ``await start()`` binds and starts the scan; ``await shutdown()`` undoes it."""
+
+    def __init__(self, config: NamesrvConfig | None = None, *, clock=now_ms) -> None:
+        self.config = config or NamesrvConfig()
+        self.clock = clock
+        self.kv_config_manager = KVConfigManager(self.config["kvConfigPath"])
+        self.route_info_manager = RouteInfoManager(clock=clock)
+        self._sync_route_settings()
+        self.server: RemotingServer | None = None
+        self._scan_task: asyncio.Task | None = None
+        self._started_at = time.monotonic()
+
+    # ------------------------------------------------------------------ config
+
+    def _sync_route_settings(self) -> None:
+        r, c = self.route_info_manager, self.config
+        r.default_timeout_millis = int(c["brokerChannelExpiredTime"])
+        r.delete_topic_with_broker_registration = bool(c["deleteTopicWithBrokerRegistration"])
+        r.support_acting_master = bool(c["supportActingMaster"])
+
+    def update_config(self, props: dict[str, str]) -> None:
+        """UPDATE_NAMESRV_CONFIG after the black-list check: apply, persist (Java Configuration#update)."""
+        self.config.update(props)
+        self._sync_route_settings()
+        self.config.persist()
+
+    def config_text(self) -> str:
+        return properties_text(self.config.all_properties())
+
+    def ready_for_service(self) -> bool:
+        return time.monotonic() - self._started_at >= int(self.config["waitSecondsForService"])
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def port(self) -> int:
+        return self.server.port if self.server else int(self.config["listenPort"])
+
+    async def start(self) -> None:
+        self.kv_config_manager.load()
+        server = RemotingServer(
+            self.config["bindAddress"],
+            int(self.config["listenPort"]),
+            name="namesrv",
+            idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]),
+        )
+        server.register(ClientRequestProcessor(self))
+        server.register(DefaultRequestProcessor(self))
+        server.add_close_listener(self.route_info_manager.on_channel_destroy)
+        await server.start()
+        self.server = server
+        self._started_at = time.monotonic()
+        self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="namesrv-scan")
+
+    async def _scan_loop(self) -> None:
+        interval = max(int(self.config["scanNotActiveBrokerInterval"]), 1)
+        await asyncio.sleep(min(SCAN_INITIAL_DELAY_MS, interval) / 1000)
+        while True:
+            self.scan_not_active_broker()
+            await asyncio.sleep(max(int(self.config["scanNotActiveBrokerInterval"]), 1) / 1000)
+
+    def scan_not_active_broker(self) -> None:
+        """Expire silent brokers and close their connections (Java RouteInfoManager#scanNotActiveBroker)."""
+        try:
+            for channel in self.route_info_manager.scan_not_active_broker():
+                if channel is not None:
+                    try:
+                        channel.close()
+                    except Exception:  # a channel already gone is fine
+                        log.debug("closing expired broker channel failed", exc_info=True)
+        except Exception:
+            log.exception("scanNotActiveBroker exception")
+
+    async def shutdown(self) -> None:
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+            try:
+                await self._scan_task
+            except asyncio.CancelledError:
+                pass
+            self._scan_task = None
+        if self.server is not None:
+            await self.server.close()
+            self.server = None
+        self.kv_config_manager.persist()
