@@ -47,13 +47,19 @@ mvn_q() { mvn -B -q -DskipTests "$@" 2>&1 | sed -u 's/\x1b\[0m//g'; }
 # for these same poms; otherwise (fresh ~/.m2, changed dependencies) go online.
 POMS="$(cat pom.xml */pom.xml | sha256sum | cut -d' ' -f1)"
 if [[ -f target/deps.stamp && "$(cat target/deps.stamp)" == "$POMS" ]]; then
-  if ! mvn_q -o package; then
-    echo "compat/java-tests/build.sh: offline build failed, retrying online" >&2
-    mvn_q package
+  if ! mvn_q -o package | tee target/mvn-offline.log; then
+    # Only a dependency the offline repository lacks is worth a second, online try.
+    if grep -qiE "offline|could not be resolved|cannot access" target/mvn-offline.log; then
+      echo "compat/java-tests/build.sh: offline build could not resolve dependencies, retrying online" >&2
+      mvn_q package
+    else
+      echo "compat/java-tests/build.sh: FATAL: Maven build failed (output above)" >&2
+      exit 1
+    fi
   fi
 else
   echo "compat/java-tests/build.sh: resolving Maven dependencies (first run can take a few minutes)" >&2
-  mvn_q package
+  mvn_q package || { echo "compat/java-tests/build.sh: FATAL: Maven build failed (output above)" >&2; exit 1; }
   echo "$POMS" >target/deps.stamp
 fi
 

@@ -1,0 +1,101 @@
+"""Fixtures for the compat suites (Java and Go): name servers, Java brokers, mqadmin.
+
+Names are relied on by tests/compat/test_go_*.py too: pyrmq_namesrv,
+java_namesrv, java_broker, mqadmin. The logic lives in tests/support/ so other
+suites can reuse it; these fixtures only give it a directory and a lifetime.
+
+Scopes: name servers and the broker factory are module-scoped, so the tests in
+one module share one name server and (when they ask for the same thing) one
+Java broker; everything is stopped at module teardown.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from support import java
+from support.servers import JavaBroker, JavaNamesrv, PyrmqNamesrv
+
+
+@pytest.fixture(scope="session")
+def java_harness():
+    """Built compat/java-tests (build.sh); a missing JDK or Maven fails here, loudly."""
+    java.ensure_built()
+    return java
+
+
+@pytest.fixture(scope="session")
+def java_home(tmp_path_factory):
+    """user.home / ROCKETMQ_HOME for client-side Java processes (JUnit, mqadmin)."""
+    return java.prepare_home(tmp_path_factory.mktemp("java-home"))
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed:
+        # Module-scoped fixtures print their server logs at teardown when any test failed.
+        item.module._compat_failed = True  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def pyrmq_namesrv(tmp_path_factory, request):
+    """pyrmq's NameServer on a free loopback port (broker expiry shortened for the liveness tests)."""
+    ns = PyrmqNamesrv(tmp_path_factory.mktemp("pyrmq-namesrv"),
+                      scanNotActiveBrokerInterval=1000, brokerChannelExpiredTime=3000)
+    yield ns
+    if getattr(request.module, "_compat_failed", False):
+        print(f"\n{ns!r}\n{ns.tail(80)}")
+    ns.stop()
+
+
+@pytest.fixture(scope="module")
+def java_namesrv(java_harness, tmp_path_factory, request):
+    """The official Java NameServer 5.5.0 on a free loopback port."""
+    ns = JavaNamesrv(tmp_path_factory.mktemp("java-namesrv"))
+    yield ns
+    if getattr(request.module, "_compat_failed", False):
+        print(f"\n{ns!r}\n{ns.tail(40)}")
+    ns.stop()
+
+
+@pytest.fixture(scope="module")
+def java_broker(java_harness, tmp_path_factory, request):
+    """Factory: java_broker(namesrv_addr, store_dir=None, fresh=False, **broker_conf) -> JavaBroker.
+
+    Returns once the broker is registered at that name server. A call with the
+    same arguments as an earlier one in this module returns the same broker
+    while it is alive (one JVM per module, not per test); fresh=True always
+    starts a new one. All are stopped (SIGTERM, then SIGKILL) at teardown.
+    """
+    started: dict[tuple, JavaBroker] = {}
+    all_brokers: list[JavaBroker] = []
+
+    def factory(namesrv_addr: str, store_dir=None, fresh: bool = False, **broker_conf) -> JavaBroker:
+        key = (namesrv_addr, str(store_dir), tuple(sorted((k, str(v)) for k, v in broker_conf.items())))
+        b = started.get(key)
+        if b is not None and b.alive() and not fresh:
+            return b
+        b = JavaBroker(namesrv_addr, tmp_path_factory.mktemp("java-broker"), store_dir=store_dir, **broker_conf)
+        all_brokers.append(b)
+        if not fresh:
+            started[key] = b
+        return b
+
+    yield factory
+    failed = getattr(request.module, "_compat_failed", False)
+    for b in all_brokers:
+        if failed:
+            print(f"\n{b!r}\n{b.tail(40)}")
+        b.stop()
+
+
+@pytest.fixture(scope="session")
+def mqadmin(java_harness, java_home):
+    """mqadmin(version, *args, namesrv=..., timeout=60) -> CompletedProcess (text)."""
+
+    def run(version: str, *args: str, namesrv: str | None = None, timeout: float = 60):
+        return java.mqadmin(version, *args, namesrv=namesrv, home=java_home, timeout=timeout)
+
+    return run

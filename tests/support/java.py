@@ -1,0 +1,155 @@
+"""The Java side of the compat harness: build check, classpaths, mqadmin and
+one JUnit case per call, all as plain `java -cp` processes (no Maven at test
+time; compat/java-tests/build.sh writes <module>/target/classpath.txt).
+
+A missing JDK or Maven is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+JAVA_TESTS = ROOT / "compat" / "java-tests"
+
+CLIENT_VERSIONS = ("5.5.0", "4.9.8")
+CLIENT_MODULE = {"5.5.0": "client5", "4.9.8": "client4"}
+TOOLS_MODULE = {"5.5.0": "tools5", "4.9.8": "tools4"}
+SCENARIO_PACKAGE = "io.pyrmq.compat.scenarios"
+
+# Small, fast-starting JVMs: the machine has 2 cores shared with other suites.
+JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:-UsePerfData",
+             "-Djava.net.preferIPv4Stack=true"]
+CLIENT_HEAP = ["-Xms64m", "-Xmx384m"]
+SERVER_HEAP = ["-Xms128m", "-Xmx512m", "-XX:MaxDirectMemorySize=256m"]
+
+
+class HarnessError(RuntimeError):
+    """The harness itself cannot run (no JDK, no Maven, build failed)."""
+
+
+def java_exe() -> str:
+    exe = shutil.which("java")
+    if exe is None:
+        raise HarnessError("java not found on PATH: the Java compat suite needs a JDK 17 (this is a failure, not a skip)")
+    return exe
+
+
+@functools.cache
+def ensure_built() -> None:
+    """Run compat/java-tests/build.sh once per test process (a no-op when nothing changed)."""
+    java_exe()
+    if shutil.which("mvn") is None:
+        raise HarnessError("mvn not found on PATH: compat/java-tests needs Maven 3.8+ (this is a failure, not a skip)")
+    r = subprocess.run([str(JAVA_TESTS / "build.sh")], capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        raise HarnessError(f"compat/java-tests/build.sh failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+
+
+def classpath(module: str, with_tests: bool = False) -> str:
+    """The module's runtime (test-scope) classpath, with its own classes first."""
+    ensure_built()
+    mod = JAVA_TESTS / module
+    cp_file = mod / "target" / "classpath.txt"
+    if not cp_file.is_file():
+        raise HarnessError(f"{cp_file} missing; run compat/java-tests/build.sh")
+    parts = []
+    if with_tests:
+        parts.append(str(mod / "target" / "test-classes"))
+    parts.append(str(mod / "target" / "classes"))
+    parts.append(cp_file.read_text().strip())
+    return os.pathsep.join(parts)
+
+
+LOGBACK_TOOLS = """<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by tests/support/java.py: mqadmin 4.9.x insists on $ROCKETMQ_HOME/conf/logback_tools.xml. -->
+<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>${user.home}/logs/rocketmqlogs/tools.log</file>
+    <encoder><pattern>%d %-5level %logger{0} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+
+def prepare_home(home: Path) -> Path:
+    """A ROCKETMQ_HOME / user.home for Java processes: logs land in home/logs/rocketmqlogs."""
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "logs" / "rocketmqlogs").mkdir(parents=True, exist_ok=True)
+    f = home / "conf" / "logback_tools.xml"
+    if not f.exists():
+        f.write_text(LOGBACK_TOOLS)
+    return home
+
+
+def java_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["ROCKETMQ_HOME"] = str(home)
+    env.pop("NAMESRV_ADDR", None)  # the clients would fall back to it; route only via what we pass
+    env.pop("JAVA_TOOL_OPTIONS", None)
+    return env
+
+
+def java_argv(module: str, main: str, args: list[str], home: Path, props: dict | None = None,
+              heap: list[str] | None = None, with_tests: bool = False) -> list[str]:
+    argv = [java_exe(), *(heap or CLIENT_HEAP), *JVM_FLAGS, f"-Duser.home={home}", f"-Drocketmq.home.dir={home}"]
+    argv += [f"-D{k}={v}" for k, v in (props or {}).items()]
+    argv += ["-cp", classpath(module, with_tests), main, *args]
+    return argv
+
+
+def mqadmin(version: str, *args: str, namesrv: str | None = None, home: Path, timeout: float = 60
+            ) -> subprocess.CompletedProcess:
+    """Official mqadmin (rocketmq-tools `version`), text output. `-n namesrv` is appended when given.
+
+    mqadmin's exit code is 0 even when a sub command fails (it prints the
+    exception), so callers must also check the output.
+    """
+    module = TOOLS_MODULE[version]
+    prepare_home(home)
+    argv = java_argv(module, "org.apache.rocketmq.tools.command.MQAdminStartup", list(args), home)
+    if namesrv:
+        argv += ["-n", namesrv]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=java_env(home),
+                          stdin=subprocess.DEVNULL)
+
+
+class JUnitFailed(AssertionError):
+    pass
+
+
+def run_junit(module: str, test_class: str, method: str | None = None, props: dict | None = None,
+              timeout: float = 300, home: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ONE JUnit 5 case (class, or class#method) with the console launcher.
+
+    Passing returns the completed process; anything else raises JUnitFailed
+    carrying the whole Java output. `props` become -D system properties (the
+    scenarios read namesrv, topic, counts from there).
+    """
+    if module in CLIENT_MODULE:
+        module = CLIENT_MODULE[module]
+    if "." not in test_class:
+        test_class = f"{SCENARIO_PACKAGE}.{test_class}"
+    if home is None:
+        raise ValueError("run_junit needs a home directory (logs go to home/logs)")
+    prepare_home(home)
+    select = f"--select-method={test_class}#{method}" if method else f"--select-class={test_class}"
+    args = ["execute", select, "--disable-banner", "--disable-ansi-colors", "--details=tree",
+            "--details-theme=ascii", "--fail-if-no-tests"]
+    argv = java_argv(module, "org.junit.platform.console.ConsoleLauncher", args, home, props, with_tests=True)
+    what = f"{module} {test_class}{'#' + method if method else ''}"
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=java_env(home),
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        raise JUnitFailed(f"JUnit {what} timed out after {timeout}s\n{out}") from None
+    if r.returncode != 0:
+        raise JUnitFailed(f"JUnit {what} failed (exit {r.returncode})\n--- stdout ---\n{r.stdout}"
+                          f"\n--- stderr ---\n{r.stderr[-20000:]}")
+    return r

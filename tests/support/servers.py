@@ -1,0 +1,199 @@
+"""Name servers and brokers for the compat suites, each a real process.
+
+- JavaNamesrv / JavaBroker: the official 5.5.0 servers (module `servers`),
+  loopback only, small heaps, ROCKETMQ_HOME and user.home in the test's
+  directory (logs in <home>/logs/rocketmqlogs, shown on failure).
+- PyrmqNamesrv: `python -m pyrmq namesrv -c <file>` from this checkout.
+
+All of them expose .addr ("127.0.0.1:port"), .proc (the subprocess.Popen),
+.stop() (SIGTERM, then SIGKILL) and .kill9().
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+
+from support import probe
+from support.java import SERVER_HEAP, java_argv, java_env, prepare_home
+from support.ports import broker_port, free_port
+from support.procs import ManagedProcess, ProcessFailed, tail_file
+
+ROOT = Path(__file__).resolve().parents[2]
+_seq = itertools.count(1)
+
+# rocketmq-logging's shaded logback: pick the server's own config from its jar and keep
+# logback's status chatter out of the process output.
+_LOGBACK_QUIET = "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener"
+
+
+def write_properties(path: Path, conf: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    return path
+
+
+def _bind_race(proc: ManagedProcess) -> bool:
+    return "Address already in use" in tail_file(proc.log, 200)
+
+
+class _Server:
+    name: str
+    port: int
+    managed: ManagedProcess
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def proc(self):
+        return self.managed.proc
+
+    @property
+    def pid(self) -> int:
+        return self.managed.pid
+
+    def alive(self) -> bool:
+        return self.managed.alive()
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        return self.managed.stop(timeout)
+
+    def kill9(self) -> None:
+        self.managed.kill9()
+
+    def pause(self) -> None:
+        self.managed.pause()
+
+    def resume(self) -> None:
+        self.managed.resume()
+
+    def tail(self, lines: int = 60) -> str:
+        return self.managed.tail(lines)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.addr} pid={self.managed.pid}>"
+
+
+class JavaNamesrv(_Server):
+    """org.apache.rocketmq.namesrv.NamesrvStartup 5.5.0."""
+
+    def __init__(self, workdir: Path, start_timeout: float = 60, **conf):
+        self.workdir = workdir
+        self.home = prepare_home(workdir / "home")
+        self.name = f"java-namesrv-{next(_seq)}"
+        for attempt in range(3):
+            self.port = free_port()
+            props = {"listenPort": self.port, "bindAddress": "127.0.0.1", "scanNotActiveBrokerInterval": 1000,
+                     "kvConfigPath": workdir / "kvConfig.json", "configStorePath": workdir / "namesrv.properties.store",
+                     **conf}
+            cfg = write_properties(workdir / "namesrv.properties", props)
+            argv = java_argv("servers", "org.apache.rocketmq.namesrv.NamesrvStartup", ["-c", str(cfg)], self.home,
+                             {"logback.configurationFile": "rmq.namesrv.logback.xml",
+                              "logback.statusListenerClass": _LOGBACK_QUIET}, heap=SERVER_HEAP)
+            self.managed = ManagedProcess(self.name, argv, workdir / f"namesrv-{self.port}.out", env=java_env(self.home),
+                                          cwd=workdir, extra_logs=[self.home / "logs/rocketmqlogs/namesrv.log"])
+            try:
+                self.managed.wait_port(self.port, start_timeout)
+                return
+            except ProcessFailed:
+                self.managed.kill9()
+                if attempt == 2 or not _bind_race(self.managed):
+                    raise
+
+
+class PyrmqNamesrv(_Server):
+    """pyrmq's NameServer: `<venv python> -m pyrmq namesrv -c <workdir>/namesrv.properties`."""
+
+    def __init__(self, workdir: Path, start_timeout: float = 30, **conf):
+        self.workdir = workdir
+        self.home = workdir / "home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.name = f"pyrmq-namesrv-{next(_seq)}"
+        venv_python = ROOT / ".venv" / "bin" / "python"
+        python = str(venv_python) if venv_python.exists() else sys.executable
+        for attempt in range(3):
+            self.port = free_port()
+            props = {"listenPort": self.port, "scanNotActiveBrokerInterval": 1000,
+                     "kvConfigPath": workdir / "kvConfig.json", "configStorePath": workdir / "namesrv.properties.store",
+                     **conf}
+            cfg = write_properties(workdir / "namesrv.properties", props)
+            env = dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1")
+            self.managed = ManagedProcess(self.name, [python, "-m", "pyrmq", "namesrv", "-c", str(cfg)],
+                                          workdir / f"pyrmq-namesrv-{self.port}.out", env=env, cwd=ROOT)
+            try:
+                self.managed.wait_port(self.port, start_timeout)
+                return
+            except ProcessFailed:
+                self.managed.kill9()
+                if attempt == 2 or not _bind_race(self.managed):
+                    raise
+
+
+class JavaBroker(_Server):
+    """org.apache.rocketmq.broker.BrokerStartup 5.5.0, registered at `namesrv_addr`.
+
+    Binds listenPort and listenPort-2 on 127.0.0.1 and the HA port
+    listenPort+1. `conf` entries override/extend broker.conf (camelCase keys).
+    Construction returns once the name server lists this broker.
+    """
+
+    def __init__(self, namesrv_addr: str, workdir: Path, store_dir: Path | None = None, name: str | None = None,
+                 cluster: str = "DefaultCluster", start_timeout: float = 90, **conf):
+        self.namesrv_addr = namesrv_addr
+        self.workdir = workdir
+        self.home = prepare_home(workdir / "home")
+        self.name = name or f"broker-{os.getpid()}-{next(_seq)}"
+        self.cluster = cluster
+        self.store_dir = Path(store_dir) if store_dir else workdir / "store"
+        for attempt in range(3):
+            self.port = broker_port()
+            props = {
+                "brokerClusterName": cluster,
+                "brokerName": self.name,
+                "brokerId": 0,
+                "namesrvAddr": namesrv_addr,
+                "listenPort": self.port,
+                "bindAddress": "127.0.0.1",
+                "brokerIP1": "127.0.0.1",
+                "storePathRootDir": self.store_dir,
+                "storePathCommitLog": self.store_dir / "commitlog",
+                "autoCreateTopicEnable": "true",
+                "autoCreateSubscriptionGroup": "true",
+                "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+                "mappedFileSizeConsumeQueue": 300000 * 20 // 100,
+                "flushDiskType": "ASYNC_FLUSH",
+                "deleteWhen": "04",
+                **conf,
+            }
+            cfg = write_properties(workdir / f"broker-{self.name}.conf", props)
+            argv = java_argv("servers", "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(cfg)], self.home,
+                             {"logback.configurationFile": "rmq.broker.logback.xml",
+                              "logback.statusListenerClass": _LOGBACK_QUIET}, heap=SERVER_HEAP)
+            self.managed = ManagedProcess(self.name, argv, workdir / f"broker-{self.name}-{self.port}.out",
+                                          env=java_env(self.home), cwd=workdir,
+                                          extra_logs=[self.home / "logs/rocketmqlogs/broker.log"])
+            try:
+                self.managed.wait_port(self.port, start_timeout)
+                break
+            except ProcessFailed:
+                self.managed.kill9()
+                if attempt == 2 or not _bind_race(self.managed):
+                    raise
+        self.wait_registered(start_timeout)
+
+    def wait_registered(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise ProcessFailed(f"{self.name} exited ({self.proc.returncode}) before registering at "
+                                    f"{self.namesrv_addr}\n{self.tail()}")
+            if probe.broker_registered(self.namesrv_addr, self.name, self.addr):
+                return
+            time.sleep(0.3)
+        raise ProcessFailed(f"{self.name} ({self.addr}) not registered at {self.namesrv_addr} after {timeout}s\n"
+                            f"{self.tail()}")
