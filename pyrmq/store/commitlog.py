@@ -1,0 +1,682 @@
+"""The commit log: every message of every topic, appended in one byte stream of mapped files.
+
+Java: store.CommitLog (append callback, checkMessageAndReturnSize, recoverNormally/Abnormally),
+store.GroupCommitService / FlushRealTimeService (flush), store.FlushDiskWatcher.
+
+Threads: puts run on the caller's thread under `put_lock`; flushing runs in one background
+thread (group commit for SYNC_FLUSH, periodic for ASYNC_FLUSH); a watcher thread fails sync-flush
+waits that exceed `syncFlushTimeout`. A put is acknowledged PUT_OK under SYNC_FLUSH only after
+msync covered its last byte; a failed msync fails the waiting puts (UNKNOWN_ERROR).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass
+from typing import Callable
+
+from . import message as m
+from .mapped_file import MappedFile, MappedFileQueue, SyncFn
+from .results import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    DispatchRequest,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from .store_config import MessageStoreConfig
+
+log = logging.getLogger(__name__)
+
+RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
+
+_TRAN_NO_QUEUE_OFFSET = (m.MessageSysFlag.TRANSACTION_PREPARED_TYPE, m.MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+
+
+@dataclass(slots=True)
+class MessageExtBatch:
+    """A client batch to be expanded into one record per element. Java: MessageExtBatch.
+
+    `body` is the SEND_BATCH_MESSAGE body (spec §2.7). `properties_string`, when not empty, is
+    appended to every element's properties (5.3.x behaviour; develop stopped doing it)."""
+
+    topic: str
+    body: bytes
+    queue_id: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: m.Host = ("127.0.0.1", 0)
+    store_host: m.Host = ("127.0.0.1", 10911)
+    reconsume_times: int = 0
+    properties_string: str = ""
+    wait_store_msg_ok: bool = True
+
+
+def _complete(fut: Future, value) -> None:
+    try:
+        fut.set_result(value)
+    except InvalidStateError:
+        pass
+
+
+def _done_future(value) -> Future:
+    f: Future = Future()
+    f.set_result(value)
+    return f
+
+
+class CommitLog:
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        clock: Callable[[], int],
+        sync: SyncFn | None = None,
+        on_flushed: Callable[[int], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.mapped_file_queue = MappedFileQueue(config.commit_log_dir, config.mapped_file_size_commit_log, sync)
+        self.topic_queue_table: dict[str, int] = {}
+        self.put_lock = threading.RLock()
+        self.confirm_offset = -1
+        self._delay_table = config.delay_level_table()
+        self._max_delay_level = max(self._delay_table) if self._delay_table else 0
+        self._on_flushed = on_flushed  # store timestamp of the flushed data -> checkpoint
+        self._flush_service: _FlushService | None = None
+        self.writable = True
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def load(self) -> bool:
+        return self.mapped_file_queue.load()
+
+    def start(self) -> None:
+        self._flush_service = (
+            GroupCommitService(self) if self.config.sync_flush else FlushRealTimeService(self)
+        )
+        self._flush_service.start()
+
+    def shutdown(self) -> None:
+        if self._flush_service is not None:
+            self._flush_service.stop()
+            self._flush_service = None
+        for _ in range(10):
+            try:
+                if self.mapped_file_queue.flush(0):
+                    break
+            except OSError:
+                log.exception("flush at shutdown failed")
+                break
+        self.mapped_file_queue.shutdown()
+
+    # --- offsets -------------------------------------------------------------------------------
+    def get_min_offset(self) -> int:
+        mf = self.mapped_file_queue.get_first_mapped_file()
+        if mf is None:
+            return -1
+        return mf.file_from_offset
+
+    def get_max_offset(self) -> int:
+        return self.mapped_file_queue.get_max_offset()
+
+    def get_flushed_where(self) -> int:
+        return self.mapped_file_queue.flushed_where
+
+    def roll_next_file(self, offset: int) -> int:
+        size = self.config.mapped_file_size_commit_log
+        return offset + size - offset % size
+
+    def get_confirm_offset(self) -> int:
+        return self.get_max_offset()
+
+    def queue_key(self, topic: str, queue_id: int) -> str:
+        return f"{topic}-{queue_id}"
+
+    # --- put -----------------------------------------------------------------------------------
+    def _validate(self, msg: m.MessageExtBrokerInner) -> tuple[PutMessageStatus, str] | None:
+        topic_b = msg.topic.encode("utf-8")
+        version = msg.version or m.choose_version(msg.topic, self.config.auto_message_version_on_topic_len)
+        limit = 32767 if version is m.MessageVersion.MESSAGE_VERSION_V2 else 127
+        if not topic_b or len(topic_b) > limit:
+            return PutMessageStatus.MESSAGE_ILLEGAL, f"topic length {len(topic_b)} not allowed"
+        return None
+
+    def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future:
+        """Append one message; the Future yields a PutMessageResult. Under SYNC_FLUSH (and WAIT not
+        'false') it completes only once the record is durable or the wait failed."""
+        result = self.append_message(msg)
+        return self._handle_disk_flush(result, self._wait(msg.get_properties()))
+
+    def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
+        return self.put_message_async(msg).result()
+
+    @staticmethod
+    def _wait(props: dict[str, str]) -> bool:
+        v = props.get(m.MessageConst.WAIT_STORE_MSG_OK)
+        return v is None or v.lower() == "true"  # Message#isWaitStoreMsgOK: absent means true
+
+    def append_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
+        """Encode and append without waiting for flush. Java CommitLog#asyncPutMessage (append part)."""
+        bad = self._validate(msg)
+        if bad:
+            return PutMessageResult(bad[0], error=bad[1])
+        if msg.version is None:
+            msg.version = m.choose_version(msg.topic, self.config.auto_message_version_on_topic_len)
+        props = msg.properties_string
+        if props is None:
+            props = m.message_properties_to_string(msg.properties)
+        props_b = props.encode("utf-8")
+        if len(props_b) > 32767:
+            return PutMessageResult(
+                PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+                AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED),
+                error=f"properties length {len(props_b)} > 32767",
+            )
+        try:
+            record = m.encode_record(
+                topic=msg.topic.encode("utf-8"), queue_id=msg.queue_id, flag=msg.flag, queue_offset=0,
+                physical_offset=0, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp,
+                born_host=m.host_to_bytes(msg.born_host), store_timestamp=0,
+                store_host=m.host_to_bytes(msg.store_host), reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset, body=msg.body,
+                properties=props_b, version=int(msg.version),
+            )
+        except (ValueError, OSError) as e:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=str(e))
+        if len(record) > self.config.max_message_size:
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
+                error=f"message size {len(record)} > maxMessageSize {self.config.max_message_size}",
+            )
+        sys_flag = m._PREFIX.unpack_from(record, 0)[7]
+        ts_pos = m.store_timestamp_position(sys_flag)
+        tran = m.MessageSysFlag.get_transaction_value(sys_flag)
+        store_host_b = m.host_to_bytes(msg.store_host)
+        with self.put_lock:
+            if not self.writable:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable")
+            store_ts = self.clock()
+            msg.store_timestamp = store_ts
+            key = f"{msg.topic}-{msg.queue_id}"
+            queue_offset = 0 if tran in _TRAN_NO_QUEUE_OFFSET else self.topic_queue_table.get(key, 0)
+            try:
+                mf = self._file_for(len(record), store_ts)
+            except OSError as e:
+                log.exception("create mapped file failed")
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e))
+            wrote_offset = mf.file_from_offset + mf.wrote_position
+            m._LONG.pack_into(record, m.QUEUEOFFSET_OFFSET, queue_offset)
+            m._LONG.pack_into(record, m.PHYSICALOFFSET_OFFSET, wrote_offset)
+            m._LONG.pack_into(record, ts_pos, store_ts)
+            mf.append_message(record)
+            mf.store_timestamp = store_ts
+            if tran not in _TRAN_NO_QUEUE_OFFSET:
+                self.topic_queue_table[key] = queue_offset + 1
+            msg.queue_offset = queue_offset
+        amr = AppendMessageResult(
+            AppendMessageStatus.PUT_OK, wrote_offset, len(record),
+            m.create_message_id(store_host_b, wrote_offset), store_ts, queue_offset, 1,
+        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, amr)
+
+    def _file_for(self, length: int, store_ts: int) -> MappedFile:
+        """Last file with room for `length` + 8; writes the blank record and rolls otherwise."""
+        q = self.mapped_file_queue
+        mf = q.get_last_mapped_file(0, need_create=True)
+        assert mf is not None
+        if length + m.END_FILE_MIN_BLANK_LENGTH > self.config.mapped_file_size_commit_log:
+            raise OSError(f"record of {length} bytes can never fit a commit log file")
+        if length + m.END_FILE_MIN_BLANK_LENGTH > mf.remaining():
+            max_blank = mf.remaining()
+            mf.write_at(mf.wrote_position, m.encode_blank(max_blank))
+            mf.wrote_position = mf.committed_position = mf.file_size
+            mf = q.get_last_mapped_file(0, need_create=True)
+            assert mf is not None
+        return mf
+
+    def put_messages_async(self, batch: MessageExtBatch) -> Future:
+        result = self.append_messages(batch)
+        return self._handle_disk_flush(result, batch.wait_store_msg_ok)
+
+    def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        return self.put_messages_async(batch).result()
+
+    def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        """One full record per element, contiguous in one file. Java MessageExtEncoder#encode(batch)
+        + DefaultAppendMessageCallback#doAppend(batch). Transactional batches are illegal."""
+        if m.MessageSysFlag.get_transaction_value(batch.sys_flag) != m.MessageSysFlag.TRANSACTION_NOT_TYPE:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="transactional batch")
+        try:
+            elements = m.decode_batch_body(batch.body)
+        except m.MessageDecodeError as e:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=str(e))
+        if not elements:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="empty batch")
+        if len(batch.body) > self.config.max_message_size:
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
+                error="batch body exceeds maxMessageSize",
+            )
+        version = int(m.choose_version(batch.topic, self.config.auto_message_version_on_topic_len))
+        topic_b = batch.topic.encode("utf-8")
+        born_b, store_b = m.host_to_bytes(batch.born_host), m.host_to_bytes(batch.store_host)
+        extra = batch.properties_string.encode("utf-8") if batch.properties_string else b""
+        records: list[bytearray] = []
+        for e in elements:
+            props = e.properties.encode("utf-8")
+            if extra:
+                if props and not props.endswith(b"\x02"):
+                    props += b"\x02"
+                props += extra
+            if len(props) > 32767:
+                return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, error="properties too long")
+            records.append(
+                m.encode_record(
+                    topic=topic_b, queue_id=batch.queue_id, flag=e.flag, queue_offset=0, physical_offset=0,
+                    sys_flag=batch.sys_flag, born_timestamp=batch.born_timestamp, born_host=born_b,
+                    store_timestamp=0, store_host=store_b, reconsume_times=batch.reconsume_times,
+                    prepared_transaction_offset=0, body=e.body, properties=props, version=version,
+                )
+            )
+        sys_flag = m._PREFIX.unpack_from(records[0], 0)[7]
+        ts_pos = m.store_timestamp_position(sys_flag)
+        total = sum(len(r) for r in records)
+        blob = bytearray(total)
+        with self.put_lock:
+            if not self.writable:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable")
+            store_ts = self.clock()
+            key = f"{batch.topic}-{batch.queue_id}"
+            base = self.topic_queue_table.get(key, 0)
+            try:
+                mf = self._file_for(total, store_ts)
+            except OSError as e:
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e))
+            wrote_offset = mf.file_from_offset + mf.wrote_position
+            pos = 0
+            ids = []
+            for i, r in enumerate(records):
+                m._LONG.pack_into(r, m.QUEUEOFFSET_OFFSET, base + i)
+                m._LONG.pack_into(r, m.PHYSICALOFFSET_OFFSET, wrote_offset + pos)
+                m._LONG.pack_into(r, ts_pos, store_ts)
+                blob[pos : pos + len(r)] = r
+                ids.append(m.create_message_id(store_b, wrote_offset + pos))
+                pos += len(r)
+            mf.append_message(blob)
+            mf.store_timestamp = store_ts
+            self.topic_queue_table[key] = base + len(records)
+        amr = AppendMessageResult(
+            AppendMessageStatus.PUT_OK, wrote_offset, total, ",".join(ids), store_ts, base, len(records)
+        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, amr)
+
+    def _handle_disk_flush(self, result: PutMessageResult, wait: bool) -> Future:
+        if not result.is_ok() or not self.config.sync_flush:
+            return _done_future(result)
+        svc = self._flush_service
+        amr = result.append_message_result
+        assert amr is not None
+        if not isinstance(svc, GroupCommitService):
+            # not started (tests, tools): flush inline
+            try:
+                self.flush_until(amr.wrote_offset + amr.wrote_bytes)
+            except OSError as e:
+                return _done_future(PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, amr, error=f"flush failed: {e}"))
+            return _done_future(result)
+        if not wait:
+            svc.wakeup()
+            return _done_future(result)
+        return svc.put_request(amr.wrote_offset + amr.wrote_bytes, result, self.config.sync_flush_timeout)
+
+    def flush_until(self, offset: int) -> None:
+        """Flush (least pages 0) until flushed_where >= offset. Raises OSError from msync."""
+        q = self.mapped_file_queue
+        for _ in range(1000):
+            if q.flushed_where >= offset:
+                break
+            q.flush(0)
+        if self._on_flushed and q.store_timestamp:
+            self._on_flushed(q.store_timestamp)
+
+    # --- read ----------------------------------------------------------------------------------
+    def get_message(self, offset: int, size: int) -> memoryview | None:
+        """The record bytes at [offset, offset+size), or None. Java CommitLog#getMessage."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset, offset == 0)
+        if mf is None:
+            return None
+        return mf.select_mapped_buffer(offset % self.config.mapped_file_size_commit_log, size)
+
+    def get_data(self, offset: int, return_first_on_not_found: bool = False) -> tuple[int, memoryview] | None:
+        """(start offset, view to the read position of the file containing `offset`)."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset, return_first_on_not_found)
+        if mf is None:
+            return None
+        pos = offset % self.config.mapped_file_size_commit_log
+        buf = mf.select_mapped_buffer(pos)
+        if buf is None:
+            return None
+        return offset, buf
+
+    def pickup_store_timestamp(self, offset: int, size: int) -> int:
+        """STORETIMESTAMP of the record at `offset` (-1 if unreadable). Java CommitLog#pickupStoreTimestamp."""
+        if offset < self.get_min_offset():
+            return -1
+        buf = self.get_message(offset, size)
+        if buf is None or len(buf) < 60:
+            return -1
+        try:
+            sys_flag = m._INT.unpack_from(buf, m.SYSFLAG_OFFSET)[0]
+            return m._LONG.unpack_from(buf, m.store_timestamp_position(sys_flag))[0]
+        finally:
+            buf.release()
+
+    # --- record check (dispatch and recovery) ----------------------------------------------------
+    def compute_deliver_timestamp(self, level: int, store_timestamp: int) -> int:
+        delay = self._delay_table.get(level)
+        return store_timestamp + delay if delay is not None else store_timestamp + 1000
+
+    def check_message_and_return_size(self, buf, pos: int, check_crc: bool, read_body: bool = True) -> DispatchRequest:
+        """Validate the record at `pos`; msg_size 0 + success = blank, success False = end of data
+        (msg_size > 0 then means: a record whose lengths disagree, skip it). Java
+        CommitLog#checkMessageAndReturnSize."""
+        remaining = len(buf) - pos
+        if remaining <= 4:
+            return DispatchRequest(-1, False)
+        total, magic = (
+            m._HEAD8.unpack_from(buf, pos) if remaining >= 8 else (m._INT.unpack_from(buf, pos)[0], 0)
+        )
+        if remaining < total:
+            return DispatchRequest(-1, False)
+        if magic == m.BLANK_MAGIC_CODE:
+            return DispatchRequest(0, True)
+        if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
+            return DispatchRequest(-1, False)
+        try:
+            msg = m.decode_message(buf, pos, read_body=False, check_crc=check_crc and read_body)
+        except m.MessageDecodeError as e:
+            if "total size" in str(e) and "computed" in str(e):
+                return DispatchRequest(total, False)
+            return DispatchRequest(-1, False)
+        props = msg.properties
+        tags_code = 0
+        tags = props.get(m.MessageConst.TAGS)
+        if tags:
+            tags_code = m.java_string_hash(tags)
+        if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
+            t = props.get(m.MessageConst.DELAY_TIME_LEVEL)
+            if t is not None:
+                try:
+                    level = min(int(t), self._max_delay_level)
+                except ValueError:
+                    level = 0
+                if level > 0:
+                    tags_code = self.compute_deliver_timestamp(level, msg.store_timestamp)
+        return DispatchRequest(
+            msg_size=total, success=True, topic=msg.topic, queue_id=msg.queue_id,
+            commit_log_offset=msg.commit_log_offset, tags_code=tags_code, store_timestamp=msg.store_timestamp,
+            consume_queue_offset=msg.queue_offset, keys=props.get(m.MessageConst.KEYS) or "",
+            uniq_key=props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX), sys_flag=msg.sys_flag,
+            prepared_transaction_offset=msg.prepared_transaction_offset, properties=props,
+        )
+
+    # --- recovery --------------------------------------------------------------------------------
+    def _scan(self, index: int, dispatch: Callable[[DispatchRequest], None], dispatch_from: int) -> int:
+        """Scan from file `index` with CRC checks, dispatching records at offsets >= dispatch_from.
+        Returns the end of the last valid record (processOffset)."""
+        files = self.mapped_file_queue.mapped_files
+        check_crc = self.config.check_crc_on_recover
+        mf = files[index]
+        buf = memoryview(mf.mm)
+        process_offset = mf.file_from_offset
+        pos = 0
+        last_valid = -1
+        try:
+            while True:
+                req = self.check_message_and_return_size(buf, pos, check_crc)
+                if req.success and req.msg_size > 0:
+                    if req.commit_log_offset != mf.file_from_offset + pos:
+                        log.warning("record at %d claims offset %d; end of data", mf.file_from_offset + pos, req.commit_log_offset)
+                        break
+                    last_valid = mf.file_from_offset + pos
+                    if req.commit_log_offset >= dispatch_from:
+                        dispatch(req)
+                    pos += req.msg_size
+                elif req.success and req.msg_size == 0:
+                    index += 1
+                    if index >= len(files):
+                        pos = mf.file_size  # the last file is full: the next put rolls
+                        break
+                    buf.release()
+                    mf = files[index]
+                    buf = memoryview(mf.mm)
+                    process_offset = mf.file_from_offset
+                    pos = 0
+                else:
+                    if req.msg_size > 0:
+                        log.warning("found a half message at %d, it will be truncated", mf.file_from_offset + pos)
+                    break
+        finally:
+            buf.release()
+        self.confirm_offset = last_valid
+        return process_offset + pos
+
+    def recover_normally(
+        self, max_phy_offset_of_cq: int, dispatch: Callable[[DispatchRequest], None],
+        truncate_logic: Callable[[int], None], destroy_logic: Callable[[], None],
+    ) -> int:
+        """Clean shutdown: start at the last file whose start <= the consume queues' max physical
+        offset (Java 5.3.2/5.3.3), dispatch what the queues miss. Returns the recovered max offset."""
+        files = self.mapped_file_queue.mapped_files
+        if not files:
+            self._recovered(0)
+            destroy_logic()
+            return 0
+        index = 0
+        for i in range(len(files) - 1, -1, -1):
+            if files[i].file_from_offset <= max(max_phy_offset_of_cq, 0):
+                index = i
+                break
+        end = self._scan(index, dispatch, max(max_phy_offset_of_cq, 0))
+        self._finish_recovery(end, max_phy_offset_of_cq, truncate_logic)
+        return end
+
+    def recover_abnormally(
+        self, max_phy_offset_of_cq: int, min_timestamp: int, dispatch: Callable[[DispatchRequest], None],
+        truncate_logic: Callable[[int], None], destroy_logic: Callable[[], None],
+    ) -> int:
+        """Crash: start at the newest file whose first record is valid and stored no later than the
+        checkpoint's min timestamp, re-dispatch everything from there (CQ/index writes are idempotent)."""
+        files = self.mapped_file_queue.mapped_files
+        if not files:
+            self._recovered(0)
+            destroy_logic()
+            return 0
+        index = 0
+        for i in range(len(files) - 1, -1, -1):
+            if self._is_mapped_file_matched_recover(files[i], min_timestamp):
+                index = i
+                break
+        end = self._scan(index, dispatch, files[index].file_from_offset)
+        self._finish_recovery(end, max_phy_offset_of_cq, truncate_logic)
+        return end
+
+    def _is_mapped_file_matched_recover(self, mf: MappedFile, min_timestamp: int) -> bool:
+        head = mf.mm[0:8]
+        magic = m._INT.unpack_from(head, 4)[0]
+        if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
+            return False
+        sys_flag = m._INT.unpack_from(mf.mm, m.SYSFLAG_OFFSET)[0]
+        store_ts = m._LONG.unpack_from(mf.mm, m.store_timestamp_position(sys_flag))[0]
+        return store_ts != 0 and store_ts <= min_timestamp
+
+    def _finish_recovery(self, end: int, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> None:
+        if max_phy_offset_of_cq >= end:
+            log.warning("consume queues reach %d beyond the commit log end %d; truncating them", max_phy_offset_of_cq, end)
+        truncate_logic(end)
+        self._recovered(end)
+
+    def _recovered(self, end: int) -> None:
+        q = self.mapped_file_queue
+        q.flushed_where = end
+        q.committed_where = end
+        q.truncate_dirty_files(end)
+        last = q.get_last_mapped_file()
+        if last is not None and end >= last.file_from_offset + last.file_size:
+            last.set_positions(last.file_size)
+
+
+class _FlushService(threading.Thread):
+    def __init__(self, commit_log: CommitLog, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.commit_log = commit_log
+        self._stopped = threading.Event()
+        self._wake = threading.Condition()
+        self._woken = False
+
+    def wakeup(self) -> None:
+        with self._wake:
+            self._woken = True
+            self._wake.notify()
+
+    def wait_for_running(self, timeout_s: float) -> None:
+        with self._wake:
+            if not self._woken:
+                self._wake.wait(timeout_s)
+            self._woken = False
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.wakeup()
+        self.join(timeout=10)
+
+
+class FlushRealTimeService(_FlushService):
+    """ASYNC_FLUSH: every flushIntervalCommitLog ms flush >= flushCommitLogLeastPages dirty pages;
+    everything every flushCommitLogThoroughInterval ms. Java CommitLog.FlushRealTimeService."""
+
+    def __init__(self, commit_log: CommitLog) -> None:
+        super().__init__(commit_log, "FlushRealTimeService")
+        self._last_thorough = time.monotonic()
+
+    def run(self) -> None:
+        cfg = self.commit_log.config
+        q = self.commit_log.mapped_file_queue
+        while not self._stopped.is_set():
+            if cfg.flush_commit_log_timed:
+                self._stopped.wait(cfg.flush_interval_commit_log / 1000)
+            else:
+                self.wait_for_running(cfg.flush_interval_commit_log / 1000)
+            least = cfg.flush_commit_log_least_pages
+            now = time.monotonic()
+            if now - self._last_thorough >= cfg.flush_commit_log_thorough_interval / 1000:
+                self._last_thorough = now
+                least = 0
+            try:
+                with self.commit_log.put_lock:
+                    pass  # cheap barrier: positions stable for this round
+                q.flush(least)
+                if least == 0 and self.commit_log._on_flushed and q.store_timestamp:
+                    self.commit_log._on_flushed(q.store_timestamp)
+            except OSError:
+                log.exception("async flush failed; will retry")
+            except ValueError:
+                if self._stopped.is_set():
+                    break
+                raise
+
+
+@dataclass(slots=True)
+class _GroupCommitRequest:
+    next_offset: int
+    result: PutMessageResult
+    future: Future
+    deadline: float
+
+
+class GroupCommitService(_FlushService):
+    """SYNC_FLUSH: batches waiting puts, one msync serves them all; FlushDiskWatcher's job
+    (time out waits) is done by a second small thread. Java GroupCommitService + FlushDiskWatcher."""
+
+    def __init__(self, commit_log: CommitLog) -> None:
+        super().__init__(commit_log, "GroupCommitService")
+        self._lock = threading.Lock()
+        self._requests_write: list[_GroupCommitRequest] = []
+        self._watch: list[tuple[float, int, _GroupCommitRequest]] = []
+        self._seq = 0
+        self._watch_cv = threading.Condition()
+        self._watcher = threading.Thread(target=self._run_watcher, name="FlushDiskWatcher", daemon=True)
+
+    def start(self) -> None:
+        super().start()
+        self._watcher.start()
+
+    def put_request(self, next_offset: int, result: PutMessageResult, timeout_ms: int) -> Future:
+        fut: Future = Future()
+        req = _GroupCommitRequest(next_offset, result, fut, time.monotonic() + timeout_ms / 1000)
+        with self._lock:
+            self._requests_write.append(req)
+        with self._watch_cv:
+            self._seq += 1
+            heapq.heappush(self._watch, (req.deadline, self._seq, req))
+            self._watch_cv.notify()
+        self.wakeup()
+        return fut
+
+    def run(self) -> None:
+        while not self._stopped.is_set():
+            self.wait_for_running(0.010)
+            self._do_commit()
+        self._do_commit()
+        with self._lock:
+            leftover, self._requests_write = self._requests_write, []
+        for r in leftover:
+            _complete(r.future, PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r.result.append_message_result, error="store shut down"))
+
+    def _do_commit(self) -> None:
+        with self._lock:
+            reqs, self._requests_write = self._requests_write, []
+        if not reqs:
+            try:
+                self.commit_log.mapped_file_queue.flush(0)
+            except (OSError, ValueError):
+                pass
+            return
+        target = max(r.next_offset for r in reqs)
+        try:
+            self.commit_log.flush_until(target)
+            flushed = self.commit_log.mapped_file_queue.flushed_where
+            for r in reqs:
+                if flushed >= r.next_offset:
+                    _complete(r.future, r.result)
+                else:
+                    _complete(r.future, PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r.result.append_message_result, error="flush did not reach the record"))
+        except OSError as e:
+            log.error("sync flush failed: %s", e)
+            for r in reqs:
+                _complete(r.future, PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, r.result.append_message_result, error=f"flush failed: {e}"))
+
+    def _run_watcher(self) -> None:
+        while not self._stopped.is_set():
+            with self._watch_cv:
+                while self._watch and self._watch[0][2].future.done():
+                    heapq.heappop(self._watch)
+                if not self._watch:
+                    self._watch_cv.wait(0.1)
+                    continue
+                deadline, _, req = self._watch[0]
+                delay = deadline - time.monotonic()
+                if delay > 0:
+                    self._watch_cv.wait(min(delay, 0.1))
+                    continue
+                heapq.heappop(self._watch)
+            _complete(req.future, PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, req.result.append_message_result, error="syncFlushTimeout exceeded"))
+
+    def stop(self) -> None:
+        super().stop()
+        with self._watch_cv:
+            self._watch_cv.notify()
+        self._watcher.join(timeout=2)

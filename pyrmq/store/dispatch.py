@@ -1,0 +1,113 @@
+"""The reput service: commit-log records -> consume queues and index.
+
+Java: DefaultMessageStore.ReputMessageService, CommitLogDispatcherBuildConsumeQueue,
+CommitLogDispatcherBuildIndex (spec store-format §5.7). Runs synchronously: the store calls
+`do_reput()` after each put (under the put lock) and at start; recovery calls the dispatchers
+directly. Records are read without CRC checks; a BLANK jumps to the next file; a record whose
+lengths disagree is skipped by TOTALSIZE; unreadable data stops the round.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Protocol
+
+from .message import MessageSysFlag
+from .results import DispatchRequest
+
+log = logging.getLogger(__name__)
+
+
+class CommitLogDispatcher(Protocol):
+    def dispatch(self, request: DispatchRequest) -> None: ...
+
+
+def builds_consume_queue(request: DispatchRequest) -> bool:
+    """Only NOT_TYPE and COMMIT records get a consume-queue entry (spec §2.4)."""
+    tran = MessageSysFlag.get_transaction_value(request.sys_flag)
+    return tran in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+
+
+class CommitLogDispatcherBuildConsumeQueue:
+    def __init__(self, put_position: Callable[[DispatchRequest], None]) -> None:
+        self._put = put_position
+
+    def dispatch(self, request: DispatchRequest) -> None:
+        if builds_consume_queue(request):
+            self._put(request)
+
+
+class CommitLogDispatcherBuildIndex:
+    def __init__(self, build_index: Callable[[DispatchRequest], None], enabled: Callable[[], bool]) -> None:
+        self._build = build_index
+        self._enabled = enabled
+
+    def dispatch(self, request: DispatchRequest) -> None:
+        if self._enabled():
+            self._build(request)
+
+
+DispatchedListener = Callable[[str, int, int, int, DispatchRequest], None]
+"""on_dispatched(topic, queue_id, max_offset_in_queue (next offset), tags_code, request):
+the broker's long-polling wake-up (Java MessageArrivingListener#arriving)."""
+
+
+class ReputMessageService:
+    def __init__(self, commit_log, dispatchers: list[CommitLogDispatcher], on_dispatched: DispatchedListener | None = None) -> None:
+        self.commit_log = commit_log
+        self.dispatchers = dispatchers
+        self.on_dispatched = on_dispatched
+        self.reput_from_offset = 0
+
+    def dispatch(self, request: DispatchRequest) -> None:
+        for d in self.dispatchers:
+            d.dispatch(request)
+
+    def behind(self) -> int:
+        return self.commit_log.get_max_offset() - self.reput_from_offset
+
+    def do_reput(self) -> int:
+        """Dispatch everything between reput_from_offset and the commit log's max offset.
+        Returns how many records were dispatched."""
+        cl = self.commit_log
+        if self.reput_from_offset < cl.get_min_offset():
+            log.warning("reput offset %d below commit log min %d; moving up", self.reput_from_offset, cl.get_min_offset())
+            self.reput_from_offset = cl.get_min_offset()
+        count = 0
+        while self.reput_from_offset < cl.get_max_offset():
+            data = cl.get_data(self.reput_from_offset)
+            if data is None:
+                break
+            _, buf = data
+            try:
+                pos = 0
+                n = len(buf)
+                rolled = False
+                while pos < n:
+                    req = cl.check_message_and_return_size(buf, pos, False, False)
+                    size = req.msg_size
+                    if req.success and size > 0:
+                        self.dispatch(req)
+                        self.reput_from_offset += size
+                        pos += size
+                        count += 1
+                        if self.on_dispatched is not None and builds_consume_queue(req):
+                            self.on_dispatched(
+                                req.topic, req.queue_id, req.consume_queue_offset + 1, req.tags_code, req
+                            )
+                    elif req.success and size == 0:
+                        self.reput_from_offset = cl.roll_next_file(self.reput_from_offset)
+                        rolled = True
+                        break
+                    elif size > 0:
+                        log.error("[BUG] length mismatch at %d, skipped", self.reput_from_offset)
+                        self.reput_from_offset += size
+                        pos += size
+                    else:
+                        log.error("unreadable commit log data at %d; dispatch stops", self.reput_from_offset)
+                        return count
+                if not rolled and (n == 0 or self.reput_from_offset >= cl.get_max_offset()):
+                    break  # reached the read position; more data comes with the next put
+            finally:
+                buf.release()
+        return count

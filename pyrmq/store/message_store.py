@@ -1,0 +1,544 @@
+"""MessageStore: the facade the broker uses. Java: store.DefaultMessageStore (method names in
+snake_case). Synchronous; safe to call from one writer thread (the broker's event loop) while
+background threads flush. Recovery follows Java 5.3.x (see docs/store.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from concurrent.futures import Future
+from typing import Callable, Protocol
+
+from . import message as m
+from .checkpoint import StoreCheckpoint, StoreLock, abort_file_exists, create_abort_file, delete_abort_file
+from .commitlog import CommitLog, MessageExtBatch
+from .consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from .dispatch import (
+    CommitLogDispatcherBuildConsumeQueue,
+    CommitLogDispatcherBuildIndex,
+    DispatchedListener,
+    ReputMessageService,
+    builds_consume_queue,
+)
+from .index import IndexService
+from .mapped_file import SyncFn
+from .results import (
+    DispatchRequest,
+    GetMessageResult,
+    GetMessageStatus,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+    SelectMappedBufferResult,
+)
+from .store_config import MessageStoreConfig
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MessageStore", "MessageFilter", "TagsCodeMessageFilter", "MessageExtBatch"]
+
+
+class MessageFilter(Protocol):
+    """Java store.MessageFilter. Tags-code matching now, SQL92 later."""
+
+    def is_matched_by_consume_queue(self, tags_code: int, cq_ext_unit: object | None = None) -> bool: ...
+
+    def is_matched_by_commit_log(self, msg_buffer, properties: dict[str, str] | None = None) -> bool: ...
+
+
+class TagsCodeMessageFilter:
+    """Match by the consume queue's tags code: None (or '*') matches everything. The broker still
+    compares tag strings afterwards (hash collisions), like Java's ExpressionMessageFilter."""
+
+    def __init__(self, tags_codes: set[int] | None) -> None:
+        self.tags_codes = tags_codes
+
+    def is_matched_by_consume_queue(self, tags_code: int, cq_ext_unit: object | None = None) -> bool:
+        return self.tags_codes is None or tags_code in self.tags_codes
+
+    def is_matched_by_commit_log(self, msg_buffer, properties: dict[str, str] | None = None) -> bool:
+        return True
+
+
+def _total_physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 8 * 1024**3
+
+
+class MessageStore:
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        clock: Callable[[], int] | None = None,
+        sync: SyncFn | None = None,
+        on_dispatched: DispatchedListener | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self._sync = sync
+        os.makedirs(config.store_path_root_dir, exist_ok=True)
+        self._lock = StoreLock(config.lock_path)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.commit_log = CommitLog(config, self.clock, sync, on_flushed=self._on_commit_log_flushed)
+        self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        self.index_service = IndexService(
+            config.index_dir, config.max_hash_slot_num, config.max_index_num, self.clock,
+            on_file_full=self._on_index_file_full, max_msgs_num_batch=config.max_msgs_num_batch,
+        )
+        self.reput_message_service = ReputMessageService(
+            self.commit_log,
+            [
+                CommitLogDispatcherBuildConsumeQueue(self.put_message_position_info),
+                CommitLogDispatcherBuildIndex(self.index_service.build_index, lambda: self.config.message_index_enable),
+            ],
+            on_dispatched,
+        )
+        self.last_exit_ok = True
+        self._loaded = False
+        self._shutdown = True
+        self._flush_cq_thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._memory = _total_physical_memory()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Lock the directory, open every file and recover (normal or abnormal, by the abort file).
+        Raises StoreLockedError when another broker runs on it, StoreLoadError for a bad store."""
+        self._lock.acquire()
+        try:
+            self.last_exit_ok = not abort_file_exists(self.config.abort_path)
+            self.commit_log.load()
+            self._load_consume_queues()
+            self.checkpoint = StoreCheckpoint(self.config.checkpoint_path)
+            self.index_service.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
+            self._recover(self.last_exit_ok)
+        except BaseException:
+            self._lock.release()
+            raise
+        self._loaded = True
+        return True
+
+    def start(self) -> None:
+        if not self._loaded:
+            self.load()
+        create_abort_file(self.config.abort_path)
+        self.reput_message_service.reput_from_offset = self.commit_log.get_max_offset()
+        self.commit_log.start()
+        self._stop.clear()
+        self._flush_cq_thread = threading.Thread(target=self._flush_consume_queue_loop, name="FlushConsumeQueueService", daemon=True)
+        self._flush_cq_thread.start()
+        self._shutdown = False
+
+    def shutdown(self) -> None:
+        """Flush everything; delete the abort file only when dispatch caught up (Java)."""
+        if self._shutdown and not self._loaded:
+            return
+        self._shutdown = True
+        self._stop.set()
+        if self._flush_cq_thread is not None:
+            self._flush_cq_thread.join(timeout=10)
+            self._flush_cq_thread = None
+        with self.commit_log.put_lock:
+            caught_up = self.reput_message_service.behind() <= 0
+            self.commit_log.shutdown()
+            for cq in self._all_queues():
+                try:
+                    cq.flush(0)
+                except OSError:
+                    log.exception("consume queue flush failed")
+                cq.shutdown()
+            self.index_service.shutdown()
+            if self.checkpoint is not None:
+                self.checkpoint.logics_msg_timestamp = max(self.checkpoint.logics_msg_timestamp, 0)
+                self.checkpoint.index_msg_timestamp = self.index_service.get_last_file_end_timestamp()
+                self.checkpoint.shutdown()
+        if caught_up:
+            delete_abort_file(self.config.abort_path)
+        self._lock.release()
+        self._loaded = False
+
+    def destroy(self) -> None:
+        """Delete all data files (tests, admin). The store must be shut down."""
+        import shutil
+
+        for d in (self.config.commit_log_dir, self.config.consume_queue_dir, self.config.index_dir):
+            shutil.rmtree(d, ignore_errors=True)
+        for p in (self.config.checkpoint_path, self.config.abort_path):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+
+    # --- load / recover -----------------------------------------------------------------------------
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        if not os.path.isdir(root):
+            return
+        for topic in os.listdir(root):
+            tdir = os.path.join(root, topic)
+            if not os.path.isdir(tdir):
+                continue
+            for q in os.listdir(tdir):
+                if not q.lstrip("-").isdigit() or not os.path.isdir(os.path.join(tdir, q)):
+                    continue
+                cq = ConsumeQueue(topic, int(q), root, self.config.consume_queue_file_size, self._sync)
+                cq.load()
+                self.consume_queue_table.setdefault(topic, {})[int(q)] = cq
+
+    def _recover(self, last_exit_ok: bool) -> None:
+        max_phy_cq = -1
+        for cq in self._all_queues():
+            cq.recover()
+            max_phy_cq = max(max_phy_cq, cq.max_physic_offset)
+        cl = self.commit_log
+        if last_exit_ok:
+            cl.recover_normally(max_phy_cq, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics)
+        else:
+            assert self.checkpoint is not None
+            min_ts = (
+                self.checkpoint.get_min_timestamp_index()
+                if self.config.message_index_enable and self.config.message_index_safe
+                else self.checkpoint.get_min_timestamp()
+            )
+            cl.recover_abnormally(max_phy_cq, min_ts, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics)
+        if self.checkpoint is not None and cl.confirm_offset >= 0:
+            self.checkpoint.confirm_phy_offset = cl.confirm_offset
+        self.recover_topic_queue_table()
+
+    def recover_topic_queue_table(self) -> None:
+        """Next queue offsets from each queue's max; queue min offsets against the commit log."""
+        table = {}
+        min_phy = self.commit_log.get_min_offset()
+        for cq in self._all_queues():
+            table[f"{cq.topic}-{cq.queue_id}"] = cq.get_max_offset_in_queue()
+            cq.correct_min_offset(min_phy)
+        self.commit_log.topic_queue_table = table
+
+    def _destroy_logics(self) -> None:
+        for cq in self._all_queues():
+            cq.destroy()
+        self.consume_queue_table.clear()
+        self.index_service.destroy()
+
+    def truncate_dirty_logic_files(self, phy_offset: int) -> None:
+        for cq in self._all_queues():
+            if cq.max_physic_offset > phy_offset or cq.get_last_offset() >= phy_offset:
+                cq.truncate_dirty_logic_files(phy_offset)
+        self.index_service.truncate_beyond(phy_offset)
+
+    # --- dispatch ---------------------------------------------------------------------------------
+    def do_dispatch(self, req: DispatchRequest) -> None:
+        self.reput_message_service.dispatch(req)
+
+    def put_message_position_info(self, req: DispatchRequest) -> None:
+        cq = self.find_consume_queue(req.topic, req.queue_id)
+        cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
+        if self.checkpoint is not None:
+            self.checkpoint.logics_msg_timestamp = req.store_timestamp
+
+    def _on_commit_log_flushed(self, store_timestamp: int) -> None:
+        if self.checkpoint is not None and store_timestamp > 0:
+            self.checkpoint.physic_msg_timestamp = store_timestamp
+
+    def _on_index_file_full(self, end_timestamp: int) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint.index_msg_timestamp = end_timestamp
+            self.checkpoint.flush()
+
+    def _flush_consume_queue_loop(self) -> None:
+        """Java FlushConsumeQueueService + the 5.x 1 s checkpoint flush."""
+        interval = self.config.flush_interval_consume_queue / 1000
+        thorough = self.config.flush_consume_queue_thorough_interval / 1000
+        last_thorough = time.monotonic()
+        while not self._stop.wait(interval):
+            least = self.config.flush_consume_queue_least_pages
+            if time.monotonic() - last_thorough >= thorough:
+                least, last_thorough = 0, time.monotonic()
+            cp = self.checkpoint
+            logics_ts = cp.logics_msg_timestamp if cp else 0
+            try:
+                for cq in self._all_queues():
+                    cq.flush(least)
+                if cp is not None:
+                    # only a fully flushed state may move logicsMsgTimestamp forward
+                    saved = cp.logics_msg_timestamp
+                    if least != 0:
+                        for cq in self._all_queues():
+                            cq.flush(0)
+                    cp.logics_msg_timestamp = logics_ts
+                    cp.flush()
+                    cp.logics_msg_timestamp = max(saved, cp.logics_msg_timestamp)
+            except (OSError, ValueError):
+                if self._stop.is_set():
+                    return
+                log.exception("consume queue flush failed")
+
+    # --- put ------------------------------------------------------------------------------------------
+    def _check_store_status(self) -> PutMessageStatus | None:
+        if self._shutdown:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        return None
+
+    def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future:
+        """Append + dispatch now; the Future yields the PutMessageResult once durable (SYNC_FLUSH)
+        or at once (ASYNC_FLUSH). asyncio callers: `await asyncio.wrap_future(fut)`."""
+        bad = self._check_store_status()
+        if bad is not None:
+            f: Future = Future()
+            f.set_result(PutMessageResult(bad, error="store not running"))
+            return f
+        cl = self.commit_log
+        with cl.put_lock:
+            result = cl.append_message(msg)
+            if result.is_ok():
+                self.reput_message_service.do_reput()
+        return cl._handle_disk_flush(result, cl._wait(msg.get_properties()))
+
+    def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
+        return self.put_message_async(msg).result()
+
+    def put_messages_async(self, batch: MessageExtBatch) -> Future:
+        bad = self._check_store_status()
+        if bad is not None:
+            f: Future = Future()
+            f.set_result(PutMessageResult(bad, error="store not running"))
+            return f
+        cl = self.commit_log
+        with cl.put_lock:
+            result = cl.append_messages(batch)
+            if result.is_ok():
+                self.reput_message_service.do_reput()
+        return cl._handle_disk_flush(result, batch.wait_store_msg_ok)
+
+    def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        return self.put_messages_async(batch).result()
+
+    # --- queues ----------------------------------------------------------------------------------------
+    def _all_queues(self):
+        for qs in list(self.consume_queue_table.values()):
+            yield from list(qs.values())
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        qs = self.consume_queue_table.setdefault(topic, {})
+        cq = qs.get(queue_id)
+        if cq is None:
+            cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir, self.config.consume_queue_file_size, self._sync)
+            qs[queue_id] = cq
+        return cq
+
+    def get_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.consume_queue_table.get(topic, {}).get(queue_id)
+
+    def get_topics(self) -> list[str]:
+        return sorted(self.consume_queue_table)
+
+    def get_queue_ids(self, topic: str) -> list[int]:
+        return sorted(self.consume_queue_table.get(topic, {}))
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        return cq.get_max_offset_in_queue() if cq else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        return cq.get_min_offset_in_queue() if cq else 0
+
+    def get_message_total_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        return cq.get_message_total_in_queue() if cq else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        e = cq.get(consume_queue_offset) if cq else None
+        return e[0] if e else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.get_offset_in_queue_by_time(timestamp, self.commit_log.pickup_store_timestamp, self.commit_log.get_min_offset())
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        e = cq.get(consume_queue_offset) if cq else None
+        return self.commit_log.pickup_store_timestamp(e[0], e[1]) if e else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.get_consume_queue(topic, queue_id)
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.get_min_offset_in_queue())
+
+    def get_earliest_message_time_all(self) -> int:
+        """Store time of the first record in the commit log, -1 if none."""
+        mn = self.commit_log.get_min_offset()
+        return self.commit_log.pickup_store_timestamp(mn, 91) if mn >= 0 else -1
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.get_max_offset()
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.get_min_offset()
+
+    def dispatch_behind_bytes(self) -> int:
+        return self.reput_message_service.behind()
+
+    def delete_topics(self, topics: set[str]) -> int:
+        """Drop consume queues of these topics (the commit log keeps the records). Java deleteTopics."""
+        n = 0
+        with self.commit_log.put_lock:
+            for t in topics:
+                qs = self.consume_queue_table.pop(t, None)
+                if not qs:
+                    continue
+                for cq in qs.values():
+                    cq.destroy()
+                    self.commit_log.topic_queue_table.pop(f"{t}-{cq.queue_id}", None)
+                try:
+                    os.rmdir(os.path.join(self.config.consume_queue_dir, t))
+                except OSError:
+                    pass
+                n += 1
+        return n
+
+    # --- get ---------------------------------------------------------------------------------------------
+    def _is_the_batch_full(self, size_py: int, max_msg_nums: int, buffer_total: int, message_total: int, in_disk: bool) -> bool:
+        """Java DefaultMessageStore#isTheBatchFull."""
+        c = self.config
+        if buffer_total == 0 or message_total == 0:
+            return False
+        if max_msg_nums <= message_total:
+            return True
+        if in_disk:
+            return buffer_total + size_py > c.max_transfer_bytes_on_message_in_disk or message_total > c.max_transfer_count_on_message_in_disk - 1
+        return buffer_total + size_py > c.max_transfer_bytes_on_message_in_memory or message_total > c.max_transfer_count_on_message_in_memory - 1
+
+    def get_message(
+        self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult:
+        """Records of a queue from `offset`, up to the batch limits. Java DefaultMessageStore#getMessage."""
+        result = GetMessageResult()
+        if not self._loaded:
+            result.status = GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+            return result
+        max_offset_py = self.commit_log.get_max_offset()
+        cq = self.get_consume_queue(topic, queue_id)
+        if cq is None:
+            result.status = GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+            result.next_begin_offset = 0
+            return result
+        min_offset = cq.get_min_offset_in_queue()
+        max_offset = cq.get_max_offset_in_queue()
+        result.min_offset, result.max_offset = min_offset, max_offset
+        if max_offset == 0:
+            result.status = GetMessageStatus.NO_MESSAGE_IN_QUEUE
+            result.next_begin_offset = 0
+        elif offset < min_offset:
+            result.status = GetMessageStatus.OFFSET_TOO_SMALL
+            result.next_begin_offset = min_offset
+        elif offset == max_offset:
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+            result.next_begin_offset = offset
+        elif offset > max_offset:
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+            result.next_begin_offset = min_offset if min_offset == 0 else max_offset
+        else:
+            status = GetMessageStatus.NO_MATCHED_MESSAGE
+            max_filter_count = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
+            memory = self._memory * self.config.access_message_in_memory_max_ratio // 100
+            next_phy_file_start = -(2**63)
+            max_phy_pulling = 0
+            scanned = 0
+            for queue_offset, offset_py, size_py, tags_code in cq.iterate_from(offset, max_filter_count):
+                max_phy_pulling = offset_py
+                if next_phy_file_start != -(2**63) and offset_py < next_phy_file_start:
+                    scanned += 1
+                    continue
+                in_disk = max_offset_py - offset_py > memory
+                if self._is_the_batch_full(size_py, max_msg_nums, result.buffer_total_size, result.message_count, in_disk):
+                    break
+                scanned += 1
+                if size_py == 0x7FFFFFFF:
+                    continue  # pre-blank filler
+                if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code, None):
+                    if result.buffer_total_size == 0:
+                        status = GetMessageStatus.NO_MATCHED_MESSAGE
+                    continue
+                buf = self.commit_log.get_message(offset_py, size_py)
+                if buf is None:
+                    if result.buffer_total_size == 0:
+                        status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                    next_phy_file_start = self.commit_log.roll_next_file(offset_py)
+                    continue
+                if message_filter is not None and not message_filter.is_matched_by_commit_log(buf, None):
+                    buf.release()
+                    if result.buffer_total_size == 0:
+                        status = GetMessageStatus.NO_MATCHED_MESSAGE
+                    continue
+                result.add_message(buf, queue_offset, tags_code)
+                status = GetMessageStatus.FOUND
+                next_phy_file_start = -(2**63)
+            result.status = status
+            result.next_begin_offset = offset + scanned
+            result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory
+        return result
+
+    # --- lookups by commit-log offset / key -------------------------------------------------------------
+    def _record_size_at(self, phy_offset: int) -> int:
+        head = self.commit_log.get_message(phy_offset, 8)
+        if head is None:
+            return 0
+        try:
+            total, magic = m.peek_total_size_and_magic(head)
+        finally:
+            head.release()
+        if magic not in (m.MESSAGE_MAGIC_CODE, m.MESSAGE_MAGIC_CODE_V2) or total <= 0:
+            return 0
+        return total
+
+    def select_one_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> SelectMappedBufferResult | None:
+        size = size or self._record_size_at(commit_log_offset)
+        if size <= 0:
+            return None
+        buf = self.commit_log.get_message(commit_log_offset, size)
+        return SelectMappedBufferResult(commit_log_offset, buf, size) if buf is not None else None
+
+    def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> m.StoredMessage | None:
+        """Decode the record at a commit-log offset (None if none there). Java lookMessageByOffset."""
+        sel = self.select_one_message_by_offset(commit_log_offset, size)
+        if sel is None:
+            return None
+        try:
+            return m.decode_message(sel.buffer)
+        except m.MessageDecodeError:
+            return None
+        finally:
+            sel.release()
+
+    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
+        """Records whose UNIQ_KEY or one of whose KEYS equals `key`, newest first, stored in
+        [begin, end] ms. Hash collisions are removed here. Java DefaultMessageStore#queryMessage."""
+        result = QueryMessageResult()
+        offsets, last_ts, last_phy = self.index_service.query_offset(topic, key, max_num, begin, end)
+        result.index_last_update_timestamp, result.index_last_update_phyoffset = last_ts, last_phy
+        for phy in offsets:
+            sel = self.select_one_message_by_offset(phy)
+            if sel is None:
+                continue
+            try:
+                msg = m.decode_message(sel.buffer, read_body=False)
+            except m.MessageDecodeError:
+                sel.release()
+                continue
+            keys = (msg.keys or "").split(" ")
+            if msg.topic != topic or (key != msg.uniq_key and key not in keys):
+                sel.release()
+                continue
+            result.add_message(sel.buffer, phy)
+        return result

@@ -1,0 +1,135 @@
+"""MessageStoreConfig: the store's settings under their Java names.
+
+Java: store.config.MessageStoreConfig (defaults of 5.x). Attributes are snake_case;
+`from_properties` reads the camelCase keys of broker.conf, unknown keys are ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class FlushDiskType(str, Enum):
+    """Java store.config.FlushDiskType."""
+
+    SYNC_FLUSH = "SYNC_FLUSH"
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+@dataclass(slots=True)
+class MessageStoreConfig:
+    store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
+    store_path_commit_log: str | None = None  # default <root>/commitlog
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300000 * 20
+    max_hash_slot_num: int = 5000000
+    max_index_num: int = 5000000 * 4
+    max_msgs_num_batch: int = 64
+    message_index_enable: bool = True
+    message_index_safe: bool = False
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_interval_commit_log: int = 500
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval: int = 1000 * 10
+    flush_commit_log_timed: bool = True
+    flush_interval_consume_queue: int = 1000
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval: int = 1000 * 60
+    sync_flush_timeout: int = 1000 * 5
+    max_message_size: int = 1024 * 1024 * 4
+    check_crc_on_recover: bool = True
+    auto_message_version_on_topic_len: bool = True
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    max_transfer_bytes_on_message_in_memory: int = 1024 * 256
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 1024 * 64
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = 40
+    default_query_max_num: int = 32
+    file_reserved_time: int = 72
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    clean_resource_interval: int = 10000
+    delete_commit_log_files_interval: int = 100
+    delete_consume_queue_files_interval: int = 100
+    destroy_maped_file_interval_forcibly: int = 1000 * 120
+    redelete_hanged_file_interval: int = 1000 * 120
+    clean_file_forcibly_enable: bool = True
+    disk_space_warning_level_ratio: int = 90
+    disk_space_clean_forcibly_ratio: int = 85
+    delete_file_batch_max: int = 10
+
+    @property
+    def commit_log_dir(self) -> str:
+        return self.store_path_commit_log or os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def consume_queue_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def index_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
+
+    @property
+    def checkpoint_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "checkpoint")
+
+    @property
+    def abort_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "abort")
+
+    @property
+    def lock_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "lock")
+
+    @property
+    def consume_queue_file_size(self) -> int:
+        """Java getMappedFileSizeConsumeQueue: rounded up to a multiple of 20."""
+        factor = -(-self.mapped_file_size_consume_queue // 20)
+        return factor * 20
+
+    @property
+    def sync_flush(self) -> bool:
+        return FlushDiskType(self.flush_disk_type) is FlushDiskType.SYNC_FLUSH
+
+    def delay_level_table(self) -> dict[int, int]:
+        """Level (1-based) -> delay ms. Java DefaultMessageStore/ScheduleMessageService#parseDelayLevel."""
+        unit = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
+        table = {}
+        for i, item in enumerate(self.message_delay_level.split()):
+            mt = re.fullmatch(r"(\d+)([smhd])", item)
+            if not mt:
+                raise ValueError(f"bad messageDelayLevel item {item!r}")
+            table[i + 1] = int(mt.group(1)) * unit[mt.group(2)]
+        return table
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> "MessageStoreConfig":
+        """Build from broker.conf key/values (Java camelCase names); unknown keys are ignored."""
+        cfg = cls()
+        for f in dataclasses.fields(cls):
+            key = _camel(f.name)
+            if key not in props:
+                continue
+            raw = str(props[key]).strip()
+            cur = getattr(cfg, f.name)
+            if f.name == "flush_disk_type":
+                value: object = FlushDiskType(raw)
+            elif isinstance(cur, bool):
+                value = raw.lower() == "true"
+            elif isinstance(cur, int):
+                value = int(raw)
+            else:
+                value = raw
+            setattr(cfg, f.name, value)
+        return cfg
