@@ -14,6 +14,7 @@ any other exception escaping it is a bug.
 from __future__ import annotations
 
 import itertools
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -184,12 +185,12 @@ def _build_escape_table() -> dict[int, str]:
 
 
 _ESCAPES = _build_escape_table()
-_NEEDS_ESCAPE = frozenset(chr(c) for c in _ESCAPES)
+_NEEDS_ESCAPE = re.compile('[\x00-\x1f"\\\\]').search
 
 
 def json_quote(s: str) -> str:
     """A JSON string literal exactly as rocketmq-remoting 5.5.0 (fastjson2) writes it."""
-    if _NEEDS_ESCAPE.isdisjoint(s):
+    if _NEEDS_ESCAPE(s) is None:
         return f'"{s}"'
     return '"' + s.translate(_ESCAPES) + '"'
 
@@ -204,6 +205,37 @@ def _wire_str(v: Any) -> str:
 
 
 def _encode_json_header(cmd: RemotingCommand) -> bytes:
+    # Fast path: orjson writes exactly fastjson2's bytes for this shape (keys in the
+    # insertion order below = sorted, no whitespace, same string escapes; checked by
+    # the golden tests). It cannot express Java's stringification of non-str values,
+    # omitted nulls or '?' for lone surrogates: those take the slow path.
+    ef = cmd.ext_fields
+    if ef is None or _all_str(ef.values()):
+        d: dict[str, Any] = {"code": cmd.code}
+        if ef is not None:
+            d["extFields"] = ef
+        d["flag"] = cmd.flag
+        d["language"] = _LANGUAGE_NAMES.get(cmd.language, "OTHER")
+        d["opaque"] = cmd.opaque
+        if cmd.remark is not None:
+            d["remark"] = cmd.remark
+        d["serializeTypeCurrentRPC"] = "JSON"
+        d["version"] = cmd.version
+        try:
+            return orjson.dumps(d)
+        except TypeError:  # orjson.JSONEncodeError: surrogates, huge ints, odd key types
+            pass
+    return _encode_json_header_slow(cmd)
+
+
+def _all_str(values: Any) -> bool:
+    for v in values:
+        if type(v) is not str:
+            return False
+    return True
+
+
+def _encode_json_header_slow(cmd: RemotingCommand) -> bytes:
     parts = ['{"code":', str(int(cmd.code))]
     ef = cmd.ext_fields
     if ef is not None:
@@ -348,7 +380,8 @@ def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     return bytes(out)
 
 
-def _decode_rocketmq_header(h: memoryview) -> RemotingCommand:
+def _decode_rocketmq_header(view: memoryview) -> RemotingCommand:
+    h = view.tobytes()  # headers are small; bytes slicing + decode beats memoryview
     hlen = len(h)
     if hlen < _RMQ_FIXED_SIZE + 8:
         raise RemotingProtocolError(f"ROCKETMQ header too short: {hlen} bytes")
@@ -361,7 +394,7 @@ def _decode_rocketmq_header(h: memoryview) -> RemotingCommand:
         # Java readStr: length limited by the header length; 0 means null.
         if rlen < 0 or rlen > hlen or pos + rlen + 4 > hlen:
             raise RemotingProtocolError(f"ROCKETMQ header: bad remark length {rlen} (header {hlen})")
-        remark = str(h[pos : pos + rlen], "utf-8", "replace")
+        remark = h[pos : pos + rlen].decode("utf-8", "replace")
         pos += rlen
     (elen,) = _INT32.unpack_from(h, pos)
     pos += 4
@@ -378,7 +411,7 @@ def _decode_rocketmq_header(h: memoryview) -> RemotingCommand:
             pos += 2
             if klen < 0 or klen > elen or pos + klen + 4 > hlen:
                 raise RemotingProtocolError(f"ROCKETMQ header: bad ext field key length {klen}")
-            key = str(h[pos : pos + klen], "utf-8", "replace")
+            key = h[pos : pos + klen].decode("utf-8", "replace")
             pos += klen
             (vlen,) = _INT32.unpack_from(h, pos)
             pos += 4
@@ -386,7 +419,7 @@ def _decode_rocketmq_header(h: memoryview) -> RemotingCommand:
                 raise RemotingProtocolError(f"ROCKETMQ header: bad ext field value length {vlen}")
             # A zero-length value is Java's null: kept as None (a later duplicate
             # wins, HashMap.put) and re-encoded with length 0, so frames round-trip.
-            ext_fields[key] = str(h[pos : pos + vlen], "utf-8", "replace") if vlen else None  # type: ignore[assignment]
+            ext_fields[key] = h[pos : pos + vlen].decode("utf-8", "replace") if vlen else None  # type: ignore[assignment]
             pos += vlen
     return RemotingCommand(
         code=code,
