@@ -10,8 +10,9 @@ Setup per case: a real Java broker 5.5.0 registers with the name server under
 test; the Go case creates its topic on that broker through the Go admin API
 (UPDATE_AND_CREATE_TOPIC), then reads the route from the name server
 (GET_ROUTEINFO_BY_TOPIC, parsed by the client's brokerAddrs string surgery)
-and sends/consumes through it. The `java_namesrv` variants run the same case
-against the Java NameServer, as a reference for the harness itself.
+and sends/consumes through it. Harness self-check: with
+PYRMQ_COMPAT_NAMESRV=java the `pyrmq_namesrv` fixture is the Java NameServer,
+and every case here must pass that way too.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def run_go_case(binary: Path, case: str, env: dict[str, str]) -> str:
             f"--- output (last {MAX_OUTPUT_CHARS} chars)\n{out[-MAX_OUTPUT_CHARS:]}",
             pytrace=False,
         )
+    print(out)  # shown with -rP
     return out
 
 
@@ -116,19 +118,13 @@ def case_env(namesrv_addr: str, broker, case: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture(params=["pyrmq", "java"], ids=["pyrmq_namesrv", "java_namesrv"])
-def namesrv_addr(request) -> str:
-    """The name server under test (pyrmq), or the Java one as the reference."""
-    return request.getfixturevalue(f"{request.param}_namesrv").addr
+def test_route_and_send(go_compat_binary, pyrmq_namesrv, java_broker):
+    """Go producer: route from pyrmq's name server, sync sends to the Java broker."""
+    broker = java_broker(pyrmq_namesrv.addr)
+    run_go_case(go_compat_binary, "TestRouteAndSend", case_env(pyrmq_namesrv.addr, broker, "RouteAndSend"))
 
 
-def test_route_and_send(go_compat_binary, namesrv_addr, java_broker):
-    """Go producer: route from the name server, sync sends to the Java broker."""
-    broker = java_broker(namesrv_addr)
-    run_go_case(go_compat_binary, "TestRouteAndSend", case_env(namesrv_addr, broker, "RouteAndSend"))
-
-
-def test_push_consume(go_compat_binary, namesrv_addr, java_broker):
-    """Go push consumer: receives every message a Go producer sent, intact."""
-    broker = java_broker(namesrv_addr)
-    run_go_case(go_compat_binary, "TestPushConsume", case_env(namesrv_addr, broker, "PushConsume"))
+def test_push_consume(go_compat_binary, pyrmq_namesrv, java_broker):
+    """Go push consumer via pyrmq's name server: receives every message a Go producer sent, intact."""
+    broker = java_broker(pyrmq_namesrv.addr)
+    run_go_case(go_compat_binary, "TestPushConsume", case_env(pyrmq_namesrv.addr, broker, "PushConsume"))
