@@ -153,3 +153,9 @@ def test_send_auto_create_topic(go_compat_binary, pyrmq_namesrv, java_broker):
     env = case_env(pyrmq_namesrv.addr, broker, "AutoCreate", create_topic=False)
     env["MESSAGE_COUNT"] = "8"
     run_go_case(go_compat_binary, "TestSendAutoCreateTopic", env)
+
+
+def test_admin_topic_lifecycle(go_compat_binary, pyrmq_namesrv, java_broker):
+    """Go admin API: topic list from the name server, DeleteTopic removes the route."""
+    broker = java_broker(pyrmq_namesrv.addr, **BROKER_CONF)
+    run_go_case(go_compat_binary, "TestAdminTopicLifecycle", case_env(pyrmq_namesrv.addr, broker, "Admin"))
