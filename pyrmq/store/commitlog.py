@@ -533,7 +533,7 @@ class _FlushService(threading.Thread):
     def __init__(self, commit_log: CommitLog, name: str) -> None:
         super().__init__(name=name, daemon=True)
         self.commit_log = commit_log
-        self._stopped = threading.Event()
+        self._stop_event = threading.Event()
         self._wake = threading.Condition()
         self._woken = False
 
@@ -549,7 +549,7 @@ class _FlushService(threading.Thread):
             self._woken = False
 
     def stop(self) -> None:
-        self._stopped.set()
+        self._stop_event.set()
         self.wakeup()
         self.join(timeout=10)
 
@@ -565,9 +565,9 @@ class FlushRealTimeService(_FlushService):
     def run(self) -> None:
         cfg = self.commit_log.config
         q = self.commit_log.mapped_file_queue
-        while not self._stopped.is_set():
+        while not self._stop_event.is_set():
             if cfg.flush_commit_log_timed:
-                self._stopped.wait(cfg.flush_interval_commit_log / 1000)
+                self._stop_event.wait(cfg.flush_interval_commit_log / 1000)
             else:
                 self.wait_for_running(cfg.flush_interval_commit_log / 1000)
             least = cfg.flush_commit_log_least_pages
@@ -576,15 +576,13 @@ class FlushRealTimeService(_FlushService):
                 self._last_thorough = now
                 least = 0
             try:
-                with self.commit_log.put_lock:
-                    pass  # cheap barrier: positions stable for this round
                 q.flush(least)
                 if least == 0 and self.commit_log._on_flushed and q.store_timestamp:
                     self.commit_log._on_flushed(q.store_timestamp)
             except OSError:
                 log.exception("async flush failed; will retry")
             except ValueError:
-                if self._stopped.is_set():
+                if self._stop_event.is_set():
                     break
                 raise
 
@@ -627,7 +625,7 @@ class GroupCommitService(_FlushService):
         return fut
 
     def run(self) -> None:
-        while not self._stopped.is_set():
+        while not self._stop_event.is_set():
             self.wait_for_running(0.010)
             self._do_commit()
         self._do_commit()
@@ -660,7 +658,7 @@ class GroupCommitService(_FlushService):
                 _complete(r.future, PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, r.result.append_message_result, error=f"flush failed: {e}"))
 
     def _run_watcher(self) -> None:
-        while not self._stopped.is_set():
+        while not self._stop_event.is_set():
             with self._watch_cv:
                 while self._watch and self._watch[0][2].future.done():
                     heapq.heappop(self._watch)
