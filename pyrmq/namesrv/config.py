@@ -33,7 +33,9 @@ def _defaults() -> dict[str, Any]:
     """Java defaults, NamesrvConfig first, then NettyServerConfig (its field order)."""
     return {
         # NamesrvConfig
-        "rocketmqHome": os.environ.get("ROCKETMQ_HOME"),
+        # Java refuses to start without ROCKETMQ_HOME; pyrmq needs no files there and
+        # falls back to the user's home so the key is always listed
+        "rocketmqHome": os.environ.get("ROCKETMQ_HOME") or os.path.expanduser("~"),
         "kvConfigPath": _home("namesrv", "kvConfig.json"),
         "configStorePath": _home("namesrv", "namesrv.properties"),
         "productEnvName": "center",
@@ -79,10 +81,8 @@ def _defaults() -> dict[str, Any]:
     }
 
 
-#: key -> Python type of its value (from the defaults; rocketmqHome is a string)
-NAMESRV_KEYS: dict[str, type] = {
-    k: (str if v is None else type(v)) for k, v in _defaults().items()
-}
+#: key -> Python type of its value (from the defaults)
+NAMESRV_KEYS: dict[str, type] = {k: type(v) for k, v in _defaults().items()}
 
 #: keys that only configure our server process and are not Java's
 PYRMQ_KEYS = frozenset({"brokerChannelExpiredTime"})
