@@ -12,6 +12,8 @@ import sys
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "namesrv": ("pyrmq.namesrv.startup", "run a NameServer (Java NamesrvStartup)"),
     "store": ("pyrmq.store.cli", "inspect or verify a store directory"),
+    "broker": ("pyrmq.broker.startup", "run a Broker (Java BrokerStartup)"),
+    "dev": ("pyrmq.broker.dev", "NameServer + Broker in one process, embedded defaults"),
 }
 
 

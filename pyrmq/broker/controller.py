@@ -1,0 +1,340 @@
+"""Wires a broker together: config, store, managers, processors, servers, name-server registration.
+
+Java: ``broker/BrokerController`` (initialize, registerProcessor, start,
+shutdown, registerBrokerAll / doRegisterBrokerAll), ``out/BrokerOuterAPI``
+(REGISTER_BROKER / UNREGISTER_BROKER to every name server),
+``client/ClientHousekeepingService`` (expire silent clients every 10 s) and
+``DefaultConsumerIdsChangeListener`` (NOTIFY_CONSUMER_IDS_CHANGED one-way).
+
+Two listeners serve the same processors: ``listenPort`` and the VIP port
+``listenPort - 2``, which lacks the pull family (spec §1.1).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import Any, Callable
+
+from pyrmq.namesrv.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from pyrmq.remoting.bodies import (
+    DataVersion,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicConfigAndMappingSerializeWrapper,
+)
+from pyrmq.remoting.client import RemotingClient
+from pyrmq.remoting.codes import RequestCode, ResponseCode
+from pyrmq.remoting.command import RemotingCommand
+from pyrmq.remoting.server import RemotingServer
+from pyrmq.store import message as m
+from pyrmq.store.message_store import MessageStore
+
+from .admin_processor import AdminBrokerProcessor
+from .client_manage_processor import ClientManageProcessor
+from .client_manager import ConsumerManager, ProducerManager
+from .config import BrokerConfig
+from .consumer_manage_processor import ConsumerManageProcessor
+from .consumer_offset_manager import ConsumerOffsetManager
+from .pull_processor import PullMessageProcessor
+from .pull_request_hold_service import PullRequestHoldService
+from .query_processor import QueryMessageProcessor
+from .rebalance_lock_manager import RebalanceLockManager
+from .send_processor import SendMessageProcessor
+from .subscription_group_manager import SubscriptionGroupManager
+from .topic_config_manager import PERM_READ, PERM_WRITE, TopicConfigManager
+
+log = logging.getLogger("pyrmq.broker")
+
+#: Java ClientHousekeepingService: scan every 10 s
+HOUSEKEEPING_INTERVAL_S = 10.0
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class BrokerController:
+    """One broker. ``await start()`` loads the store and registers; ``await shutdown()`` undoes it."""
+
+    def __init__(self, config: BrokerConfig, *, clock: Callable[[], int] = now_ms, host: str | None = None) -> None:
+        self.config = config
+        self.now = clock
+        self.host = host or config["bindAddress"]
+        self.store_config = config.store
+        root = self.store_config.store_path_root_dir
+        cfg_dir = os.path.join(root, "config")
+        self.topic_config_manager = TopicConfigManager(config, os.path.join(cfg_dir, "topics.json"), now=clock,
+                                                       on_change=self._topics_changed)
+        self.subscription_group_manager = SubscriptionGroupManager(
+            config, os.path.join(cfg_dir, "subscriptionGroup.json"), now=clock)
+        self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(cfg_dir, "consumerOffset.json"), now=clock)
+        expiry = int(config["channelExpiredTimeout"])
+        self.consumer_manager = ConsumerManager(now=clock, on_ids_changed=self._consumer_ids_changed,
+                                                channel_expired_timeout_ms=expiry)
+        self.producer_manager = ProducerManager(now=clock, channel_expired_timeout_ms=expiry)
+        self.rebalance_lock_manager = RebalanceLockManager(now=clock)
+        self.config_data_version = DataVersion()
+        self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched)
+        self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
+        self.pull_processor = PullMessageProcessor(self)
+        self.pull_request_hold_service = PullRequestHoldService(
+            self.pull_processor.execute_request_when_wakeup, self.message_store.get_max_offset_in_queue)
+        self.server: RemotingServer | None = None
+        self.fast_server: RemotingServer | None = None
+        self.outer_client = RemotingClient()
+        self._tasks: list[asyncio.Task] = []
+        self._register_lock: asyncio.Lock | None = None
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def port(self) -> int:
+        return self.server.port if self.server else int(self.config["listenPort"])
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.config.broker_ip}:{self.port}"
+
+    def load(self) -> None:
+        """Java BrokerController#initialize: config files, then the store."""
+        self.topic_config_manager.load()
+        self.subscription_group_manager.load()
+        self.consumer_offset_manager.load()
+        self.message_store.load()
+
+    def _make_server(self, port: int, name: str, with_pull: bool) -> RemotingServer:
+        server = RemotingServer(self.host, port, name=name,
+                                idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]))
+        server.register(SendMessageProcessor(self))
+        if with_pull:
+            server.register(self.pull_processor)
+        server.register(ClientManageProcessor(self))
+        server.register(ConsumerManageProcessor(self))
+        server.register(QueryMessageProcessor(self))
+        server.register(AdminBrokerProcessor(self))
+        server.add_close_listener(self._channel_closed)
+        return server
+
+    async def start(self) -> None:
+        self.load()
+        self.message_store.start()
+        self._register_lock = asyncio.Lock()
+        listen = int(self.config["listenPort"])
+        self.server = self._make_server(listen, "broker", True)
+        await self.server.start()
+        if listen == 0:
+            self.config["listenPort"] = self.server.port
+        fast_port = max(self.server.port - 2, 0)
+        self.fast_server = self._make_server(fast_port, "broker-vip", False)
+        try:
+            await self.fast_server.start()
+        except OSError as e:
+            log.warning("cannot listen on the VIP port %d: %s", fast_port, e)
+            self.fast_server = None
+        self._send_store_host_fix()
+        self.topic_config_manager.persist()
+        self.subscription_group_manager.persist()
+        self._started = True
+        await self.register_broker_all()
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._register_loop(), name="broker-register"),
+            loop.create_task(self._persist_loop(), name="broker-persist"),
+            loop.create_task(self._housekeeping_loop(), name="broker-housekeeping"),
+        ]
+
+    def _send_store_host_fix(self) -> None:
+        """listenPort 0 (tests): processors built before binding learn the real port."""
+        for server in (self.server, self.fast_server):
+            if server is None:
+                continue
+            for handler in server.table.handlers.values():
+                proc = getattr(handler, "__self__", None)
+                if isinstance(proc, SendMessageProcessor):
+                    proc._store_host = (self.config.broker_ip, self.port)
+
+    async def shutdown(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks = []
+        if self._started:
+            await self.unregister_broker_all()
+        self.pull_request_hold_service.shutdown()
+        for server in (self.fast_server, self.server):
+            if server is not None:
+                await server.close()
+        self.fast_server = None
+        self.server = None
+        await self.outer_client.close()
+        self.consumer_offset_manager.persist()
+        self.topic_config_manager.persist()
+        self.subscription_group_manager.persist()
+        if self._started:
+            await asyncio.get_running_loop().run_in_executor(None, self.message_store.shutdown)
+        self._started = False
+
+    # ------------------------------------------------------------------ periodic work
+
+    async def _register_loop(self) -> None:
+        period = min(max(int(self.config["registerNameServerPeriod"]), 10000), 60000) / 1000
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await self.register_broker_all()
+            except Exception:
+                log.exception("registerBrokerAll Exception")
+
+    async def _persist_loop(self) -> None:
+        interval = max(int(self.config["flushConsumerOffsetInterval"]), 100) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.consumer_offset_manager.persist()
+            except Exception:
+                log.exception("persist consumer offsets failed")
+
+    async def _housekeeping_loop(self) -> None:
+        while True:
+            await asyncio.sleep(HOUSEKEEPING_INTERVAL_S)
+            self.scan_not_active_channel()
+
+    def scan_not_active_channel(self) -> None:
+        """Java ClientHousekeepingService#scanExceptionChannel: drop and close silent clients."""
+        for ch in self.consumer_manager.scan_not_active_channel() + self.producer_manager.scan_not_active_channel():
+            try:
+                ch.close()
+            except Exception:
+                log.debug("closing expired client channel failed", exc_info=True)
+
+    # ------------------------------------------------------------------ events
+
+    def _channel_closed(self, channel: Any) -> None:
+        self.producer_manager.do_channel_close_event(channel)
+        self.consumer_manager.do_channel_close_event(channel)
+        self.pull_request_hold_service.drop_channel(channel)
+
+    def _on_dispatched(self, topic: str, queue_id: int, max_offset: int, tags_code: int, request: Any) -> None:
+        self.pull_request_hold_service.notify_threadsafe(topic, queue_id, max_offset, tags_code)
+
+    def _consumer_ids_changed(self, group: str, channels: list[Any]) -> None:
+        """Java DefaultConsumerIdsChangeListener (CHANGE): tell every member to rebalance."""
+        if not channels:
+            return
+        for ch in channels:
+            cmd = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group},
+                                          oneway=True)
+            try:
+                ch.send_oneway(cmd)
+            except Exception:
+                log.warning("notifyConsumerIdsChanged to %s failed", getattr(ch, "remote_addr", ch), exc_info=True)
+
+    def _topics_changed(self, configs: list[TopicConfig]) -> None:
+        if not self._started:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self.register_increment_broker_data(configs))
+        task.add_done_callback(_log_task_error)
+
+    def check_in_mem_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
+        """Java DefaultMessageStore#checkInMemByConsumeOffset, simplified: the entry and its record exist."""
+        cq = self.message_store.get_consume_queue(topic, queue_id)
+        if cq is None:
+            return False
+        e = cq.get(offset)
+        return e is not None and e[0] >= self.message_store.get_min_phy_offset()
+
+    # ------------------------------------------------------------------ name-server registration
+
+    def _registered_topic_configs(self, configs: dict[str, TopicConfig]) -> dict[str, TopicConfig]:
+        """Java: a broker that is not fully RW registers its topics with perms AND-ed with brokerPermission."""
+        bp = int(self.config["brokerPermission"])
+        if bp & (PERM_READ | PERM_WRITE) == PERM_READ | PERM_WRITE:
+            return configs
+        out = {}
+        for name, tc in configs.items():
+            out[name] = TopicConfig(tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm & bp,
+                                    tc.topic_filter_type, tc.topic_sys_flag, tc.order, dict(tc.attributes))
+        return out
+
+    async def register_broker_all(self) -> None:
+        tcm = self.topic_config_manager
+        await self._register(self._registered_topic_configs(dict(tcm.topic_config_table)), tcm.data_version)
+
+    async def register_increment_broker_data(self, configs: list[TopicConfig]) -> None:
+        table = {tc.topic_name or "": tc for tc in configs}
+        await self._register(self._registered_topic_configs(table), self.topic_config_manager.data_version)
+
+    async def _register(self, table: dict[str, TopicConfig], data_version: DataVersion) -> None:
+        addrs = self.config.namesrv_addrs
+        if not addrs:
+            return
+        wrapper = TopicConfigAndMappingSerializeWrapper(table, DataVersion(
+            data_version.counter, data_version.state_version, data_version.timestamp))
+        body = RegisterBrokerBody(wrapper, []).encode()
+        header = RegisterBrokerRequestHeader(
+            broker_name=self.config["brokerName"], broker_addr=self.broker_addr,
+            cluster_name=self.config["brokerClusterName"], ha_server_addr=self.config.ha_server_addr,
+            broker_id=int(self.config["brokerId"]), enable_acting_master=False, compressed=False,
+            body_crc32=m.crc32(body),
+        )
+        ext = header.to_ext_fields()
+        timeout = int(self.config["registerBrokerTimeoutMills"]) / 1000
+        assert self._register_lock is not None
+        async with self._register_lock:
+            await asyncio.gather(*(self._register_one(a, ext, body, timeout) for a in addrs))
+
+    async def _register_one(self, addr: str, ext: dict[str, str], body: bytes, timeout: float) -> None:
+        cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body)
+        try:
+            resp = await self.outer_client.invoke(addr, cmd, timeout)
+        except Exception as e:
+            log.warning("register broker to name server %s failed: %s", addr, e)
+            return
+        if resp.code != ResponseCode.SUCCESS:
+            log.warning("register broker to name server %s failed: code %d %s", addr, resp.code, resp.remark)
+        else:
+            log.debug("register broker to name server %s OK", addr)
+
+    async def unregister_broker_all(self) -> None:
+        header = UnRegisterBrokerRequestHeader(
+            broker_name=self.config["brokerName"], broker_addr=self.broker_addr,
+            cluster_name=self.config["brokerClusterName"], broker_id=int(self.config["brokerId"]))
+        ext = header.to_ext_fields()
+
+        async def one(addr: str) -> None:
+            try:
+                resp = await self.outer_client.invoke(addr, RemotingCommand.request(
+                    RequestCode.UNREGISTER_BROKER, dict(ext)), 3)
+                if resp.code == ResponseCode.SUCCESS:
+                    log.info("unregisterBroker OK, NamesrvAddr: %s", addr)
+                else:
+                    log.warning("unregisterBroker failed, NamesrvAddr: %s: %d %s", addr, resp.code, resp.remark)
+            except Exception as e:
+                log.warning("unregisterBroker Exception, NamesrvAddr: %s: %s", addr, e)
+
+        await asyncio.gather(*(one(a) for a in self.config.namesrv_addrs))
+
+
+def _ip_bytes(ip: str) -> bytes:
+    import socket
+
+    try:
+        return socket.inet_aton(ip)
+    except OSError:
+        return b"\x7f\x00\x00\x01"
+
+
+def _log_task_error(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background task failed", exc_info=task.exception())

@@ -1,0 +1,92 @@
+"""``pyrmq dev``: a NameServer and a Broker in one process, for development.
+
+Embedded defaults: name server on 9876, broker on 10911 (VIP 10909), store
+under ``./.pyrmq/store`` (``--store DIR``), brokerIP1 127.0.0.1, topic and
+group auto-creation on. Prints both addresses once ready; SIGTERM/SIGINT stop
+both cleanly.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+log = logging.getLogger("pyrmq.dev")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pyrmq dev", description="NameServer + Broker in one process.")
+    p.add_argument("--namesrv-port", type=int, default=9876)
+    p.add_argument("--broker-port", type=int, default=10911)
+    p.add_argument("--store", default=os.path.join(".pyrmq", "store"), help="store directory (default ./.pyrmq/store)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind and advertise (default 127.0.0.1)")
+    p.add_argument("--cluster", default="DefaultCluster")
+    p.add_argument("--broker-name", default="broker-a")
+    p.add_argument("--log-level", default=os.environ.get("PYRMQ_LOG_LEVEL", "WARNING"))
+    return p
+
+
+async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> int:
+    from pyrmq.namesrv.config import NamesrvConfig
+    from pyrmq.namesrv.controller import NamesrvController
+
+    from .config import BrokerConfig
+    from .controller import BrokerController
+
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    store = os.path.abspath(args.store)
+    ns_cfg = NamesrvConfig()
+    ns_cfg["bindAddress"] = args.host
+    ns_cfg["listenPort"] = args.namesrv_port
+    ns_cfg["kvConfigPath"] = os.path.join(os.path.dirname(store), "namesrv", "kvConfig.json")
+    ns_cfg["configStorePath"] = os.path.join(os.path.dirname(store), "namesrv", "namesrv.properties")
+    namesrv = NamesrvController(ns_cfg)
+    try:
+        await namesrv.start()
+    except OSError as e:
+        print(f"pyrmq dev: cannot listen on {args.host}:{args.namesrv_port}: {e}", file=sys.stderr)
+        return 1
+    ns_addr = f"{args.host}:{namesrv.port}"
+    b_cfg = BrokerConfig.from_properties({
+        "brokerClusterName": args.cluster, "brokerName": args.broker_name, "brokerId": "0",
+        "namesrvAddr": ns_addr, "listenPort": str(args.broker_port), "brokerIP1": args.host,
+        "bindAddress": args.host, "storePathRootDir": store, "autoCreateTopicEnable": "true",
+        "autoCreateSubscriptionGroup": "true",
+    })
+    broker = BrokerController(b_cfg)
+    try:
+        await broker.start()
+    except OSError as e:
+        print(f"pyrmq dev: cannot start the broker: {e}", file=sys.stderr)
+        await broker.shutdown()
+        await namesrv.shutdown()
+        return 1
+    print(f"pyrmq dev ready: namesrv {ns_addr}  broker {broker.broker_addr}  store {store}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await broker.shutdown()
+        await namesrv.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s - %(message)s")
+    from pyrmq.remoting.loop import install_uvloop_if_available
+
+    install_uvloop_if_available()
+    return asyncio.run(serve(args))
+
+
+__all__ = ["main", "serve"]

@@ -1,0 +1,183 @@
+"""PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361), with long polling.
+
+Java: ``broker/processor/PullMessageProcessor`` (checks, composeResponseHeader,
+the commit-offset piggyback) and ``DefaultPullMessageResultHandler`` (body =
+the stored records concatenated; PULL_NOT_FOUND with the suspend flag on a
+first run is held in ``PullRequestHoldService`` and answered later). Spec §5.6.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from pyrmq.remoting.codes import RequestCode, ResponseCode
+from pyrmq.remoting.command import FLAG_RESPONSE, RemotingCommand
+from pyrmq.remoting.server import RequestContext, handles
+from pyrmq.store.message_store import TagsCodeMessageFilter
+from pyrmq.store.results import GetMessageStatus
+
+from .bodies import SubscriptionData
+from .headers import PullMessageRequestHeader
+from .pull_request_hold_service import PullRequest
+from .topic_config_manager import is_readable
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("pyrmq.broker.pull")
+
+FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+
+# common/sysflag/PullSysFlag
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+FLAG_CLASS_FILTER = 0x8
+FLAG_LITE_PULL_MESSAGE = 0x10
+
+#: GetMessageStatus -> response code (PullMessageProcessor#processRequest switch)
+_FOUND = ResponseCode.SUCCESS
+_STATUS_CODE = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_RESET: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+class PullMessageProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+
+    @handles(RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE)
+    async def pull_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand | None:
+        return self.process_request(ctx, cmd, True)
+
+    def _error(self, cmd: RemotingCommand, code: int, remark: str, forbidden: int | None = None) -> RemotingCommand:
+        ext = None
+        if forbidden is not None:
+            ext = {"forbiddenType": str(forbidden)}
+        return cmd.make_response(code, remark, ext)
+
+    def process_request(self, ctx: RequestContext, cmd: RemotingCommand, broker_allow_suspend: bool
+                        ) -> RemotingCommand | None:
+        """Java PullMessageProcessor#processRequest; None when the request was suspended."""
+        c = self.controller
+        cfg = c.config
+        h = PullMessageRequestHeader.from_ext_fields(cmd.ext_fields)
+        if not is_readable(int(cfg["brokerPermission"])):
+            return self._error(cmd, ResponseCode.NO_PERMISSION,
+                               f"the broker[{cfg.broker_ip}] pulling message is forbidden", 1)
+        if cmd.code == RequestCode.LITE_PULL_MESSAGE and not cfg["litePullMessageEnable"]:
+            return self._error(cmd, ResponseCode.NO_PERMISSION,
+                               f"the broker[{cfg.broker_ip}] for lite pull consumer is forbidden", 1)
+        sg = c.subscription_group_manager.find_subscription_group_config(h.consumer_group)
+        if sg is None:
+            return self._error(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                               f"subscription group [{h.consumer_group}] does not exist, {FAQ_SUGGEST}")
+        if not sg.consume_enable:
+            return self._error(cmd, ResponseCode.NO_PERMISSION,
+                               f"subscription group no permission, {h.consumer_group}", 2)
+        sys_flag = h.sys_flag
+        has_suspend = bool(sys_flag & FLAG_SUSPEND)
+        has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
+        has_sub = bool(sys_flag & FLAG_SUBSCRIPTION)
+        suspend_ms = h.suspend_timeout_millis if has_suspend else 0
+        tc = c.topic_config_manager.select_topic_config(h.topic)
+        if tc is None:
+            log.error("the topic %s not exist, consumer: %s", h.topic, ctx.channel.remote_addr)
+            return self._error(cmd, ResponseCode.TOPIC_NOT_EXIST,
+                               f"topic[{h.topic}] not exist, apply first please! {FAQ_SUGGEST}")
+        if not is_readable(tc.perm):
+            return self._error(cmd, ResponseCode.NO_PERMISSION,
+                               f"the topic[{h.topic}] pulling message is forbidden", 3)
+        if h.queue_id < 0 or h.queue_id >= tc.read_queue_nums:
+            return self._error(
+                cmd, ResponseCode.INVALID_PARAMETER,
+                f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
+                f"[{tc.read_queue_nums}] consumer:[{ctx.channel.remote_addr}]")
+        if has_sub:
+            sub = SubscriptionData.build(h.topic, h.subscription, h.expression_type, h.sub_version)
+        else:
+            info = c.consumer_manager.get_consumer_group_info(h.consumer_group)
+            if info is None:
+                return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                   f"the consumer's group info not exist{FAQ_SUGGEST}")
+            if not sg.consume_broadcast_enable and info.message_model == "BROADCASTING":
+                return self._error(cmd, ResponseCode.NO_PERMISSION,
+                                   f"the consumer group[{h.consumer_group}] can not consume by broadcast way", 4)
+            sub = info.find_subscription_data(h.topic)
+            if sub is None:
+                return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                   f"the consumer's subscription not exist{FAQ_SUGGEST}")
+            if sub.sub_version < h.sub_version:
+                return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST,
+                                   "the consumer's subscription not latest")
+        if (sub.expression_type or "TAG").upper() != "TAG" and not cfg["enablePropertyFilter"]:
+            return self._error(cmd, ResponseCode.SYSTEM_ERROR,
+                               f"The broker does not support consumer to filter message by {sub.expression_type}")
+        tags_codes = None if sub.class_filter_mode else sub.tags_codes()
+        store = c.message_store
+        max_nums = h.max_msg_nums
+        result = store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums,
+                                   TagsCodeMessageFilter(tags_codes))
+        status = result.status
+        code = _STATUS_CODE.get(status)
+        next_begin = result.next_begin_offset
+        if code is None:  # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
+            code = ResponseCode.PULL_OFFSET_MOVED if h.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+        if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+            min_off, max_off = 0, 0
+        else:
+            min_off, max_off = result.min_offset, result.max_offset
+        ext = {
+            "suggestWhichBrokerId": "0",
+            "nextBeginOffset": str(next_begin),
+            "minOffset": str(min_off),
+            "maxOffset": str(max_off),
+            "topicSysFlag": str(tc.topic_sys_flag),
+            "groupSysFlag": str(sg.group_sys_flag),
+        }
+        response = cmd.make_response(code, status.name, ext)
+        body = None
+        try:
+            if code == ResponseCode.SUCCESS:
+                bufs = result.message_buffer_list
+                body = bufs[0].tobytes() if len(bufs) == 1 and isinstance(bufs[0], memoryview) else b"".join(bufs)
+        finally:
+            result.release()
+        if code == ResponseCode.SUCCESS:
+            response.body = body
+        elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:
+            polling_ms = suspend_ms if cfg["longPollingEnable"] else int(cfg["shortPollingTimeMills"])
+            c.pull_request_hold_service.suspend_pull_request(PullRequest(
+                ctx, cmd, h.topic, h.queue_id, h.queue_offset, c.now(), polling_ms, tags_codes))
+            response = None
+        # commit offset piggyback (first processing only, masters only)
+        if broker_allow_suspend and has_commit and c.config.is_master:
+            c.consumer_offset_manager.commit_offset(ctx.channel.remote_addr, h.consumer_group, h.topic,
+                                                    h.queue_id, h.commit_offset)
+        return response
+
+    def execute_request_when_wakeup(self, request: PullRequest) -> None:
+        """Re-run a held pull (never suspending again) and send its answer (Java, same name)."""
+        ch = request.ctx.channel
+        if ch.closed:
+            return
+        cmd = request.cmd
+        try:
+            response = self.process_request(request.ctx, cmd, False)
+        except Exception as e:  # the one catch of a re-run: answer like the dispatcher would
+            log.exception("pull re-run failed")
+            response = cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        if response is None:
+            return
+        response.opaque = cmd.opaque
+        response.flag |= FLAG_RESPONSE
+        response.serialize_type = cmd.serialize_type
+        ch.send(response)
+

@@ -1,0 +1,253 @@
+"""Topic table of the broker: system topics, auto-creation from TBW102, persistence.
+
+Java: ``broker/topic/TopicConfigManager`` (init, createTopicInSendMessageMethod,
+createTopicInSendMessageBackMethod, updateTopicConfig, buildTopicConfigSerializeWrapper)
+and ``common/topic/TopicValidator``. The table is persisted as
+``<storePathRootDir>/config/topics.json`` (TopicConfigSerializeWrapper JSON).
+Changes bump the DataVersion and call ``on_change(topic_configs)`` so the
+controller registers them with the name servers (incremental registration).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Callable
+
+from pyrmq.remoting.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+
+from .persist import load_json_file, persist_json_file
+
+log = logging.getLogger("pyrmq.broker.topic")
+
+PERM_PRIORITY = 0x8
+PERM_READ = 0x4
+PERM_WRITE = 0x2
+PERM_INHERIT = 0x1
+
+AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+RMQ_SYS_ROCKSDB_OFFSET_TOPIC = "CHECKPOINT_TOPIC"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+SCHEDULE_TOPIC_QUEUE_NUM = 18
+
+SYSTEM_TOPIC_SET = frozenset({
+    AUTO_CREATE_TOPIC_KEY_TOPIC, RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_BENCHMARK_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRACE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+    RMQ_SYS_SELF_TEST_TOPIC, RMQ_SYS_OFFSET_MOVED_EVENT, RMQ_SYS_ROCKSDB_OFFSET_TOPIC,
+})
+NOT_ALLOWED_SEND_TOPIC_SET = frozenset({
+    RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC,
+    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_SELF_TEST_TOPIC, RMQ_SYS_OFFSET_MOVED_EVENT,
+})
+
+TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 120
+RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
+_VALID = re.compile(r"[%|a-zA-Z0-9_-]+")
+
+
+def is_readable(perm: int) -> bool:
+    return bool(perm & PERM_READ)
+
+
+def is_writeable(perm: int) -> bool:
+    return bool(perm & PERM_WRITE)
+
+
+def validate_topic(topic: str | None) -> str | None:
+    """Java TopicValidator#validateTopic: None when valid, else Java's remark."""
+    if topic is None or not topic.strip():
+        return "The specified topic is blank."
+    if not _VALID.fullmatch(topic):
+        return f"The specified topic: {topic}, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+        if len(topic) > RETRY_OR_DLQ_TOPIC_MAX_LENGTH:
+            return (f"The specified topic is DLQ or Retry topic: {topic}, and it's longer than topic max "
+                    f"length: {RETRY_OR_DLQ_TOPIC_MAX_LENGTH}")
+    elif len(topic) > TOPIC_MAX_LENGTH:
+        return f"The specified topic: {topic}, is longer than topic max length: {TOPIC_MAX_LENGTH}"
+    return None
+
+
+def validate_group(group: str | None) -> str | None:
+    """Java TopicValidator#validateGroup."""
+    if group is None or not group.strip():
+        return "The specified group is blank."
+    if not _VALID.fullmatch(group):
+        return f"The specified group: {group}, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(group) > GROUP_MAX_LENGTH:
+        return f"The specified group: {group}, is longer than group max length: {GROUP_MAX_LENGTH}"
+    return None
+
+
+def is_system_topic(topic: str) -> bool:
+    return topic in SYSTEM_TOPIC_SET or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+class TopicConfigManager:
+    """topic -> TopicConfig with a DataVersion; ``now`` gives ms for the version stamps."""
+
+    def __init__(self, broker_config, path: str | None, *, now: Callable[[], int],
+                 on_change: Callable[[list[TopicConfig]], None] | None = None) -> None:
+        self.broker_config = broker_config
+        self.path = path
+        self.now = now
+        self.on_change = on_change
+        self.topic_config_table: dict[str, TopicConfig] = {}
+        self.data_version = DataVersion()
+        self._init_system_topics()
+
+    # --------------------------------------------------------------------- init / load
+
+    def _put(self, name: str, read: int = 16, write: int = 16, perm: int = PERM_READ | PERM_WRITE) -> None:
+        self.topic_config_table[name] = TopicConfig(topic_name=name, read_queue_nums=read,
+                                                    write_queue_nums=write, perm=perm)
+
+    def _init_system_topics(self) -> None:
+        """The topics a Java 5.x broker creates at start (TopicConfigManager#init)."""
+        c = self.broker_config
+        self._put(RMQ_SYS_SELF_TEST_TOPIC, 1, 1)
+        if c["autoCreateTopicEnable"]:
+            n = int(c["defaultTopicQueueNums"])
+            self._put(AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, PERM_INHERIT | PERM_READ | PERM_WRITE)
+        self._put(RMQ_SYS_BENCHMARK_TOPIC, 1024, 1024)
+        perm = PERM_INHERIT | (PERM_READ | PERM_WRITE if c["clusterTopicEnable"] else 0)
+        self._put(c["brokerClusterName"], 16, 16, perm)
+        perm = PERM_INHERIT | (PERM_READ | PERM_WRITE if c["brokerTopicEnable"] else 0)
+        self._put(c["brokerName"], 1, 1, perm)
+        self._put(RMQ_SYS_OFFSET_MOVED_EVENT, 1, 1)
+        self._put(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM, SCHEDULE_TOPIC_QUEUE_NUM)
+        if c["traceTopicEnable"]:
+            self._put(c["msgTraceTopicName"], 1, 1)
+        self._put(f"{c['brokerClusterName']}_REPLY_TOPIC", 1, 1)
+        n = int(c["reviveQueueNum"])
+        self._put(f"rmq_sys_REVIVE_LOG_{c['brokerClusterName']}", n, n)
+        self._put(f"rmq_sys_SYNC_BROKER_MEMBER_{c['brokerName']}", 1, 1, PERM_INHERIT)
+        self._put(RMQ_SYS_TRANS_HALF_TOPIC, 1, 1)
+        self._put(RMQ_SYS_TRANS_OP_HALF_TOPIC, 1, 1)
+        if c["timerWheelEnable"]:
+            self._put(TIMER_TOPIC, 1, 1)
+
+    def load(self) -> None:
+        """Merge topics.json over the system topics (Java ConfigManager#load then decode)."""
+        if not self.path:
+            return
+        obj = load_json_file(self.path)
+        if obj is None:
+            return
+        wrapper = TopicConfigSerializeWrapper.from_obj(obj)
+        for name, tc in wrapper.topic_config_table.items():
+            if tc.topic_name is None:
+                tc.topic_name = name
+            self.topic_config_table[name] = tc
+        self.data_version = wrapper.data_version
+
+    def persist(self) -> None:
+        if self.path:
+            persist_json_file(self.path, self.encode())
+
+    def encode(self) -> bytes:
+        return self.build_serialize_wrapper().encode()
+
+    def build_serialize_wrapper(self) -> TopicConfigSerializeWrapper:
+        return TopicConfigSerializeWrapper(dict(self.topic_config_table), self.data_version)
+
+    # --------------------------------------------------------------------- lookups
+
+    def select_topic_config(self, topic: str) -> TopicConfig | None:
+        return self.topic_config_table.get(topic)
+
+    def is_order_topic(self, topic: str) -> bool:
+        tc = self.topic_config_table.get(topic)
+        return bool(tc and tc.order)
+
+    # --------------------------------------------------------------------- changes
+
+    def _changed(self, configs: list[TopicConfig]) -> None:
+        self.data_version.next_version(self.now())
+        self.persist()
+        if self.on_change is not None:
+            try:
+                self.on_change(configs)
+            except Exception:
+                log.exception("topic change listener failed")
+
+    def create_topic_in_send_message_method(self, topic: str, default_topic: str | None,
+                                            client_default_queue_nums: int, topic_sys_flag: int = 0
+                                            ) -> TopicConfig | None:
+        """Auto-create ``topic`` from the template ``default_topic`` (TBW102) if it inherits."""
+        tc = self.topic_config_table.get(topic)
+        if tc is not None:
+            return tc
+        template = self.topic_config_table.get(default_topic or "")
+        if template is None:
+            log.warning("Create new topic failed, because the default topic[%s] not exist.", default_topic)
+            return None
+        perm = template.perm
+        if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self.broker_config["autoCreateTopicEnable"]:
+            perm = PERM_READ | PERM_WRITE
+        if not perm & PERM_INHERIT:
+            log.warning("Create new topic failed, because the default topic[%s] has no perm [%d]", default_topic, perm)
+            return None
+        n = max(0, min(int(client_default_queue_nums), template.write_queue_nums))
+        tc = TopicConfig(topic_name=topic, read_queue_nums=n, write_queue_nums=n, perm=perm & ~PERM_INHERIT,
+                         topic_filter_type=template.topic_filter_type, topic_sys_flag=topic_sys_flag)
+        log.info("Create new topic by default topic:[%s] config:[%s]", default_topic, tc)
+        self.topic_config_table[topic] = tc
+        self._changed([tc])
+        return tc
+
+    def create_topic_in_send_message_back_method(self, topic: str, queue_nums: int, perm: int,
+                                                 topic_sys_flag: int = 0, is_order: bool = False) -> TopicConfig:
+        """Retry/DLQ topics (Java createTopicInSendMessageBackMethod); returns the existing one if any."""
+        tc = self.topic_config_table.get(topic)
+        if tc is not None:
+            if is_order != tc.order:
+                tc.order = is_order
+                self._changed([tc])
+            return tc
+        tc = TopicConfig(topic_name=topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=perm,
+                         topic_sys_flag=topic_sys_flag, order=is_order)
+        self.topic_config_table[topic] = tc
+        self._changed([tc])
+        return tc
+
+    def update_topic_config(self, tc: TopicConfig) -> None:
+        """UPDATE_AND_CREATE_TOPIC: put (replacing), bump the version, persist, register."""
+        old = self.topic_config_table.get(tc.topic_name or "")
+        if old is not None and tc.attributes is not None and old.attributes:
+            merged = dict(old.attributes)
+            merged.update(tc.attributes)
+            tc.attributes = {k: v for k, v in merged.items() if not k.startswith("-")}
+        self.topic_config_table[tc.topic_name or ""] = tc
+        self._changed([tc])
+
+    def delete_topic_config(self, topic: str) -> TopicConfig | None:
+        old = self.topic_config_table.pop(topic, None)
+        if old is not None:
+            self.data_version.next_version(self.now())
+            self.persist()
+        return old
+
+
+def default_topics_path(store_root: str) -> str:
+    return os.path.join(store_root, "config", "topics.json")
