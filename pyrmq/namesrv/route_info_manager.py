@@ -184,12 +184,13 @@ class RouteInfoManager:
                 for topic in self._topics_of_broker_name(broker_name) - set(table):
                     self._remove_queue_data(topic, broker_name)
             changed_version = self.is_broker_topic_config_changed(cluster_name, broker_addr, new_version)
-            for tc in table.values():
-                if register_first or changed_version or self._topic_missing_broker(tc.topic_name, broker_name):
+            for key, tc in table.items():
+                topic = tc.topic_name or key  # Java would NPE on a missing topicName; use the table key
+                if register_first or changed_version or self._topic_missing_broker(topic, broker_name):
                     perm = tc.perm
                     if is_prime_slave and broker_data.enable_acting_master:
                         perm &= ~PERM_WRITE  # the acting master is read-only
-                    self._create_and_update_queue_data(broker_name, tc, perm)
+                    self._create_and_update_queue_data(broker_name, topic, tc, perm)
             if changed_version or register_first:
                 for topic, info in mapping_infos.items():
                     bname = str(info.get("bname", broker_name))
@@ -222,20 +223,20 @@ class RouteInfoManager:
                     result.master_addr = master_addr
         return result
 
-    def _topic_missing_broker(self, topic: str | None, broker_name: str) -> bool:
+    def _topic_missing_broker(self, topic: str, broker_name: str) -> bool:
         # Java isTopicConfigChanged minus the data-version part (checked once by the caller)
-        qmap = self.topic_queue_table.get(topic) if topic is not None else None
+        qmap = self.topic_queue_table.get(topic)
         return not qmap or broker_name not in qmap
 
-    def _create_and_update_queue_data(self, broker_name: str, tc: TopicConfig, perm: int) -> None:
+    def _create_and_update_queue_data(self, broker_name: str, topic: str, tc: TopicConfig, perm: int) -> None:
         qd = QueueData(broker_name, tc.read_queue_nums, tc.write_queue_nums, perm, tc.topic_sys_flag)
-        qmap = self.topic_queue_table.get(tc.topic_name)
+        qmap = self.topic_queue_table.get(topic)
         if qmap is None:
-            self.topic_queue_table[tc.topic_name] = {broker_name: qd}
-            log.info("new topic registered, %s %s", tc.topic_name, qd)
+            self.topic_queue_table[topic] = {broker_name: qd}
+            log.info("new topic registered, %s %s", topic, qd)
         elif qmap.get(broker_name) != qd:
             if broker_name in qmap:
-                log.info("topic changed, %s OLD: %s NEW: %s", tc.topic_name, qmap[broker_name], qd)
+                log.info("topic changed, %s OLD: %s NEW: %s", topic, qmap[broker_name], qd)
             qmap[broker_name] = qd
 
     def _topics_of_broker_name(self, broker_name: str) -> set[str]:

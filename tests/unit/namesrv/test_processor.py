@@ -321,3 +321,49 @@ def test_expired_broker_channel_is_closed(ns: Harness) -> None:
     ns.controller.scan_not_active_broker()
     assert ch.closed
     assert ns.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code == ResponseCode.TOPIC_NOT_EXIST
+
+
+# ----------------------------------------------------------------- robustness
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_KEYS = ["topic", "brokerName", "brokerAddr", "clusterName", "haServerAddr", "brokerId", "compressed", "bodyCrc32",
+         "heartbeatTimeoutMillis", "enableActingMaster", "namespace", "key", "value", "cluster",
+         "acceptStandardJsonOnly", "__ZONE_MODE", "__ZONE_NAME"]
+_VALUES = st.one_of(st.sampled_from(["", "0", "-1", "true", "abc", "9" * 30, "broker-a", "127.0.0.1:10911"]),
+                    st.text(max_size=8))
+_BODIES = st.one_of(
+    st.none(),
+    st.binary(max_size=64),
+    st.sampled_from([b"{}", b"[]", b"null", b'{"topicConfigSerializeWrapper":[]}', b'{"queueDatas":[{"perm":"x"}]}',
+                     b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"perm":6}},"dataVersion":{}}}',
+                     zlib.compress(b"\x00\x00\x00\x02{}"), b"a=b\nconfigStorePath=/x\n"]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(code=st.sampled_from(sorted([
+    int(c) for c in (RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                     RequestCode.PUT_KV_CONFIG, RequestCode.GET_KV_CONFIG, RequestCode.DELETE_KV_CONFIG,
+                     RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.QUERY_DATA_VERSION, RequestCode.BROKER_HEARTBEAT,
+                     RequestCode.REGISTER_TOPIC_IN_NAMESRV, RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                     RequestCode.GET_TOPICS_BY_CLUSTER, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+                     RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.GET_BROKER_MEMBER_GROUP,
+                     RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.GET_NAMESRV_CONFIG)])),
+       ext=st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=10),
+       body=_BODIES, version=st.sampled_from([0, 30, 317, 400, 401, 513, 9999]))
+def test_any_input_gets_a_response_never_a_crash(tmp_path_factory, code, ext, body, version) -> None:
+    """Every handler returns a response or raises RemotingError (mapped to its code); nothing else escapes."""
+    ns = Harness(tmp_path_factory.mktemp("fuzz"))
+    ns.call(RequestCode.REGISTER_BROKER, reg_ext(), reg_body("T", "U"))
+    cmd = RemotingCommand.request(code, dict(ext), body)
+    cmd.version = version
+    handler = ns.table.lookup(code)
+    try:
+        resp = asyncio.run(handler(RequestContext(FakeChannel(), None), cmd))
+    except RemotingError as e:
+        assert e.code != ResponseCode.SUCCESS and str(e)
+        return
+    assert isinstance(resp, RemotingCommand) and resp.is_response
+    decode_frame(encode(resp)[4:])

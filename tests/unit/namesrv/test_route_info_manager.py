@@ -307,3 +307,11 @@ def test_old_broker_without_acting_master_flag_is_not_prime_slave(rim: RouteInfo
     rim2 = RouteInfoManager(clock=Clock())
     register(rim2, addr=A1, bid=1, acting=False)  # 5.x broker: the smallest id registers its topics
     assert "TopicTest" in rim2.topic_queue_table
+
+
+def test_topic_config_without_topic_name_uses_its_table_key(rim: RouteInfoManager) -> None:
+    w = TopicConfigSerializeWrapper({"Keyed": TopicConfig(None, 2, 2, 6), "TBW102": TopicConfig("TBW102", 8, 8, 7)},
+                                    DataVersion(1, 0, 1))
+    register(rim, w=w)
+    assert rim.topic_queue_table["Keyed"]["broker-a"].write_queue_nums == 2
+    assert None not in rim.topic_queue_table
