@@ -1,0 +1,114 @@
+"""A broker controller over a tmp store, processors awaited directly (no sockets)."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pyrmq.broker.config import BrokerConfig
+from pyrmq.broker.controller import BrokerController
+from pyrmq.remoting.channel import RequestContext
+from pyrmq.remoting.command import RemotingCommand
+from pyrmq.remoting.errors import RemotingError
+
+
+class FakeChannel:
+    """Records what the broker sends on a connection."""
+
+    def __init__(self, addr: str = "127.0.0.1:50000") -> None:
+        self.remote_addr = addr
+        self.closed = False
+        self.attrs: dict = {}
+        self.transport = None
+        self.sent: list[RemotingCommand] = []
+
+    def send(self, cmd: RemotingCommand) -> bool:
+        self.sent.append(cmd)
+        return True
+
+    def send_oneway(self, cmd: RemotingCommand) -> bool:
+        self.sent.append(cmd)
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeClock:
+    def __init__(self, now: int = 1_700_000_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+class Broker:
+    """Controller + the one dispatch rule of the server (RemotingError -> its code)."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.c = controller
+        self.handlers = {}
+        from pyrmq.broker.admin_processor import AdminBrokerProcessor
+        from pyrmq.broker.client_manage_processor import ClientManageProcessor
+        from pyrmq.broker.consumer_manage_processor import ConsumerManageProcessor
+        from pyrmq.broker.query_processor import QueryMessageProcessor
+        from pyrmq.broker.send_processor import SendMessageProcessor
+        from pyrmq.remoting.channel import ProcessorTable
+
+        table = ProcessorTable()
+        for p in (SendMessageProcessor(controller), controller.pull_processor, ClientManageProcessor(controller),
+                  ConsumerManageProcessor(controller), QueryMessageProcessor(controller),
+                  AdminBrokerProcessor(controller)):
+            table.register(p)
+        self.table = table
+
+    async def call(self, cmd: RemotingCommand, channel: FakeChannel | None = None) -> RemotingCommand | None:
+        ch = channel or FakeChannel()
+        handler = self.table.lookup(cmd.code)
+        assert handler is not None, cmd.code
+        try:
+            return await handler(RequestContext(ch, None), cmd)
+        except RemotingError as e:
+            return cmd.make_response(e.code, str(e))
+
+
+def make_config(tmp_path, **props) -> BrokerConfig:
+    base = {
+        "brokerClusterName": "TestCluster", "brokerName": "broker-t", "brokerIP1": "127.0.0.1",
+        "listenPort": "10911", "storePathRootDir": str(tmp_path / "store"),
+        "mappedFileSizeCommitLog": str(1024 * 1024), "mappedFileSizeConsumeQueue": str(20 * 1000),
+    }
+    base.update({k: str(v) for k, v in props.items()})
+    return BrokerConfig.from_properties(base)
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def make_broker(tmp_path, clock):
+    made = []
+
+    def factory(**props) -> Broker:
+        c = BrokerController(make_config(tmp_path, **props), clock=clock)
+        c.load()
+        c.message_store.start()
+        c._started = False  # no name servers here: registration is skipped
+        made.append(c)
+        return Broker(c)
+
+    yield factory
+    for c in made:
+        c.pull_request_hold_service.shutdown()
+        c.message_store.shutdown()
+
+
+@pytest.fixture
+def broker(make_broker):
+    return make_broker()
+
+
+def run(coro):
+    return asyncio.run(coro)
