@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from support import java
-from support.servers import JavaBroker, JavaNamesrv, PyrmqNamesrv
+from support.servers import JavaBroker, JavaNamesrv, namesrv_under_test
 
 
 @pytest.fixture(scope="session")
@@ -41,9 +41,14 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="module")
 def pyrmq_namesrv(tmp_path_factory, request):
-    """pyrmq's NameServer on a free loopback port (broker expiry shortened for the liveness tests)."""
-    ns = PyrmqNamesrv(tmp_path_factory.mktemp("pyrmq-namesrv"),
-                      scanNotActiveBrokerInterval=1000, brokerChannelExpiredTime=3000)
+    """pyrmq's NameServer on a free loopback port, scanning for dead brokers every second.
+
+    Broker expiry stays at Java's 120 s: a Java broker re-registers only every
+    10 s at best (BrokerController clamps registerNameServerPeriod to 10..60 s),
+    so a shorter expiry would drop healthy brokers. test_namesrv_liveness.py
+    starts its own name server with a short expiry.
+    """
+    ns = namesrv_under_test(tmp_path_factory.mktemp("pyrmq-namesrv"), scanNotActiveBrokerInterval=1000)
     yield ns
     if getattr(request.module, "_compat_failed", False):
         print(f"\n{ns!r}\n{ns.tail(80)}")
@@ -99,3 +104,36 @@ def mqadmin(java_harness, java_home):
         return java.mqadmin(version, *args, namesrv=namesrv, home=java_home, timeout=timeout)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def pyrmq_broker(tmp_path_factory, request):
+    """Factory: pyrmq_broker(namesrv_addr, store_dir=None, fresh=False, **broker_conf) -> PyrmqBroker.
+
+    pyrmq's Broker (`python -m pyrmq broker -c broker.conf`), same contract as
+    java_broker: returns once registered at that name server, one process per
+    distinct argument set per module unless fresh=True, all stopped at
+    teardown. The result also has .restart() (same port, same store).
+    """
+    from support.pyrmq_proc import PyrmqBroker
+
+    started: dict[tuple, PyrmqBroker] = {}
+    all_brokers: list[PyrmqBroker] = []
+
+    def factory(namesrv_addr: str, store_dir=None, fresh: bool = False, **broker_conf) -> PyrmqBroker:
+        key = (namesrv_addr, str(store_dir), tuple(sorted((k, str(v)) for k, v in broker_conf.items())))
+        b = started.get(key)
+        if b is not None and b.alive() and not fresh:
+            return b
+        b = PyrmqBroker(namesrv_addr, tmp_path_factory.mktemp("pyrmq-broker"), store_dir=store_dir, **broker_conf)
+        all_brokers.append(b)
+        if not fresh:
+            started[key] = b
+        return b
+
+    yield factory
+    failed = getattr(request.module, "_compat_failed", False)
+    for b in all_brokers:
+        if failed:
+            print(f"\n{b!r}\n{b.tail(80)}")
+        b.stop()

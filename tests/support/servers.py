@@ -25,7 +25,8 @@ from support.procs import ManagedProcess, ProcessFailed, tail_file
 ROOT = Path(__file__).resolve().parents[2]
 _seq = itertools.count(1)
 
-# rocketmq-logging's shaded logback: pick the server's own config from its jar and keep
+# rocketmq-logback-classic (shaded logback) reads rmq.logback.configurationFile: pick the
+# server's own config from its jar (the first one on the classpath wins otherwise) and keep
 # logback's status chatter out of the process output.
 _LOGBACK_QUIET = "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener"
 
@@ -93,7 +94,7 @@ class JavaNamesrv(_Server):
                      **conf}
             cfg = write_properties(workdir / "namesrv.properties", props)
             argv = java_argv("servers", "org.apache.rocketmq.namesrv.NamesrvStartup", ["-c", str(cfg)], self.home,
-                             {"logback.configurationFile": "rmq.namesrv.logback.xml",
+                             {"rmq.logback.configurationFile": "rmq.namesrv.logback.xml",
                               "logback.statusListenerClass": _LOGBACK_QUIET}, heap=SERVER_HEAP)
             self.managed = ManagedProcess(self.name, argv, workdir / f"namesrv-{self.port}.out", env=java_env(self.home),
                                           cwd=workdir, extra_logs=[self.home / "logs/rocketmqlogs/namesrv.log"])
@@ -118,7 +119,7 @@ class PyrmqNamesrv(_Server):
         python = str(venv_python) if venv_python.exists() else sys.executable
         for attempt in range(3):
             self.port = free_port()
-            props = {"listenPort": self.port, "scanNotActiveBrokerInterval": 1000,
+            props = {"listenPort": self.port, "bindAddress": "127.0.0.1", "scanNotActiveBrokerInterval": 1000,
                      "kvConfigPath": workdir / "kvConfig.json", "configStorePath": workdir / "namesrv.properties.store",
                      **conf}
             cfg = write_properties(workdir / "namesrv.properties", props)
@@ -172,7 +173,7 @@ class JavaBroker(_Server):
             }
             cfg = write_properties(workdir / f"broker-{self.name}.conf", props)
             argv = java_argv("servers", "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(cfg)], self.home,
-                             {"logback.configurationFile": "rmq.broker.logback.xml",
+                             {"rmq.logback.configurationFile": "rmq.broker.logback.xml",
                               "logback.statusListenerClass": _LOGBACK_QUIET}, heap=SERVER_HEAP)
             self.managed = ManagedProcess(self.name, argv, workdir / f"broker-{self.name}-{self.port}.out",
                                           env=java_env(self.home), cwd=workdir,
@@ -197,3 +198,18 @@ class JavaBroker(_Server):
             time.sleep(0.3)
         raise ProcessFailed(f"{self.name} ({self.addr}) not registered at {self.namesrv_addr} after {timeout}s\n"
                             f"{self.tail()}")
+
+
+def namesrv_under_test(workdir: Path, **conf) -> _Server:
+    """pyrmq's NameServer; with PYRMQ_COMPAT_NAMESRV=java the Java one stands in for it.
+
+    The switch is the harness's self-check: every pyrmq test must pass with it
+    (docs/compat.md). It never applies by default.
+    """
+    if os.environ.get("PYRMQ_COMPAT_NAMESRV", "pyrmq") == "java":
+        from support.java import ensure_built
+
+        ensure_built()
+        conf.pop("brokerChannelExpiredTime", None)  # pyrmq's key; Java's expiry is fixed
+        return JavaNamesrv(workdir, **conf)
+    return PyrmqNamesrv(workdir, **conf)
