@@ -314,7 +314,7 @@ def test_idle_connection_is_closed():
         assert len(FrameDecoder().feed(data)) == 3
         writer.close()
 
-    run(t, idle_seconds=0.3)
+    run(t, idle_seconds=0.6)
 
 
 def test_duplicate_code_registration_fails():
