@@ -1,0 +1,317 @@
+"""Deleting expired store files and refusing writes when the disk is nearly full.
+
+Java: ``store/DefaultMessageStore`` (``CleanCommitLogService``, ``cleanFilesPeriodically``,
+``isTimeToDelete``), ``store/queue/ConsumeQueueStore.CleanConsumeQueueService``,
+``store/RunningFlags`` (DISK_FULL bit), ``common/UtilAll#isItTimeToDo`` and
+``#getDiskPartitionSpaceUsedPercent``. Spec §7.6.
+
+One round (every ``cleanResourceInterval`` ms, first after 60 s):
+
+1. commit log: delete when the local hour is in ``deleteWhen``, or the disk is
+   fuller than ``diskMaxUsedSpaceRatio`` (or the clean-forcibly ratio), or a
+   manual delete was asked for. Files older than ``fileReservedTime`` hours
+   (by mtime) go, oldest first, never the last file, at most
+   ``deleteFileBatchMax`` per round. Above ``diskSpaceCleanForciblyRatio``
+   (with ``cleanFileForciblyEnable``) age does not matter.
+2. above ``diskSpaceWarningLevelRatio`` the store is marked disk-full: puts get
+   ``SERVICE_NOT_AVAILABLE`` until a later round sees the usage back below it.
+3. consume queues, then index files: when the commit log's min offset moved,
+   delete their leading files that only point below it (never the last file).
+
+Disk usage, the clock and the local hour are injectable for tests.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+log = logging.getLogger("pyrmq.store")
+
+#: Java CleanCommitLogService.MAX_MANUAL_DELETE_FILE_TIMES
+MAX_MANUAL_DELETE_FILE_TIMES = 20
+#: first round after the store starts (Java scheduleAtFixedRate initial delay 1000 * 60)
+INITIAL_DELAY_MS = 60_000
+
+DiskUsage = Callable[[str], float]
+
+
+def disk_partition_space_used_percent(path: str) -> float:
+    """Used fraction (0..1, rounded up to whole percent) of the partition holding ``path``; -1 on error.
+
+    Java UtilAll#getDiskPartitionSpaceUsedPercent: used = total - free,
+    ratio = used / (used + usable), so space reserved for root counts as free
+    only when root could use it.
+    """
+    try:
+        if not path or not os.path.exists(path):
+            return -1.0
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    if total <= 0:
+        return -1.0
+    used = total - st.f_bfree * st.f_frsize
+    entire = used + st.f_bavail * st.f_frsize
+    if entire <= 0:
+        return -1.0
+    pct = used * 100 // entire + (1 if used * 100 % entire else 0)
+    return pct / 100.0
+
+
+def is_it_time_to_do(when: str, hour: int) -> bool:
+    """``deleteWhen`` ("04", "01;02;03") contains ``hour``. Java UtilAll#isItTimeToDo.
+
+    Java throws on a non-number; we log and treat it as "not now".
+    """
+    for w in when.split(";"):
+        w = w.strip()
+        if not w:
+            continue
+        try:
+            if int(w) == hour:
+                return True
+        except ValueError:
+            log.warning("deleteWhen %r: %r is not an hour", when, w)
+    return False
+
+
+def _local_hour(now_ms: int) -> int:
+    return time.localtime(now_ms / 1000).tm_hour
+
+
+class _MappedFileQueue(Protocol):
+    def delete_expired_file_by_time(
+        self, expired_time_ms: int, delete_files_interval_ms: int, clean_immediately: bool,
+        delete_file_batch_max: int = 10, now_ms: Callable[[], int] | None = None,
+    ) -> int: ...
+
+
+class _CommitLog(Protocol):
+    mapped_file_queue: _MappedFileQueue
+    writable: bool
+
+    def get_min_offset(self) -> int: ...
+
+
+class _Cleanable(Protocol):
+    """The parts of ``MessageStore`` used here."""
+
+    config: object
+    commit_log: _CommitLog
+    consume_queue_table: dict
+    index_service: object
+
+
+@dataclass(slots=True)
+class CleanRound:
+    """What one round saw and did (for logs, tests and the admin CLI)."""
+
+    time_up: bool = False
+    space_to_delete: bool = False
+    manual: bool = False
+    clean_immediately: bool = False
+    commit_log_ratio: float = -1.0
+    logics_ratio: float = -1.0
+    disk_full: bool = False
+    commit_log_files_deleted: int = 0
+    consume_queue_files_deleted: int = 0
+    index_files_deleted: int = 0
+
+
+def _clamp(v: float, lo: float, hi: float) -> float:
+    return min(max(v, lo), hi)
+
+
+class StoreCleaner:
+    """CleanCommitLogService + CleanConsumeQueueService + the DISK_FULL running flag.
+
+    ``run_once()`` is one round (what the background thread calls);
+    ``disk_full`` is what puts look at. Java keeps the disk-full bit in
+    ``RunningFlags``; here it turns ``commit_log.writable`` off and back on
+    (only undoing what it did itself).
+    """
+
+    def __init__(
+        self,
+        store: _Cleanable,
+        *,
+        disk_usage: DiskUsage = disk_partition_space_used_percent,
+        clock: Callable[[], int] | None = None,
+        local_hour: Callable[[int], int] = _local_hour,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store = store
+        self.config = store.config
+        self.disk_usage = disk_usage
+        self.clock = clock or getattr(store, "clock", None) or (lambda: int(time.time() * 1000))
+        self.local_hour = local_hour
+        self.sleep = sleep
+        self._manual_times = 0
+        self._last_physical_min_offset = 0
+        self._disk_full = False
+        self.disk_full_reason = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # --- ratios (Java getters clamp them) ---------------------------------------------------------
+    def disk_space_warning_level_ratio(self) -> float:
+        return _clamp(self.config.disk_space_warning_level_ratio / 100.0, 0.35, 0.90)
+
+    def disk_space_clean_forcibly_ratio(self) -> float:
+        return _clamp(self.config.disk_space_clean_forcibly_ratio / 100.0, 0.30, 0.85)
+
+    def disk_max_used_space_ratio(self) -> float:
+        # MessageStoreConfig#getDiskMaxUsedSpaceRatio keeps it within 10..95
+        return _clamp(self.config.disk_max_used_space_ratio, 10, 95) / 100.0
+
+    # --- disk-full flag ----------------------------------------------------------------------------
+    @property
+    def disk_full(self) -> bool:
+        return self._disk_full
+
+    def _mark_disk_full(self, reason: str) -> None:
+        if not self._disk_full:
+            log.error("disk maybe full soon: %s; refusing writes until space is back", reason)
+        self._disk_full = True
+        self.disk_full_reason = reason
+        self.store.commit_log.writable = False
+
+    def _mark_disk_ok(self, what: str, ratio: float) -> None:
+        if self._disk_full:
+            log.info("%s disk space OK (%.2f used); accepting writes again", what, ratio)
+            self.store.commit_log.writable = True
+        self._disk_full = False
+        self.disk_full_reason = ""
+
+    def execute_delete_files_manually(self) -> None:
+        """The admin "delete expired commit log" request: the next 20 rounds delete expired files."""
+        self._manual_times = MAX_MANUAL_DELETE_FILE_TIMES
+
+    # --- one round --------------------------------------------------------------------------------
+    def _commit_log_paths(self) -> list[str]:
+        return [p.strip() for p in self.config.commit_log_dir.split(",") if p.strip()]
+
+    def _is_space_to_delete(self, r: CleanRound) -> bool:
+        """Java CleanCommitLogService#isSpaceToDelete (single replica per partition)."""
+        warning = self.disk_space_warning_level_ratio()
+        forcibly = self.disk_space_clean_forcibly_ratio()
+        ratios = [(self.disk_usage(p), p) for p in self._commit_log_paths()]
+        physic, path = min(ratios) if ratios else (-1.0, "")
+        r.commit_log_ratio = physic
+        if physic > warning:
+            self._mark_disk_full(
+                f"commit log partition of {path} is {physic:.0%} used, above "
+                f"diskSpaceWarningLevelRatio {warning:.0%}"
+            )
+            r.clean_immediately = True
+            return True
+        if physic > forcibly:
+            r.clean_immediately = True
+            return True
+        self._mark_disk_ok("commit log", physic)
+
+        logics = self.disk_usage(self.config.consume_queue_dir)
+        r.logics_ratio = logics
+        if logics > warning:
+            self._mark_disk_full(
+                f"consume queue partition is {logics:.0%} used, above diskSpaceWarningLevelRatio {warning:.0%}"
+            )
+            r.clean_immediately = True
+            return True
+        if logics > forcibly:
+            r.clean_immediately = True
+            return True
+        self._mark_disk_ok("consume queue", logics)
+
+        ratio = self.disk_max_used_space_ratio()
+        if physic < 0 or physic > ratio:
+            log.info("commit log disk maybe full soon (%.2f), reclaiming space", physic)
+            return True
+        if logics < 0 or logics > ratio:
+            log.info("consume queue disk maybe full soon (%.2f), reclaiming space", logics)
+            return True
+        return False
+
+    def clean_commit_log(self, r: CleanRound | None = None) -> CleanRound:
+        r = r or CleanRound()
+        c = self.config
+        r.time_up = is_it_time_to_do(c.delete_when, self.local_hour(self.clock()))
+        r.space_to_delete = self._is_space_to_delete(r)
+        r.manual = self._manual_times > 0
+        r.disk_full = self._disk_full
+        if not (r.time_up or r.space_to_delete or r.manual):
+            return r
+        if r.manual:
+            self._manual_times -= 1
+        clean_at_once = c.clean_file_forcibly_enable and r.clean_immediately
+        log.info(
+            "deleting commit log files older than %d h (time up %s, space %s, manual %s, at once %s)",
+            c.file_reserved_time, r.time_up, r.space_to_delete, r.manual, clean_at_once,
+        )
+        r.commit_log_files_deleted = self.store.commit_log.mapped_file_queue.delete_expired_file_by_time(
+            c.file_reserved_time * 3600 * 1000,
+            c.delete_commit_log_files_interval,
+            clean_at_once,
+            c.delete_file_batch_max,
+            now_ms=self.clock,
+        )
+        if r.commit_log_files_deleted == 0 and r.space_to_delete:
+            log.warning("disk space will be full soon, but no commit log file could be deleted")
+        return r
+
+    def clean_consume_queues(self, r: CleanRound | None = None) -> CleanRound:
+        """Java CleanConsumeQueueService#deleteExpiredFiles."""
+        r = r or CleanRound()
+        min_offset = self.store.commit_log.get_min_offset()
+        if min_offset <= self._last_physical_min_offset:
+            return r
+        self._last_physical_min_offset = min_offset
+        interval = self.config.delete_consume_queue_files_interval
+        for queues in list(self.store.consume_queue_table.values()):
+            for cq in list(queues.values()):
+                n = cq.delete_expired_file(min_offset)
+                r.consume_queue_files_deleted += n
+                if n > 0 and interval > 0:
+                    self.sleep(interval / 1000)
+        r.index_files_deleted = self.store.index_service.delete_expired_file(min_offset)
+        return r
+
+    def run_once(self) -> CleanRound:
+        """One ``cleanFilesPeriodically`` round: commit log first, then queues and index."""
+        with self._lock:
+            r = self.clean_commit_log()
+            self.clean_consume_queues(r)
+            return r
+
+    # --- background thread -------------------------------------------------------------------------
+    def start(self, initial_delay_ms: int = INITIAL_DELAY_MS) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._loop, args=(initial_delay_ms,), name="StoreCleaner", daemon=True
+        )
+        self._thread.start()
+
+    def _loop(self, initial_delay_ms: int) -> None:
+        if self._stop.wait(initial_delay_ms / 1000):
+            return
+        while True:
+            try:
+                self.run_once()
+            except Exception:  # a failed round must not stop cleaning for good (Java logs and goes on)
+                log.exception("store cleaning round failed")
+            if self._stop.wait(max(self.config.clean_resource_interval, 10) / 1000):
+                return
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        t, self._thread = self._thread, None
+        if t is not None:
+            t.join(timeout=10)
