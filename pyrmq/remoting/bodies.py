@@ -174,8 +174,10 @@ def _write_map(value: dict, out: list[str], standard: bool) -> None:
         first = False
         if isinstance(k, str):
             out.append(orjson.dumps(k).decode())
-        elif isinstance(k, bool) or isinstance(k, enum.Enum):
-            out.append(f'"{k.name if isinstance(k, enum.Enum) else str(k).lower()}"')
+        elif isinstance(k, enum.Enum):
+            out.append(orjson.dumps(k.name).decode())
+        elif isinstance(k, bool):
+            out.append(f'"{str(k).lower()}"' if standard else str(k).lower())
         elif isinstance(k, int):
             out.append(f'"{k}"' if standard else str(k))
         elif _is_bean(k):
