@@ -576,6 +576,14 @@ class TopicConfigAndMappingSerializeWrapper(TopicConfigSerializeWrapper):
 _INT = struct.Struct(">i")
 
 
+def _looks_like_zlib(data: bytes | bytearray | memoryview) -> bool:
+    """RFC 1950 header: CM = 8 (deflate), CINFO <= 7, FCHECK makes the pair a multiple of 31."""
+    if len(data) < 2:
+        return False
+    cmf, flg = data[0], data[1]
+    return cmf & 0x0F == 8 and cmf >> 4 <= 7 and (cmf << 8 | flg) % 31 == 0
+
+
 @dataclass(slots=True)
 class RegisterBrokerBody(FastJsonBody):
     """REGISTER_BROKER body of brokers >= V3_0_11. Java: body/RegisterBrokerBody.
@@ -657,7 +665,10 @@ class RegisterBrokerBody(FastJsonBody):
             body = cls()
             body.topic_config_serialize_wrapper.data_version = DataVersion(0, 0, 0)
             return body
-        if compressed:
+        if compressed or _looks_like_zlib(data):
+            # 5.x brokers with compressedRegister=true send a compressed body but always
+            # set the header's compressed=false (BrokerOuterAPI#registerBrokerAll), which
+            # the Java NameServer then fails to parse; a JSON body never starts like zlib.
             return cls.decode_compressed(data, version)
         return cls.decode(data)
 

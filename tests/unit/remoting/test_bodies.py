@@ -311,3 +311,14 @@ names = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), m
 def test_broker_data_round_trip(addrs: dict[int, str], cluster: str, standard: bool) -> None:
     bd = BrokerData(cluster, "b", addrs)
     assert BrokerData.decode(bd.encode(standard=standard)) == bd
+
+
+def test_compressed_body_under_a_compressed_false_header_is_still_read() -> None:
+    """5.x brokers with compressedRegister=true send compressed=false with a zlib body."""
+    data = golden("register_broker_body_compressed.bin")
+    body = RegisterBrokerBody.decode_request(data, compressed=False, version=MQ_VERSION_V5_0_0)
+    assert set(body.topic_config_serialize_wrapper.topic_config_table) == {"TopicAttr", "TopicTest", "TBW102"}
+    # and a JSON body is never mistaken for zlib
+    assert RegisterBrokerBody.decode_request(golden("register_broker_body.json"), False, MQ_VERSION_V5_0_0) == (
+        RegisterBrokerBody.decode(golden("register_broker_body.json"))
+    )
