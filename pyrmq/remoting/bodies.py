@@ -166,6 +166,9 @@ def _write_map(value: dict, out: list[str], standard: bool) -> None:
             items.sort(key=lambda kv: kv[0])
         except TypeError:
             items.sort(key=lambda kv: str(kv[0]))
+    elif items and all(type(k) is int for k, _ in items):
+        # a Java HashMap<Long, V> iterates small non-negative keys (broker ids) in ascending order
+        items.sort(key=lambda kv: kv[0])
     out.append("{")
     first = True
     for k, v in items:

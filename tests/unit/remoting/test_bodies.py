@@ -322,3 +322,20 @@ def test_compressed_body_under_a_compressed_false_header_is_still_read() -> None
     assert RegisterBrokerBody.decode_request(golden("register_broker_body.json"), False, MQ_VERSION_V5_0_0) == (
         RegisterBrokerBody.decode(golden("register_broker_body.json"))
     )
+
+
+def test_plain_long_keys_follow_java_hashmap_order() -> None:
+    bd = BrokerData("c", "b", {1: "slave:1", 0: "master:1"})  # the slave registered first
+    assert bd.encode().startswith(b'{"brokerAddrs":{0:"master:1",1:"slave:1"}')
+
+
+def test_decode_4_9_register_broker_body() -> None:
+    """4.9.x brokers: no mapping fields, no stateVersion, no attributes (spec §3.2)."""
+    data = (b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":2,'
+            b'"timestamp":1700000000000},"topicConfigTable":{"T":{"order":false,"perm":6,"readQueueNums":4,'
+            b'"topicFilterType":"SINGLE_TAG","topicName":"T","topicSysFlag":0,"writeQueueNums":4}}}}')
+    body = RegisterBrokerBody.decode_request(data, compressed=False, version=409)
+    w = body.topic_config_serialize_wrapper
+    assert w.data_version == DataVersion(counter=2, state_version=0, timestamp=1700000000000)
+    assert w.topic_config_table == {"T": TopicConfig("T", 4, 4, 6)}
+    assert w.topic_queue_mapping_info_map == {}
