@@ -16,7 +16,13 @@ from pyrmq.remoting.command import RemotingCommand
 from pyrmq.remoting.errors import InvalidParameter
 from pyrmq.remoting.server import RequestContext, handles
 
-from .bodies import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
+from .bodies import (
+    Connection,
+    ConsumerConnection,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    UnlockBatchRequestBody,
+)
 from .headers import (
     CreateTopicRequestHeader,
     GetTopicConfigRequestHeader,
@@ -47,6 +53,15 @@ def parse_attributes(text: str | None) -> dict[str, str]:
         else:
             raise InvalidParameter(f"add/alter attribute format is wrong: {kv}")
     return out
+
+
+def _language_name(code: int) -> str:
+    from pyrmq.remoting.codes import LanguageCode
+
+    try:
+        return LanguageCode(code).name
+    except ValueError:
+        return "OTHER"
 
 
 class AdminBrokerProcessor:
@@ -161,6 +176,21 @@ class AdminBrokerProcessor:
         if tc is None:
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
         body = b'{"topicConfig":' + tc.encode() + b"}"  # TopicConfigAndQueueMapping without mapping
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    @handles(RequestCode.GET_CONSUMER_CONNECTION_LIST)
+    async def get_consumer_connection_list(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        """Java getConsumerConnectionList: ConsumerConnection body, or CONSUMER_NOT_ONLINE."""
+        group = cmd.ext("consumerGroup") or ""
+        info = self.controller.consumer_manager.get_consumer_group_info(group)
+        if info is None:
+            return cmd.make_response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+        conns = [
+            Connection(ci.client_id, getattr(ci.channel, "remote_addr", ""), _language_name(ci.language), ci.version)
+            for ci in info.channel_info_table.values()
+        ]
+        body = ConsumerConnection(conns, dict(info.subscription_table), info.consume_type, info.message_model,
+                                  info.consume_from_where).encode()
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
 
     @handles(RequestCode.GET_BROKER_CONFIG)

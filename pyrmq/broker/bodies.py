@@ -118,3 +118,24 @@ class CheckClientRequestBody(FastJsonBody):
     group: str | None = None
     subscription_data: SubscriptionData | None = None
     namespace: str | None = None
+
+
+@dataclass(slots=True)
+class Connection(FastJsonBody):
+    """One client connection as admin tools see it. Java: body/Connection."""
+
+    client_id: str | None = None
+    client_addr: str | None = None
+    language: str | None = None
+    version: int = 0
+
+
+@dataclass(slots=True)
+class ConsumerConnection(FastJsonBody):
+    """GET_CONSUMER_CONNECTION_LIST answer. Java: body/ConsumerConnection."""
+
+    connection_set: list[Connection] = field(default_factory=list)
+    subscription_table: dict[str, SubscriptionData] = field(default_factory=dict)
+    consume_type: str | None = None
+    message_model: str | None = None
+    consume_from_where: str | None = None

@@ -169,3 +169,16 @@ def test_create_topic_and_list_all(broker):
     tcm = TopicConfigManager(broker.c.config, broker.c.topic_config_manager.path, now=lambda: 0)
     tcm.load()
     assert tcm.select_topic_config("Made").write_queue_nums == 3
+
+
+def test_consumer_connection_list(broker):
+    from pyrmq.broker.bodies import ConsumerConnection
+
+    r = call(broker, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "cg"})
+    assert (r.code, r.remark) == (ResponseCode.CONSUMER_NOT_ONLINE, "the consumer group[cg] not online")
+    heartbeat(broker, Chan("127.0.0.1:9"), "ip@A", topics=("T1", "T2"))
+    r = call(broker, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "cg"})
+    cc = ConsumerConnection.decode(r.body)
+    assert [(c.client_id, c.client_addr, c.language) for c in cc.connection_set] == [("ip@A", "127.0.0.1:9", "JAVA")]
+    assert sorted(cc.subscription_table) == ["T1", "T2"] and cc.message_model == "CLUSTERING"
+    assert b'"connectionSet"' in r.body and b'"subscriptionTable"' in r.body
