@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -69,7 +70,9 @@ async def serve(cfg: NamesrvConfig, stop: asyncio.Event | None = None) -> int:
     try:
         await controller.start()
     except OSError as e:
-        print(f"pyrmq namesrv: cannot listen on {cfg['bindAddress']}:{cfg['listenPort']}: {e}", file=sys.stderr)
+        # Java prints "java.net.BindException: Address already in use"; scripts grep for it
+        why = "Address already in use" if e.errno == errno.EADDRINUSE else str(e)
+        print(f"pyrmq namesrv: cannot listen on {cfg['bindAddress']}:{cfg['listenPort']}: {why}", file=sys.stderr)
         return 1
     print(
         f"The Name Server boot success. serializeType=JSON, address {cfg['bindAddress']}:{controller.port}",

@@ -244,3 +244,16 @@ def test_print_config_and_help() -> None:
     out = subprocess.run([sys.executable, "-m", "pyrmq", "namesrv", "--help"], cwd=ROOT, capture_output=True,
                          text=True, timeout=30)
     assert out.returncode == 0 and "--configFile" in out.stdout
+
+
+def test_port_in_use_fails_with_javas_words(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        conf = tmp_path / "namesrv.properties"
+        conf.write_text(f"listenPort={port}\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n")
+        out = subprocess.run([sys.executable, "-m", "pyrmq", "namesrv", "-c", str(conf)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=30, env=dict(os.environ, HOME=str(tmp_path)))
+    assert out.returncode == 1
+    assert "Address already in use" in out.stderr  # what tests/support/servers.py retries on
