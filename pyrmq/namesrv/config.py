@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,7 +123,7 @@ def load_properties(text: str) -> dict[str, str]:
     """Read ``java.util.Properties`` text: ``key=value``/``key:value``/``key value``,
     ``#``/``!`` comments, backslash line continuation and escapes."""
     out: dict[str, str] = {}
-    lines = text.splitlines()
+    lines = re.split(r"\r\n|\r|\n", text)  # only these end a line in Properties#load
     i = 0
     while i < len(lines):
         line = lines[i].lstrip(" \t\f")
