@@ -62,7 +62,10 @@ async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
     try:
         await controller.start()
     except OSError as e:
-        print(f"pyrmq broker: cannot start: {e}", file=sys.stderr)
+        import errno
+
+        why = "Address already in use" if e.errno == errno.EADDRINUSE else str(e)
+        print(f"pyrmq broker: cannot start: {why} ({e})", file=sys.stderr)
         await controller.shutdown()
         return 1
     print(f"The broker[{cfg['brokerName']}, {controller.broker_addr}] boot success. serializeType=JSON and "
