@@ -87,6 +87,7 @@ class CommitLog:
         self._max_delay_level = max(self._delay_table) if self._delay_table else 0
         self._on_flushed = on_flushed  # store timestamp of the flushed data -> checkpoint
         self._flush_service: _FlushService | None = None
+        self._tags_code_cache: dict[str, int] = {}
         self.writable = True
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -160,21 +161,70 @@ class CommitLog:
 
     def append_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
         """Encode and append without waiting for flush. Java CommitLog#asyncPutMessage (append part)."""
+        return self.append_message_for_dispatch(msg)[0]
+
+    def message_properties(self, msg: m.MessageExtBrokerInner) -> tuple[str, dict[str, str]]:
+        """(properties string as stored, the dict a decode of that string gives back).
+
+        The message's own dict is reused when its string form round-trips (no separator inside a
+        name or value, no empty name or value), so the put path parses nothing."""
+        props_s = msg.properties_string
+        if props_s is None:
+            props = msg.properties
+            props_s = m.message_properties_to_string(props)
+            n = len(props)
+            if (
+                props_s.count("\x02") == n
+                and props_s.count("\x01") == n
+                and "\x01\x02" not in props_s
+                and "\x02\x01" not in props_s
+                and not props_s.startswith("\x01")
+            ):
+                return props_s, props
+        return props_s, m.string_to_message_properties(props_s)
+
+    def tags_code(self, topic: str, props: dict[str, str], store_timestamp: int) -> int:
+        """Consume-queue tags code: hash of TAGS, or the deliver time for the schedule topic.
+        Java CommitLog#checkMessageAndReturnSize (tagsCode part)."""
+        tags_code = 0
+        tags = props.get(m.MessageConst.TAGS)
+        if tags:
+            cache = self._tags_code_cache
+            tags_code = cache.get(tags)
+            if tags_code is None:
+                tags_code = m.java_string_hash(tags)
+                if len(cache) >= 4096:
+                    cache.clear()
+                cache[tags] = tags_code
+        if topic == RMQ_SYS_SCHEDULE_TOPIC:
+            t = props.get(m.MessageConst.DELAY_TIME_LEVEL)
+            if t is not None:
+                try:
+                    level = min(int(t), self._max_delay_level)
+                except ValueError:
+                    level = 0
+                if level > 0:
+                    tags_code = self.compute_deliver_timestamp(level, store_timestamp)
+        return tags_code
+
+    def append_message_for_dispatch(
+        self, msg: m.MessageExtBrokerInner
+    ) -> tuple[PutMessageResult, DispatchRequest | None]:
+        """append_message plus the DispatchRequest of the new record, built from what the append
+        already knows (what a decode of the record would give), None when nothing was appended."""
         bad = self._validate(msg)
         if bad:
-            return PutMessageResult(bad[0], error=bad[1])
+            return PutMessageResult(bad[0], error=bad[1]), None
         if msg.version is None:
             msg.version = m.choose_version(msg.topic, self.config.auto_message_version_on_topic_len)
-        props = msg.properties_string
-        if props is None:
-            props = m.message_properties_to_string(msg.properties)
-        props_b = props.encode("utf-8")
+        props_s, props = self.message_properties(msg)
+        props_b = props_s.encode("utf-8")
         if len(props_b) > 32767:
             return PutMessageResult(
                 PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
                 AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED),
                 error=f"properties length {len(props_b)} > 32767",
-            )
+            ), None
         try:
             record = m.encode_record(
                 topic=msg.topic.encode("utf-8"), queue_id=msg.queue_id, flag=msg.flag, queue_offset=0,
@@ -185,20 +235,20 @@ class CommitLog:
                 properties=props_b, version=int(msg.version),
             )
         except (ValueError, OSError) as e:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=str(e))
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=str(e)), None
         if len(record) > self.config.max_message_size:
             return PutMessageResult(
                 PutMessageStatus.MESSAGE_ILLEGAL,
                 AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
                 error=f"message size {len(record)} > maxMessageSize {self.config.max_message_size}",
-            )
+            ), None
         sys_flag = m._PREFIX.unpack_from(record, 0)[7]
         ts_pos = m.store_timestamp_position(sys_flag)
         tran = m.MessageSysFlag.get_transaction_value(sys_flag)
         store_host_b = m.host_to_bytes(msg.store_host)
         with self.put_lock:
             if not self.writable:
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable")
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable"), None
             store_ts = self.clock()
             msg.store_timestamp = store_ts
             key = f"{msg.topic}-{msg.queue_id}"
@@ -207,7 +257,7 @@ class CommitLog:
                 mf = self._file_for(len(record), store_ts)
             except OSError as e:
                 log.exception("create mapped file failed")
-                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e))
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e)), None
             wrote_offset = mf.file_from_offset + mf.wrote_position
             m._LONG.pack_into(record, m.QUEUEOFFSET_OFFSET, queue_offset)
             m._LONG.pack_into(record, m.PHYSICALOFFSET_OFFSET, wrote_offset)
@@ -221,7 +271,13 @@ class CommitLog:
             AppendMessageStatus.PUT_OK, wrote_offset, len(record),
             m.create_message_id(store_host_b, wrote_offset), store_ts, queue_offset, 1,
         )
-        return PutMessageResult(PutMessageStatus.PUT_OK, amr)
+        req = DispatchRequest(
+            len(record), True, msg.topic, msg.queue_id, wrote_offset, self.tags_code(msg.topic, props, store_ts),
+            store_ts, queue_offset, props.get(m.MessageConst.KEYS) or "",
+            props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None, sys_flag,
+            msg.prepared_transaction_offset, props,
+        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, amr), req
 
     def _file_for(self, length: int, store_ts: int) -> MappedFile:
         """Last file with room for `length` + 8; writes the blank record and rolls otherwise."""
@@ -248,24 +304,29 @@ class CommitLog:
     def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """One full record per element, contiguous in one file. Java MessageExtEncoder#encode(batch)
         + DefaultAppendMessageCallback#doAppend(batch). Transactional batches are illegal."""
+        return self.append_messages_for_dispatch(batch)[0]
+
+    def append_messages_for_dispatch(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """append_messages plus one DispatchRequest per record written (empty when none)."""
         if m.MessageSysFlag.get_transaction_value(batch.sys_flag) != m.MessageSysFlag.TRANSACTION_NOT_TYPE:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="transactional batch")
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="transactional batch"), []
         try:
             elements = m.decode_batch_body(batch.body)
         except m.MessageDecodeError as e:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=str(e))
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=str(e)), []
         if not elements:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="empty batch")
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="empty batch"), []
         if len(batch.body) > self.config.max_message_size:
             return PutMessageResult(
                 PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
                 error="batch body exceeds maxMessageSize",
-            )
+            ), []
         version = int(m.choose_version(batch.topic, self.config.auto_message_version_on_topic_len))
         topic_b = batch.topic.encode("utf-8")
         born_b, store_b = m.host_to_bytes(batch.born_host), m.host_to_bytes(batch.store_host)
         extra = batch.properties_string.encode("utf-8") if batch.properties_string else b""
         records: list[bytearray] = []
+        props_list: list[bytes] = []
         for e in elements:
             props = e.properties.encode("utf-8")
             if extra:
@@ -273,7 +334,8 @@ class CommitLog:
                     props += b"\x02"
                 props += extra
             if len(props) > 32767:
-                return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, error="properties too long")
+                return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, error="properties too long"), []
+            props_list.append(props)
             records.append(
                 m.encode_record(
                     topic=topic_b, queue_id=batch.queue_id, flag=e.flag, queue_offset=0, physical_offset=0,
@@ -288,14 +350,14 @@ class CommitLog:
         blob = bytearray(total)
         with self.put_lock:
             if not self.writable:
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable")
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable"), []
             store_ts = self.clock()
             key = f"{batch.topic}-{batch.queue_id}"
             base = self.topic_queue_table.get(key, 0)
             try:
                 mf = self._file_for(total, store_ts)
             except OSError as e:
-                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e))
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e)), []
             wrote_offset = mf.file_from_offset + mf.wrote_position
             pos = 0
             ids = []
@@ -312,7 +374,18 @@ class CommitLog:
         amr = AppendMessageResult(
             AppendMessageStatus.PUT_OK, wrote_offset, total, ",".join(ids), store_ts, base, len(records)
         )
-        return PutMessageResult(PutMessageStatus.PUT_OK, amr)
+        reqs = []
+        phy = wrote_offset
+        topic = batch.topic
+        for i, (r, props_b) in enumerate(zip(records, props_list)):
+            props = m.string_to_message_properties(props_b.decode("utf-8"))
+            reqs.append(DispatchRequest(
+                len(r), True, topic, batch.queue_id, phy, self.tags_code(topic, props, store_ts), store_ts, base + i,
+                props.get(m.MessageConst.KEYS) or "", props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+                sys_flag, 0, props,
+            ))
+            phy += len(r)
+        return PutMessageResult(PutMessageStatus.PUT_OK, amr), reqs
 
     def _handle_disk_flush(self, result: PutMessageResult, wait: bool) -> Future:
         if not result.is_ok() or not self.config.sync_flush:
@@ -402,19 +475,7 @@ class CommitLog:
                 return DispatchRequest(total, False)
             return DispatchRequest(-1, False)
         props = msg.properties
-        tags_code = 0
-        tags = props.get(m.MessageConst.TAGS)
-        if tags:
-            tags_code = m.java_string_hash(tags)
-        if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            t = props.get(m.MessageConst.DELAY_TIME_LEVEL)
-            if t is not None:
-                try:
-                    level = min(int(t), self._max_delay_level)
-                except ValueError:
-                    level = 0
-                if level > 0:
-                    tags_code = self.compute_deliver_timestamp(level, msg.store_timestamp)
+        tags_code = self.tags_code(msg.topic, props, msg.store_timestamp)
         return DispatchRequest(
             msg_size=total, success=True, topic=msg.topic, queue_id=msg.queue_id,
             commit_log_offset=msg.commit_log_offset, tags_code=tags_code, store_timestamp=msg.store_timestamp,

@@ -1,10 +1,11 @@
 """The reput service: commit-log records -> consume queues and index.
 
 Java: DefaultMessageStore.ReputMessageService, CommitLogDispatcherBuildConsumeQueue,
-CommitLogDispatcherBuildIndex (spec store-format §5.7). Runs synchronously: the store calls
-`do_reput()` after each put (under the put lock) and at start; recovery calls the dispatchers
-directly. Records are read without CRC checks; a BLANK jumps to the next file; a record whose
-lengths disagree is skipped by TOTALSIZE; unreadable data stops the round.
+CommitLogDispatcherBuildIndex (spec store-format §5.7). Runs synchronously: the put path hands
+over the DispatchRequest the append built (`dispatch_appended`, no decode); `do_reput()` decodes
+from the commit log what was not handed over (file-end blanks, gaps); recovery calls the
+dispatchers directly. Records are read without CRC checks; a BLANK jumps to the next file; a
+record whose lengths disagree is skipped by TOTALSIZE; unreadable data stops the round.
 """
 
 from __future__ import annotations
@@ -63,18 +64,39 @@ class ReputMessageService:
         for d in self.dispatchers:
             d.dispatch(request)
 
+    def dispatch_appended(self, request: DispatchRequest) -> None:
+        """Dispatch a record the put path just appended, from the request the append built (no
+        decode). Anything between reput_from_offset and the record (a file-end blank, data written
+        by someone else) goes through do_reput first; a record already dispatched is skipped."""
+        offset = request.commit_log_offset
+        if offset != self.reput_from_offset:
+            if self.reput_from_offset < offset:
+                self.do_reput(until=offset)
+            if self.reput_from_offset != offset:
+                if self.reput_from_offset < offset:
+                    log.warning("dispatch stopped at %d before appended record %d", self.reput_from_offset, offset)
+                    self.do_reput()
+                return
+        for d in self.dispatchers:
+            d.dispatch(request)
+        self.reput_from_offset = offset + request.msg_size
+        if self.on_dispatched is not None and builds_consume_queue(request):
+            self.on_dispatched(
+                request.topic, request.queue_id, request.consume_queue_offset + 1, request.tags_code, request
+            )
+
     def behind(self) -> int:
         return self.commit_log.get_max_offset() - self.reput_from_offset
 
-    def do_reput(self) -> int:
-        """Dispatch everything between reput_from_offset and the commit log's max offset.
-        Returns how many records were dispatched."""
+    def do_reput(self, until: int | None = None) -> int:
+        """Decode and dispatch the records between reput_from_offset and the commit log's max
+        offset (or `until`: records starting at or after it are left). Returns how many."""
         cl = self.commit_log
         if self.reput_from_offset < cl.get_min_offset():
             log.warning("reput offset %d below commit log min %d; moving up", self.reput_from_offset, cl.get_min_offset())
             self.reput_from_offset = cl.get_min_offset()
         count = 0
-        while self.reput_from_offset < cl.get_max_offset():
+        while self.reput_from_offset < cl.get_max_offset() and (until is None or self.reput_from_offset < until):
             data = cl.get_data(self.reput_from_offset)
             if data is None:
                 break
@@ -83,7 +105,7 @@ class ReputMessageService:
                 pos = 0
                 n = len(buf)
                 rolled = False
-                while pos < n:
+                while pos < n and (until is None or self.reput_from_offset < until):
                     req = cl.check_message_and_return_size(buf, pos, False, False)
                     size = req.msg_size
                     if req.success and size > 0:

@@ -294,9 +294,9 @@ class MessageStore:
             return f
         cl = self.commit_log
         with cl.put_lock:
-            result = cl.append_message(msg)
-            if result.is_ok():
-                self.reput_message_service.do_reput()
+            result, req = cl.append_message_for_dispatch(msg)
+            if req is not None:
+                self.reput_message_service.dispatch_appended(req)
         return cl._handle_disk_flush(result, cl._wait(msg.get_properties()))
 
     def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
@@ -310,9 +310,10 @@ class MessageStore:
             return f
         cl = self.commit_log
         with cl.put_lock:
-            result = cl.append_messages(batch)
-            if result.is_ok():
-                self.reput_message_service.do_reput()
+            result, reqs = cl.append_messages_for_dispatch(batch)
+            dispatch = self.reput_message_service.dispatch_appended
+            for req in reqs:
+                dispatch(req)
         return cl._handle_disk_flush(result, batch.wait_store_msg_ok)
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
@@ -324,7 +325,9 @@ class MessageStore:
             yield from list(qs.values())
 
     def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        qs = self.consume_queue_table.setdefault(topic, {})
+        qs = self.consume_queue_table.get(topic)
+        if qs is None:
+            qs = self.consume_queue_table.setdefault(topic, {})
         cq = qs.get(queue_id)
         if cq is None:
             cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir, self.config.consume_queue_file_size, self._sync)

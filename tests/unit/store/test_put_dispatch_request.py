@@ -1,0 +1,70 @@
+"""The put path dispatches from a DispatchRequest it builds itself instead of decoding the record
+it just wrote: it must equal what decoding that record gives (CommitLog#checkMessageAndReturnSize)."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pyrmq.store import message as m
+from pyrmq.store.commitlog import MessageExtBatch
+
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+_prop_values = st.one_of(_text, st.sampled_from(["", "a\x01b", "x\x02y", "TagA", "k1 k2  k3"]))
+_props = st.dictionaries(
+    st.one_of(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "WAIT", "", "A\x01"]), _text),
+    _prop_values, max_size=5,
+)
+
+
+_seq = itertools.count()
+
+
+def _decoded(store, offset: int, size: int):
+    buf = store.commit_log.get_message(offset, size)
+    try:
+        return store.commit_log.check_message_and_return_size(buf, 0, False, False)
+    finally:
+        buf.release()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    props=_props,
+    use_string=st.booleans(),
+    topic=st.sampled_from(["T", "SCHEDULE_TOPIC_XXXX", "Topic-é", "t" * 130]),
+    tran=st.sampled_from([0, 4, 8, 12]),
+    v6=st.booleans(),
+)
+def test_built_request_equals_decoded(open_store, tmp_path, props, use_string, topic, tran, v6):
+    s = open_store(root=tmp_path / f"s{next(_seq)}")
+    try:
+        msg = m.MessageExtBrokerInner(
+            topic=topic, body=b"body", queue_id=1, properties=dict(props), sys_flag=tran,
+            store_host=("::1", 10911) if v6 else ("10.0.0.2", 10911),
+        )
+        if use_string:
+            msg.properties_string = m.message_properties_to_string(props)
+        for _ in range(2):  # the second one gets a non-zero commit-log (and maybe queue) offset
+            result, req = s.commit_log.append_message_for_dispatch(msg)
+            assert result.is_ok() and req is not None
+            assert req == _decoded(s, req.commit_log_offset, req.msg_size)
+    finally:
+        s.shutdown()
+
+
+def test_batch_requests_equal_decoded(open_store):
+    s = open_store()
+    body = m.encode_batch_body([
+        m.BatchElement(b"a", "TAGS\x01x\x02KEYS\x01k1 k2\x02"),
+        m.BatchElement(b"bb", "UNIQ_KEY\x01U1\x02"),
+        m.BatchElement(b"ccc", ""),
+    ])
+    batch = MessageExtBatch(topic="B", body=body, queue_id=2, properties_string="CLUSTER\x01c\x02")
+    result, reqs = s.commit_log.append_messages_for_dispatch(batch)
+    assert result.is_ok() and len(reqs) == 3
+    assert [r.consume_queue_offset for r in reqs] == [0, 1, 2]
+    for r in reqs:
+        assert r == _decoded(s, r.commit_log_offset, r.msg_size)
