@@ -23,6 +23,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--broker-port", type=int, default=10911)
     p.add_argument("--store", default=os.path.join(".pyrmq", "store"), help="store directory (default ./.pyrmq/store)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind and advertise (default 127.0.0.1)")
+    p.add_argument("--advertise", default=None,
+                   help="address the broker registers (brokerIP1) when it differs from --host, e.g. in a "
+                        "container binding 0.0.0.0 (default: --host, or 127.0.0.1 for a wildcard --host)")
     p.add_argument("--cluster", default="DefaultCluster")
     p.add_argument("--broker-name", default="broker-a")
     p.add_argument("--log-level", default=os.environ.get("PYRMQ_LOG_LEVEL", "WARNING"))
@@ -55,10 +58,11 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     except OSError as e:
         print(f"pyrmq dev: cannot listen on {args.host}:{args.namesrv_port}: {e}", file=sys.stderr)
         return 1
-    ns_addr = f"{args.host}:{namesrv.port}"
+    advertise = getattr(args, "advertise", None) or ("127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host)
+    ns_addr = f"{advertise}:{namesrv.port}"
     b_cfg = BrokerConfig.from_properties({
         "brokerClusterName": args.cluster, "brokerName": args.broker_name, "brokerId": "0",
-        "namesrvAddr": ns_addr, "listenPort": str(args.broker_port), "brokerIP1": args.host,
+        "namesrvAddr": ns_addr, "listenPort": str(args.broker_port), "brokerIP1": advertise,
         "bindAddress": args.host, "storePathRootDir": store, "autoCreateTopicEnable": "true",
         "autoCreateSubscriptionGroup": "true",
     })
