@@ -89,6 +89,16 @@ def _defaults() -> dict[str, Any]:
         "transferMsgByHeap": True,
         "startAcceptSendRequestTimeStamp": 0,
         "enablePropertyFilter": False,
+        # SQL92 filters (ConsumerFilterManager) and transactions (TransactionalMessageCheckService), 5.x values
+        "filterSupportRetry": False,
+        "enableCalcFilterBitMap": False,
+        "expectConsumerNumUseFilter": 32,
+        "filterDataCleanTimeSpan": 86400000,
+        "transactionTimeOut": 6000,
+        "transactionCheckMax": 15,
+        "transactionCheckInterval": 30000,
+        "transactionOpMsgMaxSize": 4096,
+        "transactionOpBatchInterval": 3000,
         "litePullMessageEnable": True,
         "channelExpiredTimeout": 120000,
         "subscriptionExpiredTimeout": 600000,
@@ -103,6 +113,10 @@ def _defaults() -> dict[str, Any]:
         "enableControllerMode": False,
         "reviveQueueNum": 8,
         "timerWheelEnable": True,
+        "timerPrecisionMs": 1000,  # MessageStoreConfig (5.x timer)
+        "timerMaxDelaySec": 259200,
+        "flushDelayOffsetInterval": 10000,  # MessageStoreConfig: delayOffset.json persist period
+        "storeReplyMessageEnable": True,
         "retryQueueNums": 1,  # pyrmq: Java hard-codes PermName/retry queue 1 (MixAll)
         "consumeBroadcastEnable": True,
         # NettyServerConfig

@@ -30,7 +30,10 @@ from pyrmq.remoting.command import RemotingCommand
 from pyrmq.remoting.server import RemotingServer
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore
+from pyrmq.store.results import PutMessageResult
 
+from .admin.client_forward import Broker2Client, ClientForwardProcessor
+from .admin.group_processor import GroupAdminProcessor
 from .admin_processor import AdminBrokerProcessor
 from .client_manage_processor import ClientManageProcessor
 from .client_manager import ConsumerManager, ProducerManager
@@ -41,7 +44,13 @@ from .pull_processor import PullMessageProcessor
 from .pull_request_hold_service import PullRequestHoldService
 from .query_processor import QueryMessageProcessor
 from .rebalance_lock_manager import RebalanceLockManager
+from .consumer_send_msg_back import ConsumerSendMsgBackProcessor
+from .put_message_hook import handle_schedule_message
+from .reply_processor import ReplyMessageProcessor
+from .schedule_message_service import RMQ_SYS_SCHEDULE_TOPIC, ScheduleMessageService
+from .timer_message_store import TIMER_TOPIC, TimerMessageStore
 from .send_processor import SendMessageProcessor
+from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
 from .topic_config_manager import PERM_READ, PERM_WRITE, TopicConfigManager
 
@@ -78,6 +87,10 @@ class BrokerController:
         self.config_data_version = DataVersion()
         self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched)
         self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
+        self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
+        self.broker2client = Broker2Client(self)
+        self.schedule_message_service = ScheduleMessageService(self)
+        self.timer_message_store = TimerMessageStore(self)
         self.pull_processor = PullMessageProcessor(self)
         self.pull_request_hold_service = PullRequestHoldService(
             self.pull_processor.execute_request_when_wakeup, self.message_store.get_max_offset_in_queue)
@@ -104,6 +117,8 @@ class BrokerController:
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()
         self.message_store.load()
+        self.schedule_message_service.load()
+        self.timer_message_store.load()
 
     def _make_server(self, port: int, name: str, with_pull: bool) -> RemotingServer:
         server = RemotingServer(self.host, port, name=name,
@@ -115,6 +130,10 @@ class BrokerController:
         server.register(ConsumerManageProcessor(self))
         server.register(QueryMessageProcessor(self))
         server.register(AdminBrokerProcessor(self))
+        server.register(GroupAdminProcessor(self))
+        server.register(ClientForwardProcessor(self))
+        server.register(ConsumerSendMsgBackProcessor(self))
+        server.register(ReplyMessageProcessor(self))
         server.add_close_listener(self._channel_closed)
         return server
 
@@ -135,6 +154,9 @@ class BrokerController:
             log.warning("cannot listen on the VIP port %d: %s", fast_port, e)
             self.fast_server = None
         self._send_store_host_fix()
+        self.schedule_message_service.start()
+        if self.config["timerWheelEnable"]:
+            self.timer_message_store.start()
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self._started = True
@@ -144,6 +166,7 @@ class BrokerController:
             loop.create_task(self._register_loop(), name="broker-register"),
             loop.create_task(self._persist_loop(), name="broker-persist"),
             loop.create_task(self._housekeeping_loop(), name="broker-housekeeping"),
+            loop.create_task(self._stats_loop(), name="broker-stats"),
         ]
 
     def _send_store_host_fix(self) -> None:
@@ -165,6 +188,8 @@ class BrokerController:
             except (asyncio.CancelledError, Exception):
                 pass
         self._tasks = []
+        await self.schedule_message_service.shutdown()
+        await self.timer_message_store.shutdown()
         if self._started:
             await self.unregister_broker_all()
         self.pull_request_hold_service.shutdown()
@@ -201,6 +226,25 @@ class BrokerController:
             except Exception:
                 log.exception("persist consumer offsets failed")
 
+    async def _stats_loop(self) -> None:
+        """StoreStatsService samples every second; stats items snapshot on the same tick."""
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.broker_stats.tick()
+            except Exception:
+                log.exception("stats sampling failed")
+
+    def update_config(self, props: dict[str, str]) -> None:
+        """UPDATE_BROKER_CONFIG (Java Configuration#update): apply known keys; brokerPermission re-registers."""
+        self.config.apply(props)
+        self.config.file_properties.update({k: v for k, v in props.items() if k in self.config.file_properties})
+        self.config_data_version.next_version(self.now())
+        if "brokerPermission" in props and self._started:
+            self.topic_config_manager.data_version.next_version(self.now())
+            task = asyncio.get_running_loop().create_task(self.register_broker_all())
+            task.add_done_callback(_log_task_error)
+
     async def _housekeeping_loop(self) -> None:
         while True:
             await asyncio.sleep(HOUSEKEEPING_INTERVAL_S)
@@ -223,6 +267,30 @@ class BrokerController:
 
     def _on_dispatched(self, topic: str, queue_id: int, max_offset: int, tags_code: int, request: Any) -> None:
         self.pull_request_hold_service.notify_threadsafe(topic, queue_id, max_offset, tags_code)
+        if topic == RMQ_SYS_SCHEDULE_TOPIC:
+            self.schedule_message_service.on_dispatched(queue_id)
+        elif topic == TIMER_TOPIC:
+            self.timer_message_store.on_dispatched()
+
+    # ------------------------------------------------------------------ the broker's put path
+
+    def put_message_async(self, msg: m.MessageExtBrokerInner):
+        """Put hooks (delay level / timer diversion), then the store; a concurrent Future of the
+        PutMessageResult. Java DefaultMessageStore#asyncPutMessage with the broker's putMessageHookList."""
+        bad = handle_schedule_message(self, msg)
+        if bad is not None:
+            from concurrent.futures import Future
+
+            f: Future = Future()
+            f.set_result(PutMessageResult(bad, error=bad.name))
+            return f
+        return self.message_store.put_message_async(msg)
+
+    async def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
+        fut = self.put_message_async(msg)
+        if fut.done():
+            return fut.result()
+        return await asyncio.wrap_future(fut)
 
     def _consumer_ids_changed(self, group: str, channels: list[Any]) -> None:
         """Java DefaultConsumerIdsChangeListener (CHANGE): tell every member to rebalance."""

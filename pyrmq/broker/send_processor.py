@@ -22,6 +22,7 @@ from pyrmq.store.commitlog import MessageExtBatch
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
 
 from .headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from .stats import record_put
 from .topic_config_manager import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPIC_SET,
@@ -174,6 +175,9 @@ class SendMessageProcessor:
         if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
             return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL,
                                   _ILLEGAL_REMARK.format(max=self.controller.store_config.max_message_size))
+        timer = _timer_status_response(self.controller, status)
+        if timer is not None:
+            return self._response(cmd, *timer)
         code, remark, ok = _STATUS_CODES.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT", False))
         amr = result.append_message_result
         if not ok or amr is None:
@@ -233,8 +237,10 @@ class SendMessageProcessor:
         msg.born_host = self._born_host(ctx)
         msg.store_host = self._store_host
         msg.reconsume_times = h.reconsume_times or 0
-        result = await self._await_put(c.message_store.put_message_async(msg))
-        return self._put_result_response(cmd, result, msg.queue_id, uniq)
+        queue_id = msg.queue_id  # the answer names the queue asked for, not SCHEDULE_TOPIC's (delay/timer)
+        result = await self._await_put(c.put_message_async(msg))
+        record_put(c.broker_stats, msg.topic, result)
+        return self._put_result_response(cmd, result, queue_id, uniq)
 
     async def _send_batch(self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader
                           ) -> RemotingCommand:
@@ -269,7 +275,23 @@ class SendMessageProcessor:
             result = await self._await_put(c.message_store.put_messages_async(batch))
         except (ValueError, IndexError) as e:  # undecodable batch body
             return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL, f"the batch body is illegal: {e}")
+        record_put(c.broker_stats, h.topic, result)
         return self._put_result_response(cmd, result, queue_id, None)
+
+
+def _timer_status_response(c, status: PutMessageStatus) -> tuple[int, str] | None:
+    """Java SendMessageProcessor#handlePutMessageResult, WHEEL_TIMER_* cases."""
+    if status is PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL:
+        return ResponseCode.MESSAGE_ILLEGAL, (
+            "timer message illegal, the delay time should not be bigger than the max delay "
+            f"{int(c.config['timerMaxDelaySec']) * 1000}ms; or if set del msg, the delay time should be bigger "
+            "than the current time")
+    if status is PutMessageStatus.WHEEL_TIMER_NOT_ENABLE:
+        return ResponseCode.SYSTEM_ERROR, (
+            f"accurate timer message is not enabled, timerWheelEnable is {str(bool(c.config['timerWheelEnable'])).lower()}")
+    if status is PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL:
+        return ResponseCode.SYSTEM_ERROR, "timer message is under flow control"
+    return None
 
 
 def _topic_config_str(tc) -> str:

@@ -1,0 +1,45 @@
+"""What the broker does to every message before the store appends it.
+
+Java: ``broker/util/HookUtils#handleScheduleMessage``, registered as a put hook of
+``DefaultMessageStore`` by ``BrokerController#registerMessageStoreHook``: for
+non-transactional and commit records, a timer message (5.x) is diverted to
+``rmq_sys_wheel_timer`` and a message with ``DELAY > 0`` to
+``SCHEDULE_TOPIC_XXXX``. pyrmq's store knows nothing of the broker, so the hook
+runs in ``BrokerController.put_message_async`` (the broker's single put path,
+used by the send, send-back, schedule and timer code).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyrmq.store import message as m
+from pyrmq.store.results import PutMessageStatus
+
+from .schedule_message_service import delay_time_level
+from .timer_message_store import TIMER_TOPIC, check_if_timer_message, transform_timer_message
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+_NOT_TYPE = m.MessageSysFlag.TRANSACTION_NOT_TYPE
+_COMMIT_TYPE = m.MessageSysFlag.TRANSACTION_COMMIT_TYPE
+
+
+def handle_schedule_message(controller: BrokerController, msg: m.MessageExtBrokerInner) -> PutMessageStatus | None:
+    """Divert delay-level and timer messages; a status when the put must be refused."""
+    tran = m.MessageSysFlag.get_transaction_value(msg.sys_flag)
+    if tran not in (_NOT_TYPE, _COMMIT_TYPE):
+        return None
+    props = msg.properties
+    level = delay_time_level(props)
+    if msg.topic != TIMER_TOPIC and check_if_timer_message(msg, level):
+        cfg = controller.config
+        if not cfg["timerWheelEnable"]:
+            return PutMessageStatus.WHEEL_TIMER_NOT_ENABLE
+        bad = transform_timer_message(msg, controller.now(), max(int(cfg["timerPrecisionMs"]), 1),
+                                      int(cfg["timerMaxDelaySec"]))
+        if bad is not None:
+            return bad
+    if level > 0:
+        controller.schedule_message_service.transform_delay_level_message(msg)
+    return None

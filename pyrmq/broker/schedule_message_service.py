@@ -1,0 +1,276 @@
+"""Delay levels: SCHEDULE_TOPIC_XXXX queue level-1 -> the real topic when due.
+
+Java: ``broker/schedule/ScheduleMessageService`` (one timer task per level,
+``messageTimeUp``, ``delayOffset.json``) and ``HookUtils#transformDelayLevelMessage``
+(the diversion on put). A message put with ``DELAY=n`` (n > 0) is stored in
+``SCHEDULE_TOPIC_XXXX`` queue ``n-1`` with ``REAL_TOPIC``/``REAL_QID``; the
+store writes the delivery time (store time + delay of the level) into the
+consume queue's tags-code field. One asyncio task per level walks its queue from
+the offset in ``delayOffset.json``: it sleeps until the head entry is due (or
+until a new entry is dispatched to an empty level), then re-puts the message to
+its real topic and moves the offset on only after the put succeeded. Offsets
+are persisted every ``flushDelayOffsetInterval`` and at shutdown, like Java: a
+crash re-delivers at most what was delivered since the last persist, never loses.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from pyrmq.store import message as m
+from pyrmq.store.config import DataVersion, DelayOffsetSerializeWrapper, load_config, persist_config
+from pyrmq.store.results import PutMessageStatus
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("pyrmq.broker.schedule")
+
+RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+#: Java FIRST_DELAY_TIME / DELAY_FOR_A_WHILE / DELAY_FOR_A_PERIOD (ms)
+FIRST_DELAY_MS = 1000
+DELAY_FOR_A_WHILE_MS = 100
+DELAY_FOR_A_PERIOD_MS = 10000
+#: an idle level re-checks its queue at least this often even without a wake-up
+IDLE_RECHECK_S = 1.0
+
+_MC = m.MessageConst
+
+
+def queue_id_to_delay_level(queue_id: int) -> int:
+    return queue_id + 1
+
+
+def delay_level_to_queue_id(level: int) -> int:
+    return level - 1
+
+
+def delay_time_level(props: dict[str, str]) -> int:
+    """Java Message#getDelayTimeLevel: the DELAY property as an int, 0 when absent or not a number."""
+    t = props.get(_MC.DELAY_TIME_LEVEL)
+    if not t:
+        return 0
+    try:
+        return int(t)
+    except ValueError:
+        return 0
+
+
+def message_time_up(msg: m.StoredMessage) -> m.MessageExtBrokerInner:
+    """Java ScheduleMessageService#messageTimeUp: the stored schedule record back to its real topic.
+
+    DELAY, TIMER_DELIVER_MS and TIMER_DELAY_SEC are dropped; REAL_TOPIC / REAL_QID stay
+    (the Java broker keeps them too), so does everything else incl. UNIQ_KEY.
+    """
+    props = dict(msg.properties)
+    for k in (_MC.DELAY_TIME_LEVEL, _MC.TIMER_DELIVER_MS, _MC.TIMER_DELAY_SEC):
+        props.pop(k, None)
+    props[_MC.WAIT_STORE_MSG_OK] = "false"
+    return m.MessageExtBrokerInner(
+        topic=props.get(_MC.REAL_TOPIC, ""), body=msg.body or b"", queue_id=int(props.get(_MC.REAL_QUEUE_ID, "0")),
+        flag=msg.flag, properties=props, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host, store_host=msg.store_host, reconsume_times=msg.reconsume_times,
+    )
+
+
+def set_event_threadsafe(loop: asyncio.AbstractEventLoop | None, ev: asyncio.Event) -> None:
+    """ev.set() on `loop`, from the loop's thread or any other (store dispatch may run off-loop)."""
+    if loop is None or loop.is_closed():
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        ev.set()
+    else:
+        loop.call_soon_threadsafe(ev.set)
+
+
+class ScheduleMessageService:
+    """Per-level delivery of delayed messages, offsets in ``<root>/config/delayOffset.json``."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.delay_level_table: dict[int, int] = controller.store_config.delay_level_table()
+        self.max_delay_level = max(self.delay_level_table) if self.delay_level_table else 0
+        self.offset_table: dict[int, int] = {}
+        self.data_version = DataVersion()
+        self._persisted: dict[int, int] = {}
+        self._root = controller.store_config.store_path_root_dir
+        self._tasks: dict[int, asyncio.Task] = {}
+        self._wake: dict[int, asyncio.Event] = {}
+        self._persist_task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.started = False
+
+    # ------------------------------------------------------------------ config file
+
+    def load(self) -> None:
+        """Java #load: delayOffset.json, then offsets clamped into each queue's [min, max]."""
+        wrapper = load_config(self._root, DelayOffsetSerializeWrapper)
+        if wrapper is not None:
+            self.offset_table.update({int(k): int(v) for k, v in wrapper.offset_table.items()})
+            if wrapper.data_version is not None:
+                self.data_version = wrapper.data_version
+            self._persisted = dict(self.offset_table)
+        self.correct_delay_offset()
+
+    def correct_delay_offset(self) -> None:
+        store = self.controller.message_store
+        for level in self.delay_level_table:
+            cur = self.offset_table.get(level)
+            cq = store.get_consume_queue(RMQ_SYS_SCHEDULE_TOPIC, delay_level_to_queue_id(level))
+            if cur is None or cq is None:
+                continue
+            lo, hi = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
+            fixed = min(max(cur, lo), hi)
+            if fixed != cur:
+                log.error("correct delay offset [ delayLevel %d ] from %d to %d", level, cur, fixed)
+                self.offset_table[level] = fixed
+
+    def persist(self) -> None:
+        if self.offset_table != self._persisted:
+            self.data_version.next_version(self.controller.now())
+            self._persisted = dict(self.offset_table)
+        wrapper = DelayOffsetSerializeWrapper(offset_table=dict(sorted(self.offset_table.items())),
+                                              data_version=self.data_version)
+        persist_config(self._root, wrapper)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        self._loop = asyncio.get_running_loop()
+        for level in self.delay_level_table:
+            self._wake[level] = asyncio.Event()
+            self._tasks[level] = self._loop.create_task(self._deliver_loop(level), name=f"schedule-level-{level}")
+        interval = max(int(self.controller.config["flushDelayOffsetInterval"]), 100) / 1000
+        self._persist_task = self._loop.create_task(self._persist_loop(interval), name="schedule-persist")
+
+    async def shutdown(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        tasks = list(self._tasks.values()) + ([self._persist_task] if self._persist_task else [])
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks.clear()
+        self._persist_task = None
+        try:
+            self.persist()
+        except OSError:
+            log.exception("persist delayOffset.json failed")
+
+    async def _persist_loop(self, interval: float) -> None:
+        await asyncio.sleep(min(interval, 10.0))
+        while True:
+            try:
+                self.persist()
+            except Exception:
+                log.exception("persist delayOffset.json failed")
+            await asyncio.sleep(interval)
+
+    def on_dispatched(self, queue_id: int) -> None:
+        """A new entry in SCHEDULE_TOPIC_XXXX queue `queue_id` (called on the loop's thread)."""
+        ev = self._wake.get(queue_id_to_delay_level(queue_id))
+        if ev is not None:
+            set_event_threadsafe(self._loop, ev)
+
+    # ------------------------------------------------------------------ delivery
+
+    def compute_deliver_timestamp(self, level: int, store_timestamp: int) -> int:
+        delay = self.delay_level_table.get(level)
+        return store_timestamp + delay if delay is not None else store_timestamp + 1000
+
+    async def _sleep_or_wake(self, level: int, seconds: float) -> None:
+        ev = self._wake[level]
+        try:
+            async with asyncio.timeout(seconds):
+                await ev.wait()
+        except TimeoutError:
+            pass
+        ev.clear()
+
+    async def _deliver_loop(self, level: int) -> None:
+        await asyncio.sleep(FIRST_DELAY_MS / 1000)
+        while True:
+            try:
+                wait_s = await self.execute_on_time_up(level)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("ScheduleMessageService, executeOnTimeUp exception (level %d)", level)
+                wait_s = DELAY_FOR_A_PERIOD_MS / 1000
+            await self._sleep_or_wake(level, wait_s)
+
+    async def execute_on_time_up(self, level: int) -> float:
+        """Deliver every due entry of `level` from its offset; returns how long to wait (s).
+
+        Java DeliverDelayedMessageTimerTask#executeOnTimeUp, with the 100 ms re-poll
+        replaced by a sleep until the head entry is due."""
+        c = self.controller
+        store = c.message_store
+        queue_id = delay_level_to_queue_id(level)
+        cq = store.get_consume_queue(RMQ_SYS_SCHEDULE_TOPIC, queue_id)
+        offset = self.offset_table.get(level, 0)
+        if cq is None:
+            return IDLE_RECHECK_S
+        lo = cq.get_min_offset_in_queue()
+        if offset < lo:
+            log.error("schedule CQ offset invalid. offset=%d, cqMinOffset=%d, queueId=%d", offset, lo, queue_id)
+            offset = lo
+            self.offset_table[level] = offset
+        delay_ms = self.delay_level_table[level]
+        while self.started:
+            entry = cq.get(offset)
+            if entry is None:
+                return IDLE_RECHECK_S
+            phy, size, tags_code = entry
+            now = c.now()
+            deliver = tags_code
+            if deliver > now + delay_ms:  # Java correctDeliverTimestamp: a clock step back
+                deliver = now
+            if deliver - now > 0:
+                self.offset_table[level] = offset
+                return min((deliver - now) / 1000, IDLE_RECHECK_S * 10)
+            msg = store.look_message_by_offset(phy, size)
+            if msg is not None:
+                inner = message_time_up(msg)
+                if inner.topic == RMQ_SYS_TRANS_HALF_TOPIC:
+                    log.error("[BUG] the real topic of schedule msg is %s, discard the msg", inner.topic)
+                else:
+                    result = await c.put_message(inner)
+                    if result.put_message_status is not PutMessageStatus.PUT_OK:
+                        log.warning("ScheduleMessageService put message failed: %s (level %d, offset %d)",
+                                    result.put_message_status.name, level, offset)
+                        self.offset_table[level] = offset
+                        return DELAY_FOR_A_WHILE_MS / 1000
+            offset += 1
+            self.offset_table[level] = offset
+        return IDLE_RECHECK_S
+
+    # ------------------------------------------------------------------ put hook
+
+    def transform_delay_level_message(self, msg: m.MessageExtBrokerInner) -> None:
+        """Java HookUtils#transformDelayLevelMessage: clamp the level, keep the real topic/queue,
+        divert to SCHEDULE_TOPIC_XXXX queue level-1."""
+        props = msg.properties
+        level = delay_time_level(props)
+        if level > self.max_delay_level:
+            level = self.max_delay_level
+            props[_MC.DELAY_TIME_LEVEL] = str(level)
+        props[_MC.REAL_TOPIC] = msg.topic
+        props[_MC.REAL_QUEUE_ID] = str(msg.queue_id)
+        msg.properties_string = None
+        msg.topic = RMQ_SYS_SCHEDULE_TOPIC
+        msg.queue_id = delay_level_to_queue_id(level)

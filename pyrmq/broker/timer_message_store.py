@@ -1,0 +1,335 @@
+"""Timer messages (5.x): arbitrary delivery times via TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS.
+
+Java: ``store/timer/TimerMessageStore`` (+ ``TimerWheel``, ``TimerLog``,
+``TimerCheckpoint``) and ``HookUtils#transformTimerMessage``. On put, a timer
+message is rewritten exactly like Java does (``TIMER_OUT_MS`` = delivery time
+rounded down to ``timerPrecisionMs``, ``REAL_TOPIC``/``REAL_QID``, topic
+``rmq_sys_wheel_timer`` queue 0), so the commit log and the timer topic's
+consume queue are byte-for-byte what the Java broker writes.
+
+Design difference (docs/broker.md): Java indexes the timer topic's consume
+queue into a time wheel (``timerwheel``) and a log (``timerlog``) so that
+millions of pending timers need no memory. pyrmq keeps the pending entries of
+that consume queue in an in-memory heap rebuilt at start from the queue itself,
+which is the durable record. Progress is the "low water" queue offset below
+which every timer message was delivered, written to Java's own
+``<root>/config/timercheck`` layout (lastTimerQueueOffset and
+masterTimerQueueOffset): a Java broker started on the store resumes from that
+offset. After a crash, timers above the low water that were already delivered
+are delivered again (at least once, like Java's own recovery).
+"""
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import os
+import struct
+from typing import TYPE_CHECKING
+
+from pyrmq.store import message as m
+from pyrmq.store.results import PutMessageStatus
+
+from .schedule_message_service import set_event_threadsafe
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("pyrmq.broker.timer")
+
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+TIMER_OUT_MS = "TIMER_OUT_MS"
+TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
+_MC = m.MessageConst
+
+#: Java TimerCheckpoint: four longs and the DataVersion (stateVersion, timestamp, counter) in one OS page
+_CHECKPOINT = struct.Struct(">7q")
+CHECKPOINT_FILE_SIZE = 4096
+#: Java timerFlushIntervalMs
+FLUSH_INTERVAL_S = 1.0
+IDLE_RECHECK_S = 1.0
+#: put statuses Java's TimerMessageStore#doPut retries
+_RETRY_STATUSES = frozenset({
+    PutMessageStatus.SERVICE_NOT_AVAILABLE, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.OS_PAGE_CACHE_BUSY, PutMessageStatus.CREATE_MAPPED_FILE_FAILED,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE, PutMessageStatus.UNKNOWN_ERROR,
+})
+
+
+def check_if_timer_message(msg: m.MessageExtBrokerInner, delay_level: int) -> bool:
+    """Java HookUtils#checkIfTimerMessage (a DELAY level wins: the timer properties are dropped)."""
+    props = msg.properties
+    if delay_level > 0:
+        for k in (_MC.TIMER_DELIVER_MS, _MC.TIMER_DELAY_SEC, _MC.TIMER_DELAY_MS):
+            props.pop(k, None)
+        msg.properties_string = None
+        return False
+    if msg.topic == TIMER_TOPIC or TIMER_OUT_MS in props:
+        return False
+    return _MC.TIMER_DELIVER_MS in props or _MC.TIMER_DELAY_MS in props or _MC.TIMER_DELAY_SEC in props
+
+
+def transform_timer_message(msg: m.MessageExtBrokerInner, now_ms: int, precision_ms: int,
+                            max_delay_sec: int) -> PutMessageStatus | None:
+    """Java HookUtils#transformTimerMessage: divert to rmq_sys_wheel_timer, or an error status."""
+    props = msg.properties
+    try:
+        if _MC.TIMER_DELAY_SEC in props:
+            deliver_ms = now_ms + int(props[_MC.TIMER_DELAY_SEC]) * 1000
+        elif _MC.TIMER_DELAY_MS in props:
+            deliver_ms = now_ms + int(props[_MC.TIMER_DELAY_MS])
+        else:
+            deliver_ms = int(props[_MC.TIMER_DELIVER_MS])
+    except (ValueError, KeyError):
+        return PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL
+    if deliver_ms > now_ms:
+        if deliver_ms - now_ms > max_delay_sec * 1000:
+            return PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL
+        if deliver_ms % precision_ms == 0:
+            deliver_ms -= precision_ms
+        else:
+            deliver_ms = deliver_ms // precision_ms * precision_ms
+        props[TIMER_OUT_MS] = str(deliver_ms)
+        props[_MC.REAL_TOPIC] = msg.topic
+        props[_MC.REAL_QUEUE_ID] = str(msg.queue_id)
+        msg.properties_string = None
+        msg.topic = TIMER_TOPIC
+        msg.queue_id = 0
+    elif TIMER_DEL_UNIQKEY in props:
+        return PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL
+    return None
+
+
+def convert_message(msg: m.StoredMessage, enqueue_ms: int, now_ms: int) -> m.MessageExtBrokerInner:
+    """Java TimerMessageStore#convert + #convertMessage (no roll): back to the real topic/queue."""
+    props = dict(msg.properties)
+    props[TIMER_ENQUEUE_MS] = str(enqueue_ms)
+    props[TIMER_DEQUEUE_MS] = str(now_ms)
+    topic = props.pop(_MC.REAL_TOPIC, "")
+    queue_id = int(props.pop(_MC.REAL_QUEUE_ID, "0"))
+    props[_MC.WAIT_STORE_MSG_OK] = "false"
+    return m.MessageExtBrokerInner(
+        topic=topic, body=msg.body or b"", queue_id=queue_id, flag=msg.flag, properties=props,
+        sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
+        store_host=msg.store_host, reconsume_times=msg.reconsume_times,
+    )
+
+
+class TimerCheckpoint:
+    """``<root>/config/timercheck`` in Java's layout (big-endian longs at 0..55 of a 4 KiB file)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.last_read_time_ms = 0
+        self.last_timer_log_flush_pos = 0
+        self.last_timer_queue_offset = 0
+        self.master_timer_queue_offset = 0
+        self.state_version = 0
+        self.timestamp = 0
+        self.counter = 0
+        self.existed = False
+        try:
+            with open(path, "rb") as f:
+                data = f.read(_CHECKPOINT.size)
+        except FileNotFoundError:
+            return
+        if len(data) == _CHECKPOINT.size:
+            self.existed = True
+            (self.last_read_time_ms, self.last_timer_log_flush_pos, self.last_timer_queue_offset,
+             self.master_timer_queue_offset, self.state_version, self.timestamp, self.counter) = _CHECKPOINT.unpack(data)
+
+    def encode(self) -> bytes:
+        return _CHECKPOINT.pack(self.last_read_time_ms, self.last_timer_log_flush_pos, self.last_timer_queue_offset,
+                                self.master_timer_queue_offset, self.state_version, self.timestamp, self.counter)
+
+    def flush(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size < CHECKPOINT_FILE_SIZE:
+                os.ftruncate(fd, CHECKPOINT_FILE_SIZE)
+            os.pwrite(fd, self.encode(), 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class TimerMessageStore:
+    """Delivers rmq_sys_wheel_timer queue 0 entries at their TIMER_OUT_MS."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        root = controller.store_config.store_path_root_dir
+        self.checkpoint = TimerCheckpoint(os.path.join(root, "config", "timercheck"))
+        self._java_timer_log = os.path.join(root, "timerlog")
+        self.precision_ms = max(int(controller.config["timerPrecisionMs"]), 1)
+        #: first queue offset not known to be delivered; everything below it was delivered
+        self.low_water = 0
+        #: next queue offset to read into the heap
+        self.read_offset = 0
+        self._delivered: set[int] = set()
+        self._heap: list[tuple[int, int, int, int]] = []  # (TIMER_OUT_MS, queue offset, phy offset, size)
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
+        self._flush_task: asyncio.Task | None = None
+        self._dirty = False
+        self.started = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def load(self) -> None:
+        """Low water from timercheck, clamped to the timer queue; Java's own timer log makes it untrusted."""
+        cq = self.controller.message_store.get_consume_queue(TIMER_TOPIC, 0)
+        lo = cq.get_min_offset_in_queue() if cq else 0
+        hi = cq.get_max_offset_in_queue() if cq else 0
+        start = self.checkpoint.last_timer_queue_offset if self.checkpoint.existed else lo
+        if self._java_timer_log_has_files():
+            # Java's lastTimerQueueOffset counts what went into its timer log, not what was delivered
+            log.warning("a Java timerlog exists: timer messages are re-read from queue offset %d", lo)
+            start = lo
+        self.low_water = self.read_offset = min(max(start, lo), hi)
+
+    def _java_timer_log_has_files(self) -> bool:
+        try:
+            return any(os.path.getsize(os.path.join(self._java_timer_log, f)) > 0
+                       for f in os.listdir(self._java_timer_log))
+        except OSError:
+            return False
+
+    def start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        loop = self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._task = loop.create_task(self._run(), name="timer-dequeue")
+        self._flush_task = loop.create_task(self._flush_loop(), name="timer-checkpoint")
+
+    async def shutdown(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        for t in (self._task, self._flush_task):
+            if t is not None:
+                t.cancel()
+                try:
+                    await t
+                except (asyncio.CancelledError, Exception):
+                    pass
+        self._task = self._flush_task = None
+        self.flush_checkpoint(force=True)
+
+    def on_dispatched(self) -> None:
+        if self._wake is not None:
+            set_event_threadsafe(self._loop, self._wake)
+
+    def flush_checkpoint(self, force: bool = False) -> None:
+        if not (self._dirty or force):
+            return
+        cp = self.checkpoint
+        now = self.controller.now()
+        cp.last_read_time_ms = now // self.precision_ms * self.precision_ms
+        cp.last_timer_queue_offset = cp.master_timer_queue_offset = self.low_water
+        cp.timestamp = now
+        cp.counter += 1
+        try:
+            cp.flush()
+            self._dirty = False
+        except OSError:
+            log.exception("timer checkpoint flush failed")
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(FLUSH_INTERVAL_S)
+            self.flush_checkpoint()
+
+    # ------------------------------------------------------------------ work
+
+    def pending(self) -> int:
+        return len(self._heap)
+
+    def enqueue(self) -> int:
+        """Read new timer-queue entries into the heap (Java TimerEnqueueGetService). Returns how many."""
+        store = self.controller.message_store
+        cq = store.get_consume_queue(TIMER_TOPIC, 0)
+        if cq is None:
+            return 0
+        n = 0
+        now = self.controller.now()
+        while True:
+            entry = cq.get(self.read_offset)
+            if entry is None:
+                return n
+            phy, size, _ = entry
+            qoff = self.read_offset
+            self.read_offset += 1
+            msg = store.look_message_by_offset(phy, size)
+            if msg is None:
+                self._mark_delivered(qoff)
+                continue
+            try:
+                out_ms = int(msg.properties.get(TIMER_OUT_MS, now))
+            except ValueError:
+                out_ms = now
+            heapq.heappush(self._heap, (out_ms, qoff, phy, size))
+            n += 1
+
+    def _mark_delivered(self, qoff: int) -> None:
+        self._delivered.add(qoff)
+        while self.low_water in self._delivered:
+            self._delivered.discard(self.low_water)
+            self.low_water += 1
+            self._dirty = True
+
+    async def dequeue(self) -> float:
+        """Deliver every due entry; returns how long to wait before the next one is due (s)."""
+        c = self.controller
+        store = c.message_store
+        while self._heap and self.started:
+            out_ms, qoff, phy, size = self._heap[0]
+            now = c.now()
+            if out_ms > now:
+                return min((out_ms - now) / 1000, IDLE_RECHECK_S * 10)
+            msg = store.look_message_by_offset(phy, size)
+            if msg is None:
+                heapq.heappop(self._heap)
+                self._mark_delivered(qoff)
+                continue
+            inner = convert_message(msg, msg.store_timestamp, now)
+            if not inner.topic:
+                log.error("timer message without REAL_TOPIC at queue offset %d, dropped", qoff)
+                heapq.heappop(self._heap)
+                self._mark_delivered(qoff)
+                continue
+            result = await c.put_message(inner)
+            status = result.put_message_status
+            if status is not PutMessageStatus.PUT_OK and status in _RETRY_STATUSES:
+                log.warning("timer put failed (%s), retrying queue offset %d", status.name, qoff)
+                return 0.05
+            if status is not PutMessageStatus.PUT_OK:
+                log.warning("timer message at queue offset %d dropped: %s", qoff, status.name)
+            heapq.heappop(self._heap)
+            self._mark_delivered(qoff)
+        return IDLE_RECHECK_S
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while True:
+            try:
+                self.enqueue()
+                wait_s = await self.dequeue()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("timer dequeue failed")
+                wait_s = 1.0
+            if wait_s > 0:
+                try:
+                    async with asyncio.timeout(wait_s):
+                        await self._wake.wait()
+                except TimeoutError:
+                    pass
+            self._wake.clear()
