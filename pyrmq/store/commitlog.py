@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import heapq
 import logging
+import struct
 import threading
 import time
+import zlib
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Callable
@@ -35,6 +37,9 @@ log = logging.getLogger(__name__)
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
 _TRAN_NO_QUEUE_OFFSET = (m.MessageSysFlag.TRANSACTION_PREPARED_TYPE, m.MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+_V6_FLAGS = m.MessageSysFlag.BORNHOST_V6_FLAG | m.MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+_write_record = m.write_record
+_crc32 = zlib.crc32
 
 
 @dataclass(slots=True)
@@ -88,6 +93,8 @@ class CommitLog:
         self._on_flushed = on_flushed  # store timestamp of the flushed data -> checkpoint
         self._flush_service: _FlushService | None = None
         self._tags_code_cache: dict[str, int] = {}
+        self._topic_cache: dict[str, tuple[bytes, m.MessageVersion, bytes | None, bytes | None]] = {}
+        self._host_cache: dict[m.Host, bytes] = {}
         self.writable = True
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -137,13 +144,32 @@ class CommitLog:
         return f"{topic}-{queue_id}"
 
     # --- put -----------------------------------------------------------------------------------
-    def _validate(self, msg: m.MessageExtBrokerInner) -> tuple[PutMessageStatus, str] | None:
-        topic_b = msg.topic.encode("utf-8")
-        version = msg.version or m.choose_version(msg.topic, self.config.auto_message_version_on_topic_len)
-        limit = 32767 if version is m.MessageVersion.MESSAGE_VERSION_V2 else 127
-        if not topic_b or len(topic_b) > limit:
-            return PutMessageStatus.MESSAGE_ILLEGAL, f"topic length {len(topic_b)} not allowed"
-        return None
+    def _topic_info(self, topic: str) -> tuple[bytes, m.MessageVersion, bytes | None, bytes | None]:
+        """(UTF-8 bytes, version chosen by length, V1 topic field, V2 topic field), cached per topic
+        (None: does not fit that version)."""
+        info = self._topic_cache.get(topic)
+        if info is None:
+            topic_b = topic.encode("utf-8")
+            fields = []
+            for v in (m.MESSAGE_MAGIC_CODE, m.MESSAGE_MAGIC_CODE_V2):
+                try:
+                    fields.append(m.topic_field(topic_b, v))
+                except m.MessageDecodeError:
+                    fields.append(None)
+            info = (topic_b, m.choose_version(topic, self.config.auto_message_version_on_topic_len), *fields)
+            if len(self._topic_cache) >= 65536:
+                self._topic_cache.clear()
+            self._topic_cache[topic] = info
+        return info
+
+    def _host_bytes(self, host: m.Host) -> bytes:
+        b = self._host_cache.get(host)
+        if b is None:
+            b = m.host_to_bytes(host)
+            if len(self._host_cache) >= 4096:
+                self._host_cache.clear()
+            self._host_cache[host] = b
+        return b
 
     def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future:
         """Append one message; the Future yields a PutMessageResult. Under SYNC_FLUSH (and WAIT not
@@ -212,11 +238,14 @@ class CommitLog:
     ) -> tuple[PutMessageResult, DispatchRequest | None]:
         """append_message plus the DispatchRequest of the new record, built from what the append
         already knows (what a decode of the record would give), None when nothing was appended."""
-        bad = self._validate(msg)
-        if bad:
-            return PutMessageResult(bad[0], error=bad[1]), None
-        if msg.version is None:
-            msg.version = m.choose_version(msg.topic, self.config.auto_message_version_on_topic_len)
+        topic = msg.topic
+        topic_b, auto_version, field_v1, field_v2 = self._topic_info(topic)
+        version = msg.version
+        if version is None:
+            version = msg.version = auto_version
+        topic_part = field_v2 if version == m.MESSAGE_MAGIC_CODE_V2 else field_v1
+        if not topic_b or topic_part is None:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"topic length {len(topic_b)} not allowed"), None
         props_s, props = self.message_properties(msg)
         props_b = props_s.encode("utf-8")
         if len(props_b) > 32767:
@@ -226,53 +255,60 @@ class CommitLog:
                 error=f"properties length {len(props_b)} > 32767",
             ), None
         try:
-            record = m.encode_record(
-                topic=msg.topic.encode("utf-8"), queue_id=msg.queue_id, flag=msg.flag, queue_offset=0,
-                physical_offset=0, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp,
-                born_host=m.host_to_bytes(msg.born_host), store_timestamp=0,
-                store_host=m.host_to_bytes(msg.store_host), reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset, body=msg.body,
-                properties=props_b, version=int(msg.version),
-            )
+            born_b = self._host_bytes(msg.born_host)
+            store_b = self._host_bytes(msg.store_host)
         except (ValueError, OSError) as e:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=str(e)), None
-        if len(record) > self.config.max_message_size:
+        sys_flag = msg.sys_flag & ~_V6_FLAGS
+        if len(born_b) == 20:
+            sys_flag |= m.MessageSysFlag.BORNHOST_V6_FLAG
+        if len(store_b) == 20:
+            sys_flag |= m.MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+        header = m.record_header_struct(len(born_b), len(store_b))
+        body = msg.body
+        total = header.size + len(body) + len(topic_part) + 2 + len(props_b)
+        if total > self.config.max_message_size:
             return PutMessageResult(
                 PutMessageStatus.MESSAGE_ILLEGAL,
                 AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
-                error=f"message size {len(record)} > maxMessageSize {self.config.max_message_size}",
+                error=f"message size {total} > maxMessageSize {self.config.max_message_size}",
             ), None
-        sys_flag = m._PREFIX.unpack_from(record, 0)[7]
-        ts_pos = m.store_timestamp_position(sys_flag)
-        tran = m.MessageSysFlag.get_transaction_value(sys_flag)
-        store_host_b = m.host_to_bytes(msg.store_host)
+        body_crc = _crc32(body) & 0x7FFFFFFF
+        no_queue_offset = sys_flag & 0xC in _TRAN_NO_QUEUE_OFFSET
+        queue_id = msg.queue_id
         with self.put_lock:
             if not self.writable:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable"), None
             store_ts = self.clock()
             msg.store_timestamp = store_ts
-            key = f"{msg.topic}-{msg.queue_id}"
-            queue_offset = 0 if tran in _TRAN_NO_QUEUE_OFFSET else self.topic_queue_table.get(key, 0)
+            key = f"{topic}-{queue_id}"
+            queue_offset = 0 if no_queue_offset else self.topic_queue_table.get(key, 0)
             try:
-                mf = self._file_for(len(record), store_ts)
+                mf = self._file_for(total, store_ts)
             except OSError as e:
                 log.exception("create mapped file failed")
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e)), None
-            wrote_offset = mf.file_from_offset + mf.wrote_position
-            m._LONG.pack_into(record, m.QUEUEOFFSET_OFFSET, queue_offset)
-            m._LONG.pack_into(record, m.PHYSICALOFFSET_OFFSET, wrote_offset)
-            m._LONG.pack_into(record, ts_pos, store_ts)
-            mf.append_message(record)
+            pos = mf.wrote_position
+            wrote_offset = mf.file_from_offset + pos
+            try:
+                _write_record(
+                    mf.mm, pos, header, total, version, body_crc, queue_id, msg.flag, queue_offset, wrote_offset,
+                    sys_flag, msg.born_timestamp, born_b, store_ts, store_b, msg.reconsume_times,
+                    msg.prepared_transaction_offset, body, topic_part, props_b,
+                )
+            except (struct.error, TypeError, ValueError) as e:  # a field out of range: nothing committed
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}"), None
+            mf.wrote_position = mf.committed_position = pos + total
             mf.store_timestamp = store_ts
-            if tran not in _TRAN_NO_QUEUE_OFFSET:
+            if not no_queue_offset:
                 self.topic_queue_table[key] = queue_offset + 1
             msg.queue_offset = queue_offset
         amr = AppendMessageResult(
-            AppendMessageStatus.PUT_OK, wrote_offset, len(record),
-            m.create_message_id(store_host_b, wrote_offset), store_ts, queue_offset, 1,
+            AppendMessageStatus.PUT_OK, wrote_offset, total, m.create_message_id(store_b, wrote_offset), store_ts,
+            queue_offset, 1,
         )
         req = DispatchRequest(
-            len(record), True, msg.topic, msg.queue_id, wrote_offset, self.tags_code(msg.topic, props, store_ts),
+            total, True, topic, queue_id, wrote_offset, self.tags_code(topic, props, store_ts),
             store_ts, queue_offset, props.get(m.MessageConst.KEYS) or "",
             props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None, sys_flag,
             msg.prepared_transaction_offset, props,
@@ -321,12 +357,25 @@ class CommitLog:
                 PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
                 error="batch body exceeds maxMessageSize",
             ), []
-        version = int(m.choose_version(batch.topic, self.config.auto_message_version_on_topic_len))
-        topic_b = batch.topic.encode("utf-8")
-        born_b, store_b = m.host_to_bytes(batch.born_host), m.host_to_bytes(batch.store_host)
+        topic = batch.topic
+        topic_b, version, field_v1, field_v2 = self._topic_info(topic)
+        topic_part = field_v2 if version == m.MESSAGE_MAGIC_CODE_V2 else field_v1
+        if not topic_b or topic_part is None:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"topic length {len(topic_b)} not allowed"), []
+        try:
+            born_b, store_b = self._host_bytes(batch.born_host), self._host_bytes(batch.store_host)
+        except (ValueError, OSError) as e:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=str(e)), []
+        sys_flag = batch.sys_flag & ~_V6_FLAGS
+        if len(born_b) == 20:
+            sys_flag |= m.MessageSysFlag.BORNHOST_V6_FLAG
+        if len(store_b) == 20:
+            sys_flag |= m.MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+        header = m.record_header_struct(len(born_b), len(store_b))
+        fixed = header.size + len(topic_part) + 2
         extra = batch.properties_string.encode("utf-8") if batch.properties_string else b""
-        records: list[bytearray] = []
-        props_list: list[bytes] = []
+        items: list[tuple[m.BatchElement, bytes, int, int]] = []  # element, properties, size, body crc
+        total = 0
         for e in elements:
             props = e.properties.encode("utf-8")
             if extra:
@@ -335,56 +384,52 @@ class CommitLog:
                 props += extra
             if len(props) > 32767:
                 return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, error="properties too long"), []
-            props_list.append(props)
-            records.append(
-                m.encode_record(
-                    topic=topic_b, queue_id=batch.queue_id, flag=e.flag, queue_offset=0, physical_offset=0,
-                    sys_flag=batch.sys_flag, born_timestamp=batch.born_timestamp, born_host=born_b,
-                    store_timestamp=0, store_host=store_b, reconsume_times=batch.reconsume_times,
-                    prepared_transaction_offset=0, body=e.body, properties=props, version=version,
-                )
-            )
-        sys_flag = m._PREFIX.unpack_from(records[0], 0)[7]
-        ts_pos = m.store_timestamp_position(sys_flag)
-        total = sum(len(r) for r in records)
-        blob = bytearray(total)
+            size = fixed + len(e.body) + len(props)
+            items.append((e, props, size, _crc32(e.body) & 0x7FFFFFFF))
+            total += size
+        queue_id = batch.queue_id
         with self.put_lock:
             if not self.writable:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable"), []
             store_ts = self.clock()
-            key = f"{batch.topic}-{batch.queue_id}"
+            key = f"{topic}-{queue_id}"
             base = self.topic_queue_table.get(key, 0)
             try:
                 mf = self._file_for(total, store_ts)
             except OSError as e:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e)), []
-            wrote_offset = mf.file_from_offset + mf.wrote_position
-            pos = 0
-            ids = []
-            for i, r in enumerate(records):
-                m._LONG.pack_into(r, m.QUEUEOFFSET_OFFSET, base + i)
-                m._LONG.pack_into(r, m.PHYSICALOFFSET_OFFSET, wrote_offset + pos)
-                m._LONG.pack_into(r, ts_pos, store_ts)
-                blob[pos : pos + len(r)] = r
-                ids.append(m.create_message_id(store_b, wrote_offset + pos))
-                pos += len(r)
-            mf.append_message(blob)
+            start = mf.wrote_position
+            wrote_offset = mf.file_from_offset + start
+            mm = mf.mm
+            pos = start
+            try:
+                for i, (e, props, size, crc) in enumerate(items):
+                    _write_record(
+                        mm, pos, header, size, version, crc, queue_id, e.flag, base + i, wrote_offset + pos - start,
+                        sys_flag, batch.born_timestamp, born_b, store_ts, store_b, batch.reconsume_times, 0,
+                        e.body, topic_part, props,
+                    )
+                    pos += size
+            except (struct.error, TypeError, ValueError) as e:  # a field out of range: nothing committed
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}"), []
+            mf.wrote_position = mf.committed_position = pos
             mf.store_timestamp = store_ts
-            self.topic_queue_table[key] = base + len(records)
-        amr = AppendMessageResult(
-            AppendMessageStatus.PUT_OK, wrote_offset, total, ",".join(ids), store_ts, base, len(records)
-        )
+            self.topic_queue_table[key] = base + len(items)
+        ids = []
         reqs = []
         phy = wrote_offset
-        topic = batch.topic
-        for i, (r, props_b) in enumerate(zip(records, props_list)):
+        for i, (e, props_b, size, _) in enumerate(items):
             props = m.string_to_message_properties(props_b.decode("utf-8"))
+            ids.append(m.create_message_id(store_b, phy))
             reqs.append(DispatchRequest(
-                len(r), True, topic, batch.queue_id, phy, self.tags_code(topic, props, store_ts), store_ts, base + i,
+                size, True, topic, queue_id, phy, self.tags_code(topic, props, store_ts), store_ts, base + i,
                 props.get(m.MessageConst.KEYS) or "", props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
                 sys_flag, 0, props,
             ))
-            phy += len(r)
+            phy += size
+        amr = AppendMessageResult(
+            AppendMessageStatus.PUT_OK, wrote_offset, total, ",".join(ids), store_ts, base, len(items)
+        )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), reqs
 
     def _handle_disk_flush(self, result: PutMessageResult, wait: bool) -> Future:

@@ -474,6 +474,70 @@ def _host_flags(sys_flag: int, born_host: bytes, store_host: bytes) -> int:
     return sys_flag
 
 
+def record_header_struct(born_host_length: int, store_host_length: int) -> struct.Struct:
+    """Fields 1..15 (up to BODYLENGTH) of a record whose hosts take 8 or 20 bytes, as one struct;
+    host fields are raw ip+port bytes. Precompiled for the four host combinations."""
+    return _RECORD_HEADERS[born_host_length, store_host_length]
+
+
+_RECORD_HEADERS = {
+    (b, st): struct.Struct(
+        ">"
+        "iiiii"  # 1-5 TOTALSIZE MAGICCODE BODYCRC QUEUEID FLAG
+        "qq"  # 6-7 QUEUEOFFSET PHYSICALOFFSET
+        "i"  # 8 SYSFLAG
+        "q"  # 9 BORNTIMESTAMP
+        f"{b}s"  # 10 BORNHOST
+        "q"  # 11 STORETIMESTAMP
+        f"{st}s"  # 12 STOREHOSTADDRESS
+        "i"  # 13 RECONSUMETIMES
+        "q"  # 14 PREPARED TRANSACTION OFFSET
+        "i"  # 15 BODYLENGTH
+    )
+    for b in (8, 20)
+    for st in (8, 20)
+}
+
+
+def topic_field(topic: bytes, version: int) -> bytes:
+    """TOPICLENGTH + TOPIC (field 16): 1-byte length for V1, 2-byte for V2. Raises
+    MessageDecodeError when the topic does not fit the version's length field."""
+    n = len(topic)
+    if version == MESSAGE_MAGIC_CODE_V2:
+        if n > 32767:
+            raise MessageDecodeError(f"topic too long for V2: {n} bytes")
+        return _SHORT.pack(n) + topic
+    if n > 127:
+        raise MessageDecodeError(f"topic too long for V1: {n} bytes")
+    return _BYTE.pack(n) + topic
+
+
+def write_record(
+    buf, pos: int, header: struct.Struct, total: int, version: int, body_crc: int, queue_id: int, flag: int,
+    queue_offset: int, physical_offset: int, sys_flag: int, born_timestamp: int, born_host: bytes,
+    store_timestamp: int, store_host: bytes, reconsume_times: int, prepared_transaction_offset: int,
+    body, topic_part: bytes, properties,
+) -> None:
+    """Write one whole record of `total` bytes at buf[pos:] (a bytearray or the mapped file itself:
+    no intermediate copy). Positional on purpose: this is the put path's hot call."""
+    body_len = len(body)
+    header.pack_into(
+        buf, pos, total, version, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
+        born_timestamp, born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
+        body_len,
+    )
+    p = pos + header.size
+    buf[p : p + body_len] = body
+    p += body_len
+    n = len(topic_part)
+    buf[p : p + n] = topic_part
+    p += n
+    n = len(properties)
+    _SHORT.pack_into(buf, p, n)
+    p += 2
+    buf[p : p + n] = properties
+
+
 def encode_record(
     *,
     topic: bytes,
@@ -496,44 +560,22 @@ def encode_record(
     """Encode one full record (fast path). Host bytes must already be ip+port (8 or 20 bytes);
     the V6 SYSFLAG bits are set from their lengths. Raises MessageDecodeError on oversize fields."""
     sys_flag = _host_flags(sys_flag, born_host, store_host)
-    body_len = len(body)
-    topic_len = len(topic)
+    topic_part = topic_field(bytes(topic), version)
     props_len = len(properties)
-    if version == MESSAGE_MAGIC_CODE_V2:
-        if topic_len > 32767:
-            raise MessageDecodeError(f"topic too long for V2: {topic_len} bytes")
-        topic_head = _SHORT.pack(topic_len)
-    else:
-        if topic_len > 127:
-            raise MessageDecodeError(f"topic too long for V1: {topic_len} bytes")
-        topic_head = _BYTE.pack(topic_len)
     if props_len > 32767:
         raise MessageDecodeError(f"properties too long: {props_len} bytes")
-    total = cal_msg_length(version, sys_flag, body_len, topic_len, props_len)
+    header = _RECORD_HEADERS.get((len(born_host), len(store_host)))
+    if header is None:
+        raise MessageDecodeError("a host must be 8 (IPv4) or 20 (IPv6) bytes")
+    total = header.size + len(body) + len(topic_part) + 2 + props_len
     if body_crc is None:
         body_crc = crc32(body)
     out = bytearray(total)
-    _PREFIX.pack_into(
-        out, 0, total, version, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_timestamp
+    write_record(
+        out, 0, header, total, version, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
+        born_timestamp, bytes(born_host), store_timestamp, bytes(store_host), reconsume_times,
+        prepared_transaction_offset, body, topic_part, properties,
     )
-    pos = _PREFIX.size
-    out[pos : pos + len(born_host)] = born_host
-    pos += len(born_host)
-    _LONG.pack_into(out, pos, store_timestamp)
-    pos += 8
-    out[pos : pos + len(store_host)] = store_host
-    pos += len(store_host)
-    _AFTER_HOSTS.pack_into(out, pos, reconsume_times, prepared_transaction_offset, body_len)
-    pos += _AFTER_HOSTS.size
-    out[pos : pos + body_len] = body
-    pos += body_len
-    out[pos : pos + len(topic_head)] = topic_head
-    pos += len(topic_head)
-    out[pos : pos + topic_len] = topic
-    pos += topic_len
-    _SHORT.pack_into(out, pos, props_len)
-    pos += 2
-    out[pos : pos + props_len] = properties
     return out
 
 
