@@ -1,8 +1,12 @@
-"""The admin codes the client paths need: offsets by queue, queue locks, topic creation and listing.
+"""Admin codes about queues, topics and the broker itself.
 
 Java: ``broker/processor/AdminBrokerProcessor`` (getMaxOffset, getMinOffset,
 searchOffsetByTimestamp, getEarliestMsgStoretime, lockBatchMQ, unlockBatchMQ,
-updateAndCreateTopic, getAllTopicConfig, getTopicConfig, getBrokerConfig).
+updateAndCreateTopic[List], deleteTopic, getAllTopicConfig, getTopicConfig,
+getBrokerConfig, updateBrokerConfig, getBrokerRuntimeInfo, getTopicStatsInfo,
+getSystemTopicListFromBroker, ViewBrokerStatsData, cleanExpiredConsumeQueue,
+deleteExpiredCommitLog, cleanUnusedTopic, queryConsumeQueue). Group codes are in
+``admin/group_processor.py``, relayed client calls in ``admin/client_forward.py``.
 Anything else falls through to the server's REQUEST_CODE_NOT_SUPPORTED.
 """
 from __future__ import annotations
@@ -10,7 +14,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.bodies import BodyDecodeError, TopicConfig, TopicConfigAndMappingSerializeWrapper
+from pyrmq.namesrv.config import load_properties
+from pyrmq.remoting.bodies import (
+    BodyDecodeError,
+    KVTable,
+    TopicConfig,
+    TopicConfigAndMappingSerializeWrapper,
+    TopicList,
+    lenient_loads,
+)
 from pyrmq.remoting.codes import RequestCode, ResponseCode
 from pyrmq.remoting.command import RemotingCommand
 from pyrmq.remoting.errors import InvalidParameter
@@ -23,18 +35,37 @@ from .bodies import (
     LockBatchResponseBody,
     UnlockBatchRequestBody,
 )
+from .admin.bodies import (
+    BrokerStatsData,
+    BrokerStatsItem,
+    ConsumeQueueData,
+    QueryConsumeQueueResponseBody,
+    TopicOffset,
+    TopicStatsTable,
+)
+from .admin.headers import (
+    DeleteTopicRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryConsumeQueueRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+)
+from .admin.runtime_info import build_runtime_info
+from .bodies import MessageQueue
 from .headers import (
     CreateTopicRequestHeader,
     GetTopicConfigRequestHeader,
     SearchOffsetRequestHeader,
     TopicQueueRequestHeader,
 )
-from .topic_config_manager import is_system_topic, validate_topic
+from .topic_config_manager import SYSTEM_TOPIC_SET, is_system_topic, validate_topic
 
 if TYPE_CHECKING:
     from .controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.admin")
+
+#: keys UPDATE_BROKER_CONFIG refuses (Java AdminBrokerProcessor#configBlackList + BrokerConfig#configBlackList)
+CONFIG_BLACK_LIST_BUILTIN = ("brokerConfigPath", "rocketmqHome", "configBlackList")
 
 
 def parse_attributes(text: str | None) -> dict[str, str]:
@@ -201,3 +232,159 @@ class AdminBrokerProcessor:
         return cmd.make_response(ResponseCode.SUCCESS, None, {"version": dv}, body)
 
 
+
+    @handles(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST)
+    async def update_and_create_topic_list(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        """5.x batch create: body ``{"topicConfigList":[TopicConfig...]}``, every name checked first."""
+        try:
+            obj = lenient_loads(cmd.body or b"{}")
+        except BodyDecodeError as e:
+            raise InvalidParameter(f"topic list body is not readable: {e}") from None
+        items = obj.get("topicConfigList") if isinstance(obj, dict) else None
+        configs = [TopicConfig.from_obj(o) for o in (items or []) if isinstance(o, dict)]
+        for tc in configs:
+            bad = validate_topic(tc.topic_name)
+            if bad is not None:
+                return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
+            if is_system_topic(tc.topic_name or ""):
+                return cmd.make_response(ResponseCode.INVALID_PARAMETER,
+                                         f"The topic[{tc.topic_name}] is conflict with system topic.")
+        for tc in configs:
+            self.controller.topic_config_manager.update_topic_config(tc)
+        return cmd.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.DELETE_TOPIC_IN_BROKER)
+    async def delete_topic(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        """Drop config, offsets, stats and the topic's consume queues (Java deleteTopic)."""
+        c = self.controller
+        h = DeleteTopicRequestHeader.from_ext_fields(cmd.ext_fields)
+        log.info("AdminBrokerProcessor#deleteTopic: broker receive request to delete topic=%s, caller=%s",
+                 h.topic, ctx.channel.remote_addr)
+        if not h.topic or not h.topic.strip():
+            return cmd.make_response(ResponseCode.INVALID_PARAMETER, "The specified topic is blank.")
+        if is_system_topic(h.topic):
+            return cmd.make_response(ResponseCode.INVALID_PARAMETER,
+                                     f"The topic[{h.topic}] is conflict with system topic.")
+        try:
+            c.topic_config_manager.delete_topic_config(h.topic)
+            c.consumer_offset_manager.clean_offset_by_topic(h.topic)
+            c.broker_stats.on_topic_deleted(h.topic)
+            c.message_store.delete_topics({h.topic})
+        except Exception as e:  # Java: buildErrorResponse(SYSTEM_ERROR, t.getMessage())
+            log.exception("delete topic %s failed", h.topic)
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, str(e))
+        return cmd.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.UPDATE_BROKER_CONFIG)
+    async def update_broker_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        """Properties text body; black-listed keys refused; a value that does not parse is ignored like Java."""
+        c = self.controller
+        log.info("Broker receive request to update config, caller address=%s", ctx.channel.remote_addr)
+        if not cmd.body:
+            return cmd.make_response(ResponseCode.SUCCESS)
+        try:
+            props = load_properties(bytes(cmd.body).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
+        black = set(CONFIG_BLACK_LIST_BUILTIN)
+        black.update(k.strip() for k in str(c.config.get("configBlackList", "configBlackList;brokerConfigPath"))
+                     .split(";") if k.strip())
+        if any(k in black for k in props):
+            return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        log.info("updateBrokerConfig, new config: [%s] client: %s", props, ctx.channel.remote_addr)
+        c.update_config(props)
+        return cmd.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.GET_BROKER_RUNTIME_INFO)
+    async def get_broker_runtime_info(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        body = KVTable(build_runtime_info(self.controller)).encode()
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
+
+    @handles(RequestCode.GET_TOPIC_STATS_INFO)
+    async def get_topic_stats_info(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        h = GetTopicStatsInfoRequestHeader.from_ext_fields(cmd.ext_fields)
+        tc = c.topic_config_manager.select_topic_config(h.topic)
+        if tc is None:
+            return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        store = c.message_store
+        table = TopicStatsTable()
+        for i in range(max(tc.write_queue_nums, tc.read_queue_nums)):
+            lo = max(store.get_min_offset_in_queue(h.topic, i), 0)
+            hi = max(store.get_max_offset_in_queue(h.topic, i), 0)
+            ts = store.get_message_store_timestamp(h.topic, i, hi - 1) if hi > 0 else 0
+            table.offset_table[MessageQueue(h.topic, c.config["brokerName"], i)] = TopicOffset(lo, hi, ts)
+        table.topic_put_tps = c.broker_stats.tps_topic_put_nums(h.topic)
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, table.encode())
+
+    @handles(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
+    async def get_system_topic_list_from_broker(self, ctx: RequestContext, cmd: RemotingCommand
+                                                ) -> RemotingCommand:
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, TopicList(sorted(SYSTEM_TOPIC_SET)).encode())
+
+    @handles(RequestCode.VIEW_BROKER_STATS_DATA)
+    async def view_broker_stats_data(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        h = ViewBrokerStatsDataRequestHeader.from_ext_fields(cmd.ext_fields)
+        it = self.controller.broker_stats.get_stats_item(h.stats_name, h.stats_key)
+        if it is None:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR,
+                                     f"The stats <{h.stats_name}> <{h.stats_key}> not exist")
+
+        def item(s) -> BrokerStatsItem:
+            return BrokerStatsItem(s.sum, s.tps, s.avgpt)
+
+        body = BrokerStatsData(item(it.in_minute()), item(it.in_hour()), item(it.in_day()))
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, body.encode())
+
+    @handles(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+    async def clean_expired_consume_queue(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        store = self.controller.message_store
+        fn = getattr(store, "clean_expired_consumer_queue", None)
+        try:
+            if fn is not None:
+                fn()
+        except Exception as e:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, str(e))
+        return cmd.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.DELETE_EXPIRED_COMMITLOG)
+    async def delete_expired_commit_log(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        store = self.controller.message_store
+        fn = getattr(store, "execute_delete_files_manually", None)
+        if fn is not None:
+            fn()
+        return cmd.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.CLEAN_UNUSED_TOPIC)
+    async def clean_unused_topic(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        """Drop consume queues of topics that have no config (Java MessageStore#cleanUnusedTopic)."""
+        c = self.controller
+        keep = set(c.topic_config_manager.topic_config_table)
+        unused = {t for t in c.message_store.get_topics() if t not in keep}
+        if unused:
+            c.message_store.delete_topics(unused)
+        return cmd.make_response(ResponseCode.SUCCESS)
+
+    @handles(RequestCode.QUERY_CONSUME_QUEUE)
+    async def query_consume_queue(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        h = QueryConsumeQueueRequestHeader.from_ext_fields(cmd.ext_fields)
+        cq = c.message_store.get_consume_queue(h.topic, h.queue_id)
+        if cq is None:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR,
+                                     f"{h.topic}:{h.queue_id} is not exist!")
+        store = c.message_store
+        body = QueryConsumeQueueResponseBody(
+            max_queue_index=store.get_max_offset_in_queue(h.topic, h.queue_id),
+            min_queue_index=store.get_min_offset_in_queue(h.topic, h.queue_id))
+        if h.consumer_group:
+            sub = c.consumer_manager.find_subscription_data(h.consumer_group, h.topic)
+            body.subscription_data = sub
+        if h.index < body.min_queue_index or h.index >= body.max_queue_index:
+            return cmd.make_response(ResponseCode.SUCCESS, None, None, body.encode())
+        for off in range(h.index, min(h.index + max(h.count, 0), body.max_queue_index)):
+            e = cq.get(off)
+            if e is None:
+                break
+            body.queue_data.append(ConsumeQueueData(physic_offset=e[0], physic_size=e[1], tags_code=e[2]))
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, body.encode())

@@ -108,6 +108,14 @@ class ConsumerManager:
         info = self.consumer_table.get(group)
         return info.find_subscription_data(topic) if info else None
 
+    def find_subscription_data_count(self, group: str) -> int:
+        info = self.consumer_table.get(group)
+        return len(info.subscription_table) if info else 0
+
+    def query_topic_consume_by_who(self, topic: str) -> set[str]:
+        """Groups with a live subscription to ``topic`` (Java ConsumerManager#queryTopicConsumeByWho)."""
+        return {g for g, info in self.consumer_table.items() if topic in info.subscription_table}
+
     def find_channel(self, group: str, client_id: str) -> ClientChannelInfo | None:
         info = self.consumer_table.get(group)
         if info is None:

@@ -25,6 +25,7 @@ class ConsumerOffsetManager:
         self.now = now
         self.offset_table: dict[str, dict[int, int]] = {}
         self.pull_offset_table: dict[str, dict[int, int]] = {}
+        self.reset_offset_table: dict[str, dict[int, int]] = {}
         self.data_version = DataVersion()
         self._dirty = False
 
@@ -86,3 +87,44 @@ class ConsumerOffsetManager:
             if g == group:
                 out.add(t)
         return out
+
+    # ------------------------------------------------------------ admin (AdminBrokerProcessor callers)
+
+    def query_pull_offset(self, group: str, topic: str, queue_id: int) -> int:
+        return self.pull_offset_table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}).get(queue_id, -1)
+
+    def assign_reset_offset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
+        """Java assignResetOffset: the next pull of that queue answers OFFSET_MOVED to ``offset``."""
+        if not topic or not group or queue_id < 0 or offset < 0:
+            log.warning("Illegal arguments when assigning reset offset. Topic=%s, group=%s, queueId=%s, offset=%s",
+                        topic, group, queue_id, offset)
+            return
+        key = f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
+        self.reset_offset_table.setdefault(key, {})[queue_id] = offset
+        self.offset_table.setdefault(key, {})[queue_id] = offset
+        self._dirty = True
+
+    def has_offset_reset(self, topic: str, group: str, queue_id: int) -> bool:
+        return queue_id in self.reset_offset_table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})
+
+    def query_then_erase_reset_offset(self, topic: str, group: str, queue_id: int) -> int | None:
+        m = self.reset_offset_table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}")
+        return None if m is None else m.pop(queue_id, None)
+
+    def clean_offset_by_topic(self, topic: str) -> None:
+        for table in (self.offset_table, self.pull_offset_table, self.reset_offset_table):
+            for k in [k for k in table if k.partition(TOPIC_GROUP_SEPARATOR)[0] == topic]:
+                del table[k]
+        self._dirty = True
+
+    def remove_offset(self, group: str) -> None:
+        for table in (self.offset_table, self.pull_offset_table, self.reset_offset_table):
+            for k in [k for k in table if k.partition(TOPIC_GROUP_SEPARATOR)[2] == group]:
+                del table[k]
+        self._dirty = True
+
+    def clone_offset(self, src_group: str, dest_group: str, topic: str) -> None:
+        qs = self.offset_table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{src_group}")
+        if qs is not None:
+            self.offset_table[f"{topic}{TOPIC_GROUP_SEPARATOR}{dest_group}"] = dict(qs)
+            self._dirty = True

@@ -34,6 +34,8 @@ from pyrmq.store.results import PutMessageResult
 
 from .admin.client_forward import Broker2Client, ClientForwardProcessor
 from .admin.group_processor import GroupAdminProcessor
+from .admin.client_forward import Broker2Client, ClientForwardProcessor
+from .admin.group_processor import GroupAdminProcessor
 from .admin_processor import AdminBrokerProcessor
 from .client_manage_processor import ClientManageProcessor
 from .client_manager import ConsumerManager, ProducerManager
@@ -50,6 +52,7 @@ from .reply_processor import ReplyMessageProcessor
 from .schedule_message_service import RMQ_SYS_SCHEDULE_TOPIC, ScheduleMessageService
 from .timer_message_store import TIMER_TOPIC, TimerMessageStore
 from .send_processor import SendMessageProcessor
+from .stats import BrokerStatsManager
 from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
 from .topic_config_manager import PERM_READ, PERM_WRITE, TopicConfigManager
@@ -87,6 +90,8 @@ class BrokerController:
         self.config_data_version = DataVersion()
         self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched)
         self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
+        self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
+        self.broker2client = Broker2Client(self)
         self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
         self.broker2client = Broker2Client(self)
         self.schedule_message_service = ScheduleMessageService(self)
@@ -130,6 +135,8 @@ class BrokerController:
         server.register(ConsumerManageProcessor(self))
         server.register(QueryMessageProcessor(self))
         server.register(AdminBrokerProcessor(self))
+        server.register(GroupAdminProcessor(self))
+        server.register(ClientForwardProcessor(self))
         server.register(GroupAdminProcessor(self))
         server.register(ClientForwardProcessor(self))
         server.register(ConsumerSendMsgBackProcessor(self))
@@ -225,6 +232,25 @@ class BrokerController:
                 self.consumer_offset_manager.persist()
             except Exception:
                 log.exception("persist consumer offsets failed")
+
+    async def _stats_loop(self) -> None:
+        """StoreStatsService samples every second; stats items snapshot on the same tick."""
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.broker_stats.tick()
+            except Exception:
+                log.exception("stats sampling failed")
+
+    def update_config(self, props: dict[str, str]) -> None:
+        """UPDATE_BROKER_CONFIG (Java Configuration#update): apply known keys; brokerPermission re-registers."""
+        self.config.apply(props)
+        self.config.file_properties.update({k: v for k, v in props.items() if k in self.config.file_properties})
+        self.config_data_version.next_version(self.now())
+        if "brokerPermission" in props and self._started:
+            self.topic_config_manager.data_version.next_version(self.now())
+            task = asyncio.get_running_loop().create_task(self.register_broker_all())
+            task.add_done_callback(_log_task_error)
 
     async def _stats_loop(self) -> None:
         """StoreStatsService samples every second; stats items snapshot on the same tick."""

@@ -121,6 +121,14 @@ class PullMessageProcessor:
             return self._error(cmd, ResponseCode.SYSTEM_ERROR,
                                f"The broker does not support consumer to filter message by {sub.expression_type}")
         tags_codes = None if sub.class_filter_mode else sub.tags_codes()
+        reset_to = c.consumer_offset_manager.query_then_erase_reset_offset(h.topic, h.consumer_group, h.queue_id)
+        if reset_to is not None and cfg["useServerSideResetOffset"]:
+            store = c.message_store
+            ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": str(reset_to),
+                   "minOffset": str(store.get_min_offset_in_queue(h.topic, h.queue_id)),
+                   "maxOffset": str(store.get_max_offset_in_queue(h.topic, h.queue_id)),
+                   "topicSysFlag": str(tc.topic_sys_flag), "groupSysFlag": str(sg.group_sys_flag)}
+            return cmd.make_response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", ext)
         store = c.message_store
         max_nums = h.max_msg_nums
         result = store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums,
@@ -150,6 +158,11 @@ class PullMessageProcessor:
                 body = bufs[0].tobytes() if len(bufs) == 1 and isinstance(bufs[0], memoryview) else b"".join(bufs)
         finally:
             result.release()
+        if code == ResponseCode.SUCCESS:
+            c.broker_stats.on_get(h.topic, h.consumer_group, len(result.message_queue_offset) or 1,
+                                  len(body or b""), system=h.topic.startswith(("%RETRY%", "rmq_sys_")))
+        else:
+            c.broker_stats.on_get_miss()
         if code == ResponseCode.SUCCESS:
             response.body = body
         elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:

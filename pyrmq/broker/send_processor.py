@@ -23,6 +23,7 @@ from pyrmq.store.results import PutMessageResult, PutMessageStatus
 
 from .headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from .stats import record_put
+from .stats import record_put
 from .topic_config_manager import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPIC_SET,
@@ -240,6 +241,7 @@ class SendMessageProcessor:
         queue_id = msg.queue_id  # the answer names the queue asked for, not SCHEDULE_TOPIC's (delay/timer)
         result = await self._await_put(c.put_message_async(msg))
         record_put(c.broker_stats, msg.topic, result)
+        record_put(c.broker_stats, msg.topic, result)
         return self._put_result_response(cmd, result, queue_id, uniq)
 
     async def _send_batch(self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader
@@ -275,6 +277,7 @@ class SendMessageProcessor:
             result = await self._await_put(c.message_store.put_messages_async(batch))
         except (ValueError, IndexError) as e:  # undecodable batch body
             return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL, f"the batch body is illegal: {e}")
+        record_put(c.broker_stats, h.topic, result)
         record_put(c.broker_stats, h.topic, result)
         return self._put_result_response(cmd, result, queue_id, None)
 

@@ -112,3 +112,15 @@ class SubscriptionGroupManager:
 
     def contains(self, group: str) -> bool:
         return group in self.table
+
+    def delete_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
+        """Java deleteSubscriptionGroupConfig: drop the config and its forbidden entries, bump, persist."""
+        old = self.table.pop(group, None)
+        self.forbidden_table.pop(group, None)
+        if old is not None:
+            log.info("delete subscription group OK, subscription group:%s", group)
+            self.data_version.next_version(self.now())
+            self.persist()
+        else:
+            log.warning("delete subscription group failed, subscription groupName: %s not exist", group)
+        return old

@@ -1,0 +1,192 @@
+package io.pyrmq.compat.scenarios;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.security.Permission;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.tools.command.MQAdminStartup;
+
+/**
+ * Runs many official mqadmin commands in ONE JVM (a JVM per command costs ~4 s on the CI box).
+ *
+ * <p>Usage: {@code MqadminBatch <script> <outDir>}. Every script line is either a command line
+ * (arguments separated by TABs, exactly what {@code mqadmin} would get) or a directive:
+ * {@code @sleep ms}, {@code @push-consumer group topic} (a push consumer that stays up and
+ * consumes everything), {@code @wait-consumed group n timeoutMs}, {@code @producer group topic}
+ * (a producer that stays registered, one message sent), {@code @shutdown name}. Line {@code i}
+ * (0-based) writes {@code outDir/i.out}, {@code i.err} and {@code i.exit}: stdout and stderr
+ * captured while the command ran, and the exit status (0, or the code a {@code System.exit}
+ * inside the tool asked for; the exit is stopped so the next line still runs). Requires
+ * {@code -Djava.security.manager=allow} on JDK 17+ to stop exits.
+ */
+public final class MqadminBatch {
+    static final class ExitTrap extends SecurityException {
+        final int status;
+
+        ExitTrap(int status) {
+            super("System.exit(" + status + ")");
+            this.status = status;
+        }
+    }
+
+    static final Map<String, AutoCloseable> CLIENTS = new HashMap<>();
+    static final Map<String, AtomicInteger> CONSUMED = new HashMap<>();
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 2) {
+            System.err.println("usage: MqadminBatch <script> <outDir>");
+            System.exit(2);
+        }
+        List<String> lines = Files.readAllLines(Paths.get(args[0]), StandardCharsets.UTF_8);
+        Path out = Paths.get(args[1]);
+        Files.createDirectories(out);
+        String namesrv = System.getProperty("namesrv");
+        installExitTrap();
+        PrintStream realOut = System.out;
+        PrintStream realErr = System.err;
+        for (int i = 0; i < lines.size(); i++) {
+            String line = lines.get(i);
+            ByteArrayOutputStream so = new ByteArrayOutputStream();
+            ByteArrayOutputStream se = new ByteArrayOutputStream();
+            int status = 0;
+            long t0 = System.currentTimeMillis();
+            System.setOut(new PrintStream(so, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(se, true, StandardCharsets.UTF_8));
+            try {
+                if (line.startsWith("@")) {
+                    directive(line.substring(1).trim().split("\\s+"), namesrv);
+                } else if (!line.isBlank()) {
+                    freshCommands();
+                    MQAdminStartup.main(line.split("\t"));
+                }
+            } catch (ExitTrap e) {
+                status = e.status;
+            } catch (Throwable t) {
+                t.printStackTrace();
+                status = 99;
+            } finally {
+                System.out.flush();
+                System.err.flush();
+                System.setOut(realOut);
+                System.setErr(realErr);
+            }
+            Files.write(out.resolve(i + ".out"), so.toByteArray());
+            Files.write(out.resolve(i + ".err"), se.toByteArray());
+            Files.write(out.resolve(i + ".exit"), Integer.toString(status).getBytes(StandardCharsets.UTF_8));
+            realOut.printf("[%d] %s -> %d (%d ms)%n", i, line.replace('\t', ' '), status,
+                System.currentTimeMillis() - t0);
+        }
+        for (AutoCloseable c : CLIENTS.values()) {
+            try {
+                c.close();
+            } catch (Exception ignored) {
+            }
+        }
+        realOut.println("DONE");
+        Runtime.getRuntime().halt(0);
+    }
+
+    /** Commands keep clients in fields (sendMessage's producer): every line gets new command objects. */
+    static void freshCommands() throws Exception {
+        for (java.lang.reflect.Field f : MQAdminStartup.class.getDeclaredFields()) {
+            if (java.lang.reflect.Modifier.isStatic(f.getModifiers()) && List.class.isAssignableFrom(f.getType())) {
+                f.setAccessible(true);
+                ((List<?>) f.get(null)).clear();
+            }
+        }
+    }
+
+    @SuppressWarnings("removal")
+    static void installExitTrap() {
+        System.setSecurityManager(new SecurityManager() {
+            @Override
+            public void checkPermission(Permission perm) {
+            }
+
+            @Override
+            public void checkPermission(Permission perm, Object context) {
+            }
+
+            @Override
+            public void checkExit(int status) {
+                throw new ExitTrap(status);
+            }
+        });
+    }
+
+    static void directive(String[] d, String namesrv) throws Exception {
+        switch (d[0]) {
+            case "sleep":
+                Thread.sleep(Long.parseLong(d[1]));
+                break;
+            case "push-consumer": {
+                String group = d[1];
+                AtomicInteger n = CONSUMED.computeIfAbsent(group, k -> new AtomicInteger());
+                DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
+                c.setNamesrvAddr(namesrv);
+                c.setInstanceName("batch-" + group);
+                c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+                c.setPersistConsumerOffsetInterval(1000);
+                c.subscribe(d[2], d.length > 3 ? d[3] : "*");
+                c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                    n.addAndGet(msgs.size());
+                    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+                });
+                c.start();
+                CLIENTS.put(group, c::shutdown);
+                System.out.printf("push consumer %s started on %s%n", group, d[2]);
+                break;
+            }
+            case "wait-consumed": {
+                AtomicInteger n = CONSUMED.get(d[1]);
+                int want = Integer.parseInt(d[2]);
+                long deadline = System.currentTimeMillis() + Long.parseLong(d[3]);
+                while (n.get() < want && System.currentTimeMillis() < deadline) {
+                    Thread.sleep(100);
+                }
+                System.out.printf("consumed %d of %d%n", n.get(), want);
+                if (n.get() < want) {
+                    throw new ExitTrap(3);
+                }
+                break;
+            }
+            case "producer": {
+                DefaultMQProducer p = new DefaultMQProducer(d[1]);
+                p.setNamesrvAddr(namesrv);
+                p.setInstanceName("batch-" + d[1]);
+                p.start();
+                CLIENTS.put(d[1], p::shutdown);
+                var r = p.send(new Message(d[2], "ptag", "pkey", "from a producer".getBytes(StandardCharsets.UTF_8)));
+                System.out.printf("producer %s sent %s%n", d[1], r.getSendStatus());
+                break;
+            }
+            case "shutdown": {
+                AutoCloseable c = CLIENTS.remove(d[1]);
+                if (c != null) {
+                    c.close();
+                }
+                System.out.printf("shut down %s%n", d[1]);
+                break;
+            }
+            default:
+                throw new IllegalArgumentException("unknown directive " + Arrays.toString(d));
+        }
+    }
+
+    private MqadminBatch() {
+    }
+}
