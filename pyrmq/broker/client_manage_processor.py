@@ -17,6 +17,8 @@ from pyrmq.remoting.server import RequestContext, handles
 
 from .bodies import CheckClientRequestBody, HeartbeatData, SubscriptionData
 from .client_manager import ClientChannelInfo
+from .filter.consumer_filter_manager import compile_expression
+from .filter.sql92 import FilterParseError
 from .headers import UnregisterClientRequestHeader
 from .topic_config_manager import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 
@@ -67,6 +69,7 @@ class ClientManageProcessor:
             if changed:
                 log.info("ClientManageProcessor: registerConsumer info changed, group=%s client=%s",
                          group, info.client_id)
+            c.consumer_filter_manager.register_group(group, subs)  # Java REGISTER event
         for pd in data.producer_data_set:
             if pd.group_name:
                 c.producer_manager.register_producer(
@@ -100,6 +103,10 @@ class ClientManageProcessor:
                 return cmd.make_response(
                     ResponseCode.SYSTEM_ERROR,
                     f"The broker does not support consumer to filter message by {sub.expression_type}")
-            return cmd.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                                     f"Parse failed: {sub.sub_string} (SQL92 filtering is not implemented)")
+            try:
+                compile_expression(sub.expression_type, sub.sub_string)
+            except FilterParseError as e:
+                log.warning("Client %s@%s filter message, but failed to compile expression! sub=%s, error=%s",
+                            body.client_id, body.group, sub.sub_string, e)
+                return cmd.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(e))
         return cmd.make_response(ResponseCode.SUCCESS)

@@ -52,6 +52,11 @@ from .reply_processor import ReplyMessageProcessor
 from .schedule_message_service import RMQ_SYS_SCHEDULE_TOPIC, ScheduleMessageService
 from .timer_message_store import TIMER_TOPIC, TimerMessageStore
 from .send_processor import SendMessageProcessor
+from .filter.consumer_filter_manager import ConsumerFilterManager
+from .transaction.check_listener import DefaultTransactionalMessageCheckListener
+from .transaction.check_service import TransactionalMessageCheckService
+from .transaction.end_transaction_processor import EndTransactionProcessor
+from .transaction.transactional_message_service import TransactionalMessageService
 from .stats import BrokerStatsManager
 from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
@@ -90,6 +95,15 @@ class BrokerController:
         self.config_data_version = DataVersion()
         self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched)
         self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
+        self.consumer_filter_manager = ConsumerFilterManager(
+            os.path.join(cfg_dir, "consumerFilter.json"), now=clock,
+            max_error_rate=int(config["maxErrorRateOfBloomFilter"]),
+            expect_consumer_num=int(config["expectConsumerNumUseFilter"]),
+            clean_time_span_ms=int(config["filterDataCleanTimeSpan"]))
+        self.transactional_message_service = TransactionalMessageService(self)
+        self.transactional_message_check_listener = DefaultTransactionalMessageCheckListener(self)
+        self.transactional_message_check_service = TransactionalMessageCheckService(
+            self, self.transactional_message_service, self.transactional_message_check_listener)
         self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
         self.broker2client = Broker2Client(self)
         self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
@@ -121,6 +135,7 @@ class BrokerController:
         self.topic_config_manager.load()
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()
+        self.consumer_filter_manager.load()
         self.message_store.load()
         self.schedule_message_service.load()
         self.timer_message_store.load()
@@ -135,6 +150,7 @@ class BrokerController:
         server.register(ConsumerManageProcessor(self))
         server.register(QueryMessageProcessor(self))
         server.register(AdminBrokerProcessor(self))
+        server.register(EndTransactionProcessor(self))
         server.register(GroupAdminProcessor(self))
         server.register(ClientForwardProcessor(self))
         server.register(GroupAdminProcessor(self))
@@ -168,6 +184,7 @@ class BrokerController:
         self.subscription_group_manager.persist()
         self._started = True
         await self.register_broker_all()
+        self.transactional_message_check_service.start()
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._register_loop(), name="broker-register"),
@@ -195,6 +212,7 @@ class BrokerController:
             except (asyncio.CancelledError, Exception):
                 pass
         self._tasks = []
+        await self.transactional_message_check_service.shutdown()
         await self.schedule_message_service.shutdown()
         await self.timer_message_store.shutdown()
         if self._started:
@@ -207,6 +225,7 @@ class BrokerController:
         self.server = None
         await self.outer_client.close()
         self.consumer_offset_manager.persist()
+        self.consumer_filter_manager.persist()
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         if self._started:
@@ -230,6 +249,7 @@ class BrokerController:
             await asyncio.sleep(interval)
             try:
                 self.consumer_offset_manager.persist()
+                self.consumer_filter_manager.persist()
             except Exception:
                 log.exception("persist consumer offsets failed")
 
@@ -321,6 +341,7 @@ class BrokerController:
     def _consumer_ids_changed(self, group: str, channels: list[Any]) -> None:
         """Java DefaultConsumerIdsChangeListener (CHANGE): tell every member to rebalance."""
         if not channels:
+            self.consumer_filter_manager.unregister(group)  # Java UNREGISTER event
             return
         for ch in channels:
             cmd = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group},

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 from pyrmq.remoting.codes import RequestCode, ResponseCode
 from pyrmq.remoting.command import FLAG_RESPONSE, RemotingCommand
 from pyrmq.remoting.server import RequestContext, handles
-from pyrmq.store.message_store import TagsCodeMessageFilter
 from pyrmq.store.results import GetMessageStatus
 
 from .bodies import SubscriptionData
+from .filter.consumer_filter_manager import is_tag_type
+from .filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
 from .headers import PullMessageRequestHeader
 from .pull_request_hold_service import PullRequest
 from .topic_config_manager import is_readable
@@ -100,8 +101,13 @@ class PullMessageProcessor:
                 cmd, ResponseCode.INVALID_PARAMETER,
                 f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
                 f"[{tc.read_queue_nums}] consumer:[{ctx.channel.remote_addr}]")
+        filter_data = None
         if has_sub:
             sub = SubscriptionData.build(h.topic, h.subscription, h.expression_type, h.sub_version)
+            if not is_tag_type(sub.expression_type):
+                # Java: a selector that does not compile leaves no filter data (its assert is off): all match
+                filter_data = c.consumer_filter_manager.build(h.topic, h.consumer_group, h.subscription or "",
+                                                              sub.expression_type, h.sub_version)
         else:
             info = c.consumer_manager.get_consumer_group_info(h.consumer_group)
             if info is None:
@@ -117,6 +123,14 @@ class PullMessageProcessor:
             if sub.sub_version < h.sub_version:
                 return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST,
                                    "the consumer's subscription not latest")
+            if not is_tag_type(sub.expression_type):
+                filter_data = c.consumer_filter_manager.get(h.topic, h.consumer_group)
+                if filter_data is None:
+                    return self._error(cmd, ResponseCode.FILTER_DATA_NOT_EXIST,
+                                       "The broker's consumer filter data is not exist!Your expression may be wrong!")
+                if filter_data.client_version < h.sub_version:
+                    return self._error(cmd, ResponseCode.FILTER_DATA_NOT_LATEST,
+                                       "the consumer's consumer filter data not latest")
         if (sub.expression_type or "TAG").upper() != "TAG" and not cfg["enablePropertyFilter"]:
             return self._error(cmd, ResponseCode.SYSTEM_ERROR,
                                f"The broker does not support consumer to filter message by {sub.expression_type}")
@@ -131,8 +145,9 @@ class PullMessageProcessor:
             return cmd.make_response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", ext)
         store = c.message_store
         max_nums = h.max_msg_nums
+        filter_cls = ExpressionForRetryMessageFilter if cfg["filterSupportRetry"] else ExpressionMessageFilter
         result = store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums,
-                                   TagsCodeMessageFilter(tags_codes))
+                                   filter_cls(sub, filter_data, c.consumer_filter_manager))
         status = result.status
         code = _STATUS_CODE.get(status)
         next_begin = result.next_begin_offset

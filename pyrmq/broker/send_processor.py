@@ -230,7 +230,10 @@ class SendMessageProcessor:
             props[_PROPERTY_UNIQ] = uniq
         props[_PROPERTY_CLUSTER] = self._cluster
         tran = props.get(_PROPERTY_TRAN)
-        if tran is not None and tran.lower() == "true" and c.config["rejectTransactionMessage"]:
+        # Java: TRAN_MSG=true makes a half message (except a pre-4.6.1 client's retried delayed message)
+        prepare = (tran is not None and tran.lower() == "true"
+                   and not ((h.reconsume_times or 0) > 0 and _delay_level(props) > 0))
+        if prepare and c.config["rejectTransactionMessage"]:
             return self._response(cmd, ResponseCode.NO_PERMISSION,
                                   f"the broker[{c.config.broker_ip}] sending transaction message is forbidden")
         msg.properties = props
@@ -239,7 +242,10 @@ class SendMessageProcessor:
         msg.store_host = self._store_host
         msg.reconsume_times = h.reconsume_times or 0
         queue_id = msg.queue_id  # the answer names the queue asked for, not SCHEDULE_TOPIC's (delay/timer)
-        result = await self._await_put(c.put_message_async(msg))
+        if prepare:
+            result = await c.transactional_message_service.prepare_message(msg)
+        else:
+            result = await self._await_put(c.put_message_async(msg))
         record_put(c.broker_stats, msg.topic, result)
         record_put(c.broker_stats, msg.topic, result)
         return self._put_result_response(cmd, result, queue_id, uniq)
@@ -295,6 +301,14 @@ def _timer_status_response(c, status: PutMessageStatus) -> tuple[int, str] | Non
     if status is PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL:
         return ResponseCode.SYSTEM_ERROR, "timer message is under flow control"
     return None
+
+
+def _delay_level(props: dict[str, str]) -> int:
+    v = props.get(m.MessageConst.DELAY_TIME_LEVEL)
+    try:
+        return int(v) if v else 0
+    except ValueError:
+        return 0
 
 
 def _topic_config_str(tc) -> str:
