@@ -59,6 +59,8 @@ class ReputMessageService:
         self.dispatchers = dispatchers
         self.on_dispatched = on_dispatched
         self.reput_from_offset = 0
+        # how far records may be dispatched (the store sets Java's getReputEndOffset here)
+        self.reput_end_offset: Callable[[], int] = commit_log.get_max_offset
 
     def dispatch(self, request: DispatchRequest) -> None:
         for d in self.dispatchers:
@@ -86,17 +88,20 @@ class ReputMessageService:
             )
 
     def behind(self) -> int:
-        return self.commit_log.get_max_offset() - self.reput_from_offset
+        return self.reput_end_offset() - self.reput_from_offset
 
     def do_reput(self, until: int | None = None) -> int:
-        """Decode and dispatch the records between reput_from_offset and the commit log's max
-        offset (or `until`: records starting at or after it are left). Returns how many."""
+        """Decode and dispatch the records between reput_from_offset and reput_end_offset() (and
+        before `until`); a record crossing the end waits. Returns how many."""
         cl = self.commit_log
         if self.reput_from_offset < cl.get_min_offset():
             log.warning("reput offset %d below commit log min %d; moving up", self.reput_from_offset, cl.get_min_offset())
             self.reput_from_offset = cl.get_min_offset()
         count = 0
-        while self.reput_from_offset < cl.get_max_offset() and (until is None or self.reput_from_offset < until):
+        end = self.reput_end_offset()
+        if until is not None:
+            end = min(end, until)
+        while self.reput_from_offset < end:
             data = cl.get_data(self.reput_from_offset)
             if data is None:
                 break
@@ -105,9 +110,11 @@ class ReputMessageService:
                 pos = 0
                 n = len(buf)
                 rolled = False
-                while pos < n and (until is None or self.reput_from_offset < until):
+                while pos < n and self.reput_from_offset < end:
                     req = cl.check_message_and_return_size(buf, pos, False, False)
                     size = req.msg_size
+                    if req.success and size > 0 and self.reput_from_offset + size > end:
+                        return count  # not readable yet (past the confirm offset)
                     if req.success and size > 0:
                         self.dispatch(req)
                         self.reput_from_offset += size
@@ -128,7 +135,7 @@ class ReputMessageService:
                     else:
                         log.error("unreadable commit log data at %d; dispatch stops", self.reput_from_offset)
                         return count
-                if not rolled and (n == 0 or self.reput_from_offset >= cl.get_max_offset()):
+                if not rolled and (n == 0 or self.reput_from_offset >= end):
                     break  # reached the read position; more data comes with the next put
             finally:
                 buf.release()

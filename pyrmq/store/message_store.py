@@ -9,6 +9,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future
 from typing import Callable, Protocol
 
@@ -98,6 +99,14 @@ class MessageStore:
             ],
             on_dispatched,
         )
+        self.reput_message_service.reput_end_offset = self._reput_end_offset
+        # Records appended but not yet readable (SYNC_FLUSH: past the flushed offset), in offset
+        # order; the flush thread dispatches them (see _dispatch_flushed). Dispatch (CQ, index,
+        # listener, reput offset) runs under _dispatch_lock, taken after put_lock when both are.
+        self._pending_dispatch: deque[DispatchRequest] = deque()
+        self._dispatch_lock = threading.RLock()
+        self._dispatch_after_flush = False
+        self.commit_log.on_flush_advanced = self._dispatch_flushed
         self.last_exit_ok = True
         self._loaded = False
         self._shutdown = True
@@ -128,6 +137,7 @@ class MessageStore:
             self.load()
         create_abort_file(self.config.abort_path)
         self.reput_message_service.reput_from_offset = self.commit_log.get_max_offset()
+        self._dispatch_after_flush = self.config.sync_flush and not self.config.read_un_committed
         self.commit_log.start()
         self._stop.clear()
         self._flush_cq_thread = threading.Thread(target=self._flush_consume_queue_loop, name="FlushConsumeQueueService", daemon=True)
@@ -144,8 +154,8 @@ class MessageStore:
             self._flush_cq_thread.join(timeout=10)
             self._flush_cq_thread = None
         with self.commit_log.put_lock:
+            self.commit_log.shutdown()  # final flush, then dispatches what it made readable
             caught_up = self.reput_message_service.behind() <= 0
-            self.commit_log.shutdown()
             for cq in self._all_queues():
                 try:
                     cq.flush(0)
@@ -235,6 +245,30 @@ class MessageStore:
     def do_dispatch(self, req: DispatchRequest) -> None:
         self.reput_message_service.dispatch(req)
 
+    def _reput_end_offset(self) -> int:
+        """Java ReputMessageService#getReputEndOffset: the commit log's max offset with
+        readUnCommitted, else its confirm offset (the flushed offset under SYNC_FLUSH)."""
+        if self.config.read_un_committed:
+            return self.commit_log.get_max_offset()
+        return self.commit_log.get_confirm_offset()
+
+    def _dispatch_flushed(self) -> None:
+        """After a flush (flush thread, or shutdown): dispatch the pending records now covered by
+        the flushed offset. Runs before the group commit completes the waiting puts, so a put
+        acknowledged PUT_OK is already readable and its long-polling consumers woken."""
+        pending = self._pending_dispatch
+        if not pending:
+            return
+        with self._dispatch_lock:
+            end = self._reput_end_offset()
+            dispatch = self.reput_message_service.dispatch_appended
+            while pending:
+                req = pending[0]
+                if req.commit_log_offset + req.msg_size > end:
+                    break
+                pending.popleft()
+                dispatch(req)
+
     def put_message_position_info(self, req: DispatchRequest) -> None:
         cq = self.find_consume_queue(req.topic, req.queue_id)
         cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
@@ -296,8 +330,18 @@ class MessageStore:
         with cl.put_lock:
             result, req = cl.append_message_for_dispatch(msg)
             if req is not None:
-                self.reput_message_service.dispatch_appended(req)
-        return cl._handle_disk_flush(result, cl._wait(msg.get_properties()))
+                if self._dispatch_after_flush:
+                    self._pending_dispatch.append(req)
+                else:
+                    with self._dispatch_lock:
+                        self.reput_message_service.dispatch_appended(req)
+        if msg.properties_string is None:
+            props = msg.properties  # as before: the message's own dict decides WAIT
+        elif req is not None:
+            props = req.properties  # the string, already parsed by the append
+        else:
+            props = msg.get_properties()
+        return cl._handle_disk_flush(result, cl._wait(props))
 
     def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
         return self.put_message_async(msg).result()
@@ -311,9 +355,13 @@ class MessageStore:
         cl = self.commit_log
         with cl.put_lock:
             result, reqs = cl.append_messages_for_dispatch(batch)
-            dispatch = self.reput_message_service.dispatch_appended
-            for req in reqs:
-                dispatch(req)
+            if self._dispatch_after_flush:
+                self._pending_dispatch.extend(reqs)
+            elif reqs:
+                with self._dispatch_lock:
+                    dispatch = self.reput_message_service.dispatch_appended
+                    for req in reqs:
+                        dispatch(req)
         return cl._handle_disk_flush(result, batch.wait_store_msg_ok)
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
@@ -394,7 +442,7 @@ class MessageStore:
     def delete_topics(self, topics: set[str]) -> int:
         """Drop consume queues of these topics (the commit log keeps the records). Java deleteTopics."""
         n = 0
-        with self.commit_log.put_lock:
+        with self.commit_log.put_lock, self._dispatch_lock:
             for t in topics:
                 qs = self.consume_queue_table.pop(t, None)
                 if not qs:

@@ -45,6 +45,7 @@ class MessageStoreConfig:
     flush_consume_queue_least_pages: int = 2
     flush_consume_queue_thorough_interval: int = 1000 * 60
     sync_flush_timeout: int = 1000 * 5
+    read_un_committed: bool = False  # SYNC_FLUSH: dispatch (make readable) before the flush
     max_message_size: int = 1024 * 1024 * 4
     check_crc_on_recover: bool = True
     auto_message_version_on_topic_len: bool = True
