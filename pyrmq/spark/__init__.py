@@ -1,1 +1,89 @@
-"""PySpark data sources over RocketMQ store directories."""
+"""PySpark data sources over RocketMQ store directories (ours or the Java broker's).
+
+    from pyrmq.spark import register, spark_session
+    spark = spark_session("audit")            # local[*] unless spark-submit set a master
+    corrupt = register(spark)                 # rocketmq, rocketmq_consumequeue, rocketmq_index, rocketmq_offsets
+    spark.read.format("rocketmq").load("/data/store").groupBy("topic").count().show()
+
+Submodules commitlog_scan, other_scans and columns need no Spark (pyarrow only); importing this
+package does not import pyspark either.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from pyrmq.store.index import build_key, index_key_hash as _index_key_hash
+
+SOURCE_NAMES = ("rocketmq", "rocketmq_consumequeue", "rocketmq_index", "rocketmq_offsets")
+
+
+def index_key_hash(topic: str, key: str) -> int:
+    """The keyHash the index stores for `key` (a KEYS token or a UNIQ_KEY) of `topic`."""
+    return _index_key_hash(build_key(topic, key))
+
+
+def spark_session(app_name: str = "pyrmq", master: str | None = None, conf: dict[str, str] | None = None):
+    """A SparkSession: `master` if given, else spark-submit's, else local[*]. Workers run this
+    interpreter unless PYSPARK_PYTHON says otherwise (they must import pyrmq and pyarrow)."""
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    base = SparkConf()
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    elif not base.contains("spark.master"):
+        builder = builder.master("local[*]")
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()
+
+
+class CorruptRecords:
+    """What `corrupt=skip` scans skipped: [(file, file position, commit-log offset, reason)],
+    collected from the executors through an accumulator (counts every skipped record once per
+    successful task)."""
+
+    def __init__(self, acc: Any) -> None:
+        self._acc = acc
+
+    @property
+    def records(self) -> list[tuple[str, int, int, str]]:
+        return sorted(set(map(tuple, self._acc.value)))
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+def register(spark) -> CorruptRecords:
+    """Register the four sources on `spark` and enable Python filter pushdown, which the
+    `rocketmq` and `rocketmq_consumequeue` readers use with option pushdown=true. Returns the
+    skipped corrupt-record log for `rocketmq` reads made through this registration."""
+    from pyspark.accumulators import AccumulatorParam
+
+    from . import sources
+
+    class _ListParam(AccumulatorParam):
+        def zero(self, value):
+            return []
+
+        def addInPlace(self, a, b):
+            a.extend(b)
+            return a
+
+    acc = spark.sparkContext.accumulator([], _ListParam())
+
+    # a class made here is pickled by value, so the accumulator travels with it to the workers
+    class RocketMQ(sources.RocketMQDataSource):
+        corrupt_accumulator = acc
+
+    spark.conf.set(sources.PUSHDOWN_CONF, "true")
+    spark.dataSource.register(RocketMQ)
+    spark.dataSource.register(sources.ConsumeQueueDataSource)
+    spark.dataSource.register(sources.IndexDataSource)
+    spark.dataSource.register(sources.OffsetsDataSource)
+    return CorruptRecords(acc)

@@ -1,0 +1,236 @@
+"""Row shape of every source, and the columnar builder for commit-log records.
+
+Spark-free (pyarrow only), so the scan is testable without a JVM. Column names are camelCase like
+Java's MessageExt getters (topic, queueId, commitLogOffset, ...). Which columns are built follows
+the schema Spark hands the reader: a schema without `body` never copies a body, one without any
+property column never parses properties (see docs/spark.md, "Column pruning").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyrmq.store import message as m
+
+from .commitlog_scan import body_position
+
+#: name -> Spark DDL type; the `rocketmq` source's full schema, in this order
+MESSAGE_COLUMNS: dict[str, str] = {
+    "topic": "string",
+    "queueId": "int",
+    "queueOffset": "bigint",
+    "commitLogOffset": "bigint",
+    "storeSize": "int",
+    "offsetMsgId": "string",
+    "msgId": "string",
+    "keys": "array<string>",
+    "tags": "string",
+    "properties": "map<string,string>",
+    "body": "binary",
+    "bodySize": "int",
+    "flag": "int",
+    "sysFlag": "int",
+    "bodyCRC": "int",
+    "reconsumeTimes": "int",
+    "preparedTransactionOffset": "bigint",
+    "bornHost": "string",
+    "storeHost": "string",
+    "bornTimestamp": "timestamp",
+    "storeTimestamp": "timestamp",
+    "version": "int",
+    "file": "string",
+}
+#: columns that need the properties string parsed
+PROPERTY_COLUMNS = frozenset({"msgId", "keys", "tags", "properties"})
+
+CONSUME_QUEUE_COLUMNS: dict[str, str] = {
+    "topic": "string",
+    "queueId": "int",
+    "queueOffset": "bigint",
+    "commitLogOffset": "bigint",
+    "size": "int",
+    "tagsCode": "bigint",
+    "file": "string",
+}
+
+INDEX_COLUMNS: dict[str, str] = {
+    "keyHash": "int",
+    "phyOffset": "bigint",
+    "timeDiff": "int",
+    "storeTimestamp": "timestamp",
+    "prevIndex": "int",
+    "slot": "int",
+    "entry": "int",
+    "fileBeginTimestamp": "timestamp",
+    "fileEndTimestamp": "timestamp",
+    "file": "string",
+}
+
+OFFSET_COLUMNS: dict[str, str] = {
+    "group": "string",
+    "topic": "string",
+    "queueId": "int",
+    "offset": "bigint",
+    "file": "string",
+}
+
+
+def ddl(columns: dict[str, str], names: list[str] | None = None) -> str:
+    names = list(columns) if names is None else names
+    unknown = [n for n in names if n not in columns]
+    if unknown:
+        raise ValueError(f"unknown column(s) {unknown}; known: {list(columns)}")
+    return ", ".join(f"`{n}` {columns[n]}" for n in names)
+
+
+def host_text(host: m.Host) -> str:
+    """ip:port, IPv6 in brackets (Java prints InetSocketAddress as /ip:port)."""
+    ip, port = host
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def split_keys(keys: str | None) -> list[str]:
+    """KEYS is space-separated (MessageConst.KEY_SEPARATOR); empty tokens are not keys."""
+    return [k for k in keys.split(" ") if k] if keys else []
+
+
+def _decode_props(buf, pos: int, msg: m.StoredMessage) -> dict[str, str]:
+    """Properties of a header-decoded record: they are the record's last bytes."""
+    topic_len_size = 2 if msg.magic_code == m.MESSAGE_MAGIC_CODE_V2 else 1
+    props_pos = (body_position(pos, msg.sys_flag) + msg.body_length + topic_len_size
+                 + len(msg.topic.encode("utf-8")) + 2)
+    end = pos + msg.store_size
+    if props_pos >= end:
+        return {}
+    return m.string_to_message_properties(bytes(buf[props_pos:end]).decode("utf-8"))
+
+
+@dataclass(slots=True)
+class RecordFilter:
+    """Predicates applied per record before any column is built (pushed-down filters and options).
+    Time bounds are epoch microseconds (Spark timestamps), offsets commit-log offsets."""
+
+    topics: frozenset[str] | None = None
+    queue_ids: frozenset[int] | None = None
+    min_store_us: int | None = None  # inclusive
+    max_store_us: int | None = None  # inclusive
+    min_offset: int | None = None  # inclusive
+    max_offset: int | None = None  # inclusive
+
+    def intersect_topics(self, topics: set[str]) -> None:
+        self.topics = frozenset(topics) if self.topics is None else self.topics & frozenset(topics)
+
+    def intersect_queue_ids(self, ids: set[int]) -> None:
+        self.queue_ids = frozenset(ids) if self.queue_ids is None else self.queue_ids & frozenset(ids)
+
+    def bound_store(self, lo: int | None = None, hi: int | None = None) -> None:
+        if lo is not None:
+            self.min_store_us = lo if self.min_store_us is None else max(self.min_store_us, lo)
+        if hi is not None:
+            self.max_store_us = hi if self.max_store_us is None else min(self.max_store_us, hi)
+
+    def bound_offset(self, lo: int | None = None, hi: int | None = None) -> None:
+        if lo is not None:
+            self.min_offset = lo if self.min_offset is None else max(self.min_offset, lo)
+        if hi is not None:
+            self.max_offset = hi if self.max_offset is None else min(self.max_offset, hi)
+
+    def accepts(self, msg: m.StoredMessage) -> bool:
+        if self.topics is not None and msg.topic not in self.topics:
+            return False
+        if self.queue_ids is not None and msg.queue_id not in self.queue_ids:
+            return False
+        if self.min_offset is not None and msg.commit_log_offset < self.min_offset:
+            return False
+        if self.max_offset is not None and msg.commit_log_offset > self.max_offset:
+            return False
+        us = msg.store_timestamp * 1000
+        if self.min_store_us is not None and us < self.min_store_us:
+            return False
+        if self.max_store_us is not None and us > self.max_store_us:
+            return False
+        return True
+
+
+class MessageColumns:
+    """Python lists, one per requested column, filled record by record and cut into Arrow batches.
+
+    Inner-batch records (5.x BatchCQ: SYSFLAG INNER_BATCH, body = client batch) give one row per
+    element: the element's body, flag and properties, queueOffset = the record's + i."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.want = set(names)
+        self.need_props = bool(self.want & PROPERTY_COLUMNS)
+        self.need_body = "body" in self.want
+        self.cols: dict[str, list[Any]] = {n: [] for n in names}
+        self.rows = 0
+
+    def add(self, buf, pos: int, msg: m.StoredMessage, file: str) -> None:
+        props = _decode_props(buf, pos, msg) if self.need_props or msg.sys_flag & m.MessageSysFlag.INNER_BATCH_FLAG else None
+        if msg.sys_flag & m.MessageSysFlag.INNER_BATCH_FLAG:
+            bp = body_position(pos, msg.sys_flag)
+            raw = m.decompress_body(msg.sys_flag, bytes(buf[bp: bp + msg.body_length]))
+            for i, el in enumerate(m.decode_batch_body(raw)):
+                eprops = m.string_to_message_properties(el.properties)
+                self._append(msg, eprops, el.body, len(el.body), el.flag, msg.queue_offset + i, file)
+            return
+        body = None
+        if self.need_body:
+            bp = body_position(pos, msg.sys_flag)
+            body = m.decompress_body(msg.sys_flag, bytes(buf[bp: bp + msg.body_length]))
+        self._append(msg, props, body, msg.body_length, msg.flag, msg.queue_offset, file)
+
+    def _append(self, msg: m.StoredMessage, props: dict[str, str] | None, body: bytes | None,
+                body_size: int, flag: int, queue_offset: int, file: str) -> None:
+        self.rows += 1
+        for name, col in self.cols.items():
+            col.append(_VALUE[name](msg, props, body, body_size, flag, queue_offset, file))
+
+    def take_batch(self, arrow_schema):
+        """An Arrow RecordBatch of the rows so far (types from `arrow_schema`); resets the lists."""
+        import pyarrow as pa
+
+        arrays = []
+        for name in self.names:
+            typ = arrow_schema.field(name).type
+            values = self.cols[name]
+            if pa.types.is_map(typ):
+                values = [None if v is None else list(v.items()) for v in values]
+            arrays.append(pa.array(values, type=typ))
+            self.cols[name] = []
+        self.rows = 0
+        return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+def _props_get(key: str):
+    return lambda msg, props, body, bs, flag, qo, file: props.get(key) if props else None
+
+
+_VALUE = {
+    "topic": lambda msg, props, body, bs, flag, qo, file: msg.topic,
+    "queueId": lambda msg, props, body, bs, flag, qo, file: msg.queue_id,
+    "queueOffset": lambda msg, props, body, bs, flag, qo, file: qo,
+    "commitLogOffset": lambda msg, props, body, bs, flag, qo, file: msg.commit_log_offset,
+    "storeSize": lambda msg, props, body, bs, flag, qo, file: msg.store_size,
+    "offsetMsgId": lambda msg, props, body, bs, flag, qo, file: m.create_message_id(msg.store_host_bytes, msg.commit_log_offset),
+    "msgId": _props_get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+    "keys": lambda msg, props, body, bs, flag, qo, file: split_keys(props.get(m.MessageConst.KEYS) if props else None),
+    "tags": _props_get(m.MessageConst.TAGS),
+    "properties": lambda msg, props, body, bs, flag, qo, file: props or {},
+    "body": lambda msg, props, body, bs, flag, qo, file: body,
+    "bodySize": lambda msg, props, body, bs, flag, qo, file: bs,
+    "flag": lambda msg, props, body, bs, flag, qo, file: flag,
+    "sysFlag": lambda msg, props, body, bs, flag, qo, file: msg.sys_flag,
+    "bodyCRC": lambda msg, props, body, bs, flag, qo, file: msg.body_crc,
+    "reconsumeTimes": lambda msg, props, body, bs, flag, qo, file: msg.reconsume_times,
+    "preparedTransactionOffset": lambda msg, props, body, bs, flag, qo, file: msg.prepared_transaction_offset,
+    "bornHost": lambda msg, props, body, bs, flag, qo, file: host_text(msg.born_host),
+    "storeHost": lambda msg, props, body, bs, flag, qo, file: host_text(msg.store_host),
+    "bornTimestamp": lambda msg, props, body, bs, flag, qo, file: msg.born_timestamp * 1000,
+    "storeTimestamp": lambda msg, props, body, bs, flag, qo, file: msg.store_timestamp * 1000,
+    "version": lambda msg, props, body, bs, flag, qo, file: 2 if msg.magic_code == m.MESSAGE_MAGIC_CODE_V2 else 1,
+    "file": lambda msg, props, body, bs, flag, qo, file: file,
+}
+assert set(_VALUE) == set(MESSAGE_COLUMNS)

@@ -1,0 +1,296 @@
+"""Scanning commit-log files by byte range, without Spark: split planning, record boundaries,
+the live tail, corrupt records. Record decoding is pyrmq.store.message's (one definition).
+
+Why byte ranges: a 1 GiB file must be read by several tasks, but records are variable-length and
+a task handed [start, stop) cannot know where a record begins. We use the record's own address:
+PHYSICALOFFSET (bytes 28..36) equals the record's absolute commit-log offset, and MAGICCODE
+(bytes 4..8) is one of two constants. A task finds the first position p >= start whose magic
+matches and whose PHYSICALOFFSET == file base + p (`next_boundary`, a C-speed `mmap.find` for
+the magic bytes), then walks TOTALSIZE hops. A task owns the records that *start* in its range
+(the last one may end past `stop`), so every record is read by exactly one task and only the
+bytes a task needs are touched (the file is mmapped, pages fault in on use).
+
+The active (last) file has an unwritten or torn tail. The planner fixes one `data_end` for it
+(`find_data_end`: binary search for the last chunk holding a record start, then a checked walk):
+partitions never read past it, so a job over a store that is still being written sees one
+consistent prefix of the log, the same for every task.
+
+A record that fails its checks (structure, BODYCRC) but is followed by a valid record is corrupt;
+one that is followed by nothing valid is the unwritten tail. Java counterpart: CommitLog#
+checkMessageAndReturnSize (recovery stops at the first bad record; we can go on).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from pyrmq.store import message as m
+
+#: smallest valid record (empty body, 1-char topic, no properties; MessageDecoder minimum)
+MIN_RECORD_SIZE = 91
+#: the two record magics share their first three bytes (DA A3 20, then A7 for V1, AB for V2)
+_MAGIC_PREFIX = struct.pack(">i", m.MESSAGE_MAGIC_CODE)[:3]
+_MAGIC_LAST = {struct.pack(">i", m.MESSAGE_MAGIC_CODE)[3], struct.pack(">i", m.MESSAGE_MAGIC_CODE_V2)[3]}
+_HEAD = struct.Struct(">ii")
+_PHY = struct.Struct(">q")
+_PHY_OFFSET = m.PHYSICALOFFSET_OFFSET
+#: chunk size for the tail search; larger than any record (maxMessageSize 4 MiB + headers)
+TAIL_PROBE_CHUNK = 8 * 1024 * 1024
+_FILE_NAME = re.compile(r"^\d{20}$")
+
+
+class CorruptRecordError(ValueError):
+    """A record that fails its checks in the middle of the log (not the unwritten tail)."""
+
+    def __init__(self, file: str, file_pos: int, offset: int, reason: str) -> None:
+        super().__init__(f"corrupt commit-log record in {file} at file position {file_pos} "
+                         f"(commit-log offset {offset}): {reason}")
+        self.file, self.file_pos, self.offset, self.reason = file, file_pos, offset, reason
+
+
+@dataclass(frozen=True, slots=True)
+class CommitLogFile:
+    path: str
+    base: int  # first commit-log offset (the file name)
+    size: int  # file length
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """Records of `file` whose start position is in [start, stop) and below `data_end`."""
+
+    path: str
+    base: int
+    start: int
+    stop: int
+    data_end: int  # no byte at or past this position is read
+
+
+def commit_log_dir(path: str) -> str:
+    """Accept a store root (with commitlog/) or the commit-log directory itself."""
+    sub = os.path.join(path, "commitlog")
+    return sub if os.path.isdir(sub) else path
+
+
+def list_commit_log(path: str) -> list[CommitLogFile]:
+    """Files named by a 20-digit offset, in offset order (Java MappedFileQueue#doLoad order)."""
+    d = commit_log_dir(path)
+    out = []
+    for name in os.listdir(d):
+        full = os.path.join(d, name)
+        if _FILE_NAME.match(name) and os.path.isfile(full):
+            out.append(CommitLogFile(full, int(name), os.path.getsize(full)))
+    out.sort(key=lambda f: f.base)
+    return out
+
+
+def _is_boundary(buf, base: int, pos: int, limit: int) -> bool:
+    """Record header at pos: a record magic, PHYSICALOFFSET == base + pos, sane TOTALSIZE."""
+    if pos + _PHY_OFFSET + 8 > limit:
+        return False
+    total, magic = _HEAD.unpack_from(buf, pos)
+    if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
+        return False
+    if total < MIN_RECORD_SIZE or pos + total > limit:
+        return False
+    return _PHY.unpack_from(buf, pos + _PHY_OFFSET)[0] == base + pos
+
+
+def next_boundary(buf, base: int, start: int, search_end: int, limit: int) -> int | None:
+    """First record start p with start <= p < search_end (record must end by `limit`), or None."""
+    pos = start + 4
+    find = buf.find
+    while True:
+        i = find(_MAGIC_PREFIX, pos, min(search_end + 4, limit))
+        if i < 0:
+            return None
+        p = i - 4
+        if p >= start and i + 3 < limit and buf[i + 3] in _MAGIC_LAST and _is_boundary(buf, base, p, limit):
+            return p
+        pos = i + 1
+
+
+def check_record(buf, pos: int, limit: int, check_crc: bool = True) -> tuple[m.StoredMessage | None, str]:
+    """Header-only decode plus BODYCRC (over the stored bytes, no copy). (msg, '') or (None, why)."""
+    if pos + 8 > limit:
+        return None, "truncated"
+    total, magic = _HEAD.unpack_from(buf, pos)
+    if pos + max(total, 8) > limit:
+        return None, f"total size {total} runs past the data"
+    try:
+        msg = m.decode_message(buf, pos, read_body=False, check_crc=False, decode_properties=False)
+    except m.MessageDecodeError as e:
+        return None, str(e)
+    if check_crc:
+        body_pos = body_position(pos, msg.sys_flag)
+        with memoryview(buf)[body_pos: body_pos + msg.body_length] as body:
+            if zlib.crc32(body) & 0x7FFFFFFF != msg.body_crc:
+                return None, "body CRC mismatch"
+    return msg, ""
+
+
+def body_offset_after_hosts(sys_flag: int) -> int:
+    """Bytes from BORNHOST to BODY: born host, store time, store host, reconsume, prepared, bodylen."""
+    born = 20 if sys_flag & m.MessageSysFlag.BORNHOST_V6_FLAG else 8
+    store = 20 if sys_flag & m.MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8
+    return born + 8 + store + 4 + 8 + 4
+
+
+def body_position(pos: int, sys_flag: int) -> int:
+    return pos + m.BORNHOST_OFFSET + body_offset_after_hosts(sys_flag)
+
+
+def walk_end(buf, base: int, pos: int, limit: int) -> int:
+    """End of valid data walking from the record start `pos`: stops at a blank record, zeros,
+    or a bad record with nothing valid after it (the torn tail). Bad records followed by valid
+    ones are stepped over (the reader reports them)."""
+    while pos + 8 <= limit:
+        total, magic = _HEAD.unpack_from(buf, pos)
+        if magic == m.BLANK_MAGIC_CODE:
+            return pos
+        msg, _why = check_record(buf, pos, limit)
+        if msg is not None:
+            pos += total
+            continue
+        nxt = next_boundary(buf, base, pos + 1, limit, limit)
+        if nxt is None:
+            return pos
+        pos = nxt
+    return pos
+
+
+def find_data_end(buf, base: int, size: int, chunk: int = TAIL_PROBE_CHUNK) -> int:
+    """Where the valid data of a (possibly active) file ends. Binary search for the last chunk
+    holding a record start (chunks hold starts up to the data end, none after: chunk > any
+    record), then a checked walk from that start."""
+    n = -(-size // chunk)
+    lo, hi, last = 0, n - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        b = 0 if mid == 0 and _is_boundary(buf, base, 0, size) else next_boundary(
+            buf, base, mid * chunk, min(size, (mid + 1) * chunk), size)
+        if b is not None:
+            last, lo = b, mid + 1
+        else:
+            hi = mid - 1
+    if last is None:
+        return 0
+    # the walk may cross later chunks when a big record spans one
+    return walk_end(buf, base, last, size)
+
+
+def open_map(path: str) -> mmap.mmap | None:
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+@dataclass(slots=True)
+class PlanOptions:
+    split_size: int = 128 * 1024 * 1024
+    min_offset: int | None = None  # commit-log offset range pruning (inclusive / exclusive)
+    max_offset: int | None = None
+
+
+def plan_splits(path: str, opts: PlanOptions | None = None) -> list[Split]:
+    """Byte-range splits over the commit log. Only the last file holding data is searched for its
+    data end (the other files end with their blank record); empty preallocated files are dropped."""
+    opts = opts or PlanOptions()
+    files = list_commit_log(path)
+    # the active file: the last one whose first record is valid
+    active = None
+    for i in range(len(files) - 1, -1, -1):
+        mm = open_map(files[i].path)
+        if mm is None:
+            continue
+        try:
+            if _is_boundary(mm, files[i].base, 0, files[i].size):
+                active = i
+                data_end = find_data_end(mm, files[i].base, files[i].size)
+                break
+        finally:
+            mm.close()
+    if active is None:
+        return []
+    splits: list[Split] = []
+    for i, f in enumerate(files[: active + 1]):
+        end = data_end if i == active else f.size
+        lo, hi = 0, end
+        if opts.min_offset is not None:
+            if f.base + end <= opts.min_offset and i != active:
+                continue
+            lo = max(0, min(end, opts.min_offset - f.base))
+        if opts.max_offset is not None:
+            if f.base >= opts.max_offset:
+                continue
+            hi = min(end, max(0, opts.max_offset - f.base))
+        if hi <= lo and not (lo == 0 and hi == 0):
+            continue
+        step = max(opts.split_size, 1)
+        s = lo
+        while s < hi:
+            splits.append(Split(f.path, f.base, s, min(hi, s + step), end))
+            s += step
+    return splits
+
+
+@dataclass(slots=True)
+class ScanStats:
+    records: int = 0
+    corrupt: list[tuple[str, int, int, str]] = field(default_factory=list)  # (file, pos, offset, why)
+
+
+def iter_split(split: Split, *, check_crc: bool = True, corrupt: str = "fail",
+               stats: ScanStats | None = None) -> Iterator[tuple[memoryview | mmap.mmap, int, m.StoredMessage]]:
+    """(buffer, position, header-decoded record) for each valid record owned by `split`.
+
+    corrupt="fail" raises CorruptRecordError; "skip" records it in `stats` and resumes at the next
+    valid record. The buffer is valid until the generator advances past the split."""
+    if corrupt not in ("fail", "skip"):
+        raise ValueError(f"corrupt must be 'fail' or 'skip', not {corrupt!r}")
+    mm = open_map(split.path)
+    if mm is None:
+        return
+    try:
+        limit = min(split.data_end, len(mm))
+        base = split.base
+        if split.start == 0:
+            pos = 0
+        else:
+            nb = next_boundary(mm, base, split.start, min(split.stop, limit), limit)
+            if nb is None:
+                return
+            pos = nb
+        while pos < split.stop and pos + 8 <= limit:
+            total, magic = _HEAD.unpack_from(mm, pos)
+            if magic == m.BLANK_MAGIC_CODE:
+                return
+            msg, why = check_record(mm, pos, limit, check_crc)
+            if msg is None:
+                nxt = next_boundary(mm, base, pos + 1, limit, limit)
+                if nxt is None and split.data_end >= len(mm) and total == 0 and magic == 0:
+                    return  # zeros up to the end of a complete file
+                if stats is not None:
+                    stats.corrupt.append((split.path, pos, base + pos, why))
+                if corrupt == "fail":
+                    raise CorruptRecordError(split.path, pos, base + pos, why)
+                if nxt is None:
+                    return
+                pos = nxt
+                continue
+            if stats is not None:
+                stats.records += 1
+            yield mm, pos, msg
+            pos += total
+    finally:
+        try:
+            mm.close()
+        except BufferError:  # a caller still holds a view; the map goes with the last reference
+            pass
