@@ -64,7 +64,7 @@ class ProducerConnection(FastJsonBody):
 @dataclass(slots=True)
 class ProducerInfo(FastJsonBody):
     client_id: str | None = None
-    remote_ip: str | None = None
+    remote_ip: str | None = field(default=None, metadata={"json": "remoteIP"})
     language: str | None = None
     version: int = 0
     last_update_timestamp: int = 0

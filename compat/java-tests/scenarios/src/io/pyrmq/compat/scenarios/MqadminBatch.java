@@ -27,7 +27,7 @@ import org.apache.rocketmq.tools.command.MQAdminStartup;
  * (arguments separated by TABs, exactly what {@code mqadmin} would get) or a directive:
  * {@code @sleep ms}, {@code @push-consumer group topic} (a push consumer that stays up and
  * consumes everything), {@code @wait-consumed group n timeoutMs}, {@code @producer group topic}
- * (a producer that stays registered, one message sent), {@code @shutdown name}. Line {@code i}
+ * (a producer that stays registered, one message sent to queue 0), {@code @shutdown name}. Line {@code i}
  * (0-based) writes {@code outDir/i.out}, {@code i.err} and {@code i.exit}: stdout and stderr
  * captured while the command ran, and the exit status (0, or the code a {@code System.exit}
  * inside the tool asked for; the exit is stopped so the next line still runs). Requires
@@ -170,7 +170,9 @@ public final class MqadminBatch {
                 p.setInstanceName("batch-" + d[1]);
                 p.start();
                 CLIENTS.put(d[1], p::shutdown);
-                var r = p.send(new Message(d[2], "ptag", "pkey", "from a producer".getBytes(StandardCharsets.UTF_8)));
+                // always queue 0, so both brokers of a comparison hold the same queue contents
+                var r = p.send(new Message(d[2], "ptag", "pkey", "from a producer".getBytes(StandardCharsets.UTF_8)),
+                    (mqs, msg, arg) -> mqs.get(0), null);
                 System.out.printf("producer %s sent %s%n", d[1], r.getSendStatus());
                 break;
             }

@@ -1,0 +1,323 @@
+"""Official mqadmin (rocketmq-tools 5.5.0 and 4.9.8): every core command against pyrmq's broker
+(and name server), the same script against the Java name server + broker 5.5.0, outputs compared.
+
+One scripted scenario per tools version: create topic and group, send, consume with a live push
+consumer, inspect (cluster, broker, topic, consumer, producer views), query messages by key, id,
+unique key and offset, print/consume messages, reset offsets by time, skip accumulation, change
+topic perm and a broker config, delete group and topic. Then bad input: unknown topic and group,
+bad offsets, malformed and black-listed config values: both sides must show the same kind of error
+and the broker must stay up.
+
+The commands of one phase run in ONE JVM (compat MqadminBatch: ~4 s per mqadmin JVM otherwise),
+each with its own stdout/stderr/exit status. mqadmin exits 0 even when a command fails, so every
+step is also checked for its expected content.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from support import java
+
+pytestmark = [pytest.mark.compat, pytest.mark.java]
+
+CLUSTER = "MqadminCluster"
+BROKER = "broker-admin"
+ADDR = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}:\d{2,5}\b")
+HEX_ID = re.compile(r"\b[0-9A-F]{32}\b")
+DATE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:,\d{3})?")
+VERSION = re.compile(r"\bV\d_\d_\d+(?:_SNAPSHOT)?\b")
+
+
+@dataclass
+class Step:
+    line: str
+    out: str
+    err: str
+    exit: int
+
+
+class Side:
+    def __init__(self, label, ns, broker, workdir: Path):
+        self.label, self.ns, self.broker, self.workdir = label, ns, broker, workdir
+
+    def norm(self, text: str) -> str:
+        text = text.replace(self.broker.addr, "<broker>").replace(self.ns.addr, "<namesrv>")
+        text = ADDR.sub("<addr>", text)
+        text = HEX_ID.sub("<id>", text)
+        text = DATE.sub("<time>", text)
+        return VERSION.sub("<ver>", text)
+
+    def batch(self, version: str, name: str, lines: list[str], timeout: float = 240) -> list[Step]:
+        """Run the lines in one MqadminBatch JVM; `$B`/`$NS` are this side's broker/name server."""
+        wd = self.workdir / f"{name}-{version}"
+        wd.mkdir(parents=True, exist_ok=True)
+        script = []
+        for line in lines:
+            line = line.replace("$B", self.broker.addr).replace("$NS", self.ns.addr)
+            script.append(line if line.startswith("@") else "\t".join(line.split(" ") + ["-n", self.ns.addr]))
+        (wd / "script.txt").write_text("\n".join(script) + "\n")
+        home = java.prepare_home(wd / "home")
+        argv = java.java_argv(java.CLIENT_MODULE[version], "io.pyrmq.compat.scenarios.MqadminBatch",
+                              [str(wd / "script.txt"), str(wd / "out")], home,
+                              {"namesrv": self.ns.addr, "java.security.manager": "allow"}, with_tests=True)
+        r = subprocess.run(argv, capture_output=True, text=True, env=java.java_env(home), cwd=wd,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0 and "DONE" in r.stdout, f"[{self.label}] batch {name} {version}:\n{r.stdout}\n{r.stderr}"
+        out = wd / "out"
+        return [Step(lines[i], (out / f"{i}.out").read_text(), (out / f"{i}.err").read_text(),
+                     int((out / f"{i}.exit").read_text())) for i in range(len(lines))]
+
+
+@pytest.fixture(scope="module")
+def sides(pyrmq_namesrv, pyrmq_broker, java_namesrv, java_broker, tmp_path_factory):
+    py = pyrmq_broker(pyrmq_namesrv.addr, name=BROKER, cluster=CLUSTER)
+    jb = java_broker(java_namesrv.addr, name=BROKER, cluster=CLUSTER)
+    base = tmp_path_factory.mktemp("mqadmin-broker")
+    return [Side("pyrmq", pyrmq_namesrv, py, base / "pyrmq"), Side("java", java_namesrv, jb, base / "java")]
+
+
+def run_both(sides, version, name, lines):
+    with ThreadPoolExecutor(2) as ex:
+        return list(ex.map(lambda s: s.batch(version, name, lines), sides))
+
+
+def dump(sides, results, idx=None) -> str:
+    parts = []
+    for s, steps in zip(sides, results):
+        for i, st in enumerate(steps):
+            if idx is not None and i not in idx:
+                continue
+            parts.append(f"--- [{s.label}] #{i} {st.line} (exit {st.exit})\n{st.out}\n{st.err[-2500:]}")
+    return "\n".join(parts)
+
+
+def ok(sides, results, i, *needles):
+    """Step i exited 0 on both sides, printed no exception, and pyrmq's stdout has every needle."""
+    for s, steps in zip(sides, results):
+        st = steps[i]
+        assert st.exit == 0, dump(sides, results, {i})
+        assert "Exception" not in st.out and "command failed" not in st.err, dump(sides, results, {i})
+        if s.label == "pyrmq":
+            for n in needles:
+                assert n in st.out, f"{n!r} missing\n" + dump(sides, results, {i})
+
+
+def same(sides, results, i, pick=lambda t: t):
+    texts = [pick(s.norm(steps[i].out)) for s, steps in zip(sides, results)]
+    assert texts[0] == texts[1], dump(sides, results, {i})
+    return texts[0]
+
+
+def rows(text: str, first: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines() if line.split()[:1] == [first]]
+
+
+def _field(text: str, name: str) -> str:
+    m = re.search(rf"^{name}:\s*(\S+)", text, re.M)
+    assert m, f"{name} not in\n{text}"
+    return m.group(1)
+
+
+def _scenario(version: str):
+    v = version.replace(".", "")
+    t, g, pg = f"AdmTopic{v}", f"AdmGroup{v}", f"AdmProducer{v}"
+    phase_a = [
+        f"updateTopic -b $B -t {t} -r 4 -w 4",                  # 0
+        f"updateSubGroup -b $B -g {g}",                          # 1
+        f"sendMessage -t {t} -p body-1 -k K1 -c tagA -b {BROKER} -i 0",  # 2
+        f"sendMessage -t {t} -p body-2 -k K2 -c tagB -b {BROKER} -i 0",  # 3
+        f"sendMessage -t {t} -p body-3 -k K3 -c tagA -b {BROKER} -i 0",  # 4
+        f"@push-consumer {g} {t}",                               # 5
+        f"@producer {pg} {t}",                                   # 6
+        f"@wait-consumed {g} 4 40000",                           # 7
+        "@sleep 4000",                                           # 8 offsets committed by the consumer
+        "clusterList",                                           # 9
+        "brokerStatus -b $B",                                    # 10
+        f"topicRoute -t {t}",                                    # 11
+        f"topicStatus -t {t}",                                   # 12
+        f"topicClusterList -t {t}",                              # 13
+        "topicList",                                             # 14
+        f"consumerProgress -g {g}",                              # 15
+        f"consumerConnection -g {g}",                            # 16
+        f"producerConnection -g {pg} -t {t}",                    # 17
+        f"consumerStatus -g {g}",                                # 18
+        f"getConsumerConfig -g {g}",                             # 19
+        "getBrokerConfig -b $B",                                 # 20
+        f"queryMsgByKey -t {t} -k K1",                           # 21
+        f"printMsg -t {t} -d true",                              # 22
+        f"printMsgByQueue -t {t} -a {BROKER} -i 0 -p true",      # 23
+        f"consumeMessage -t {t} -b {BROKER} -i 0 -o 1 -c 2",     # 24
+        f"queryMsgByOffset -t {t} -b {BROKER} -i 0 -o 0",        # 25
+    ]
+    return t, g, pg, phase_a
+
+
+@pytest.mark.parametrize("version", java.CLIENT_VERSIONS)
+def test_core_commands(sides, version):
+    t, g, pg, phase_a = _scenario(version)
+    a = run_both(sides, version, "a", phase_a)
+    for i in (0, 1):
+        ok(sides, a, i, "success")
+    same(sides, a, 0)
+    for i in (2, 3, 4):
+        ok(sides, a, i, "SEND_OK")
+        same(sides, a, i)
+    for s, steps in zip(sides, a):
+        assert steps[7].exit == 0, dump(sides, a, {5, 6, 7})
+
+    ok(sides, a, 9, CLUSTER, BROKER)
+    cl = [rows(s.norm(steps[9].out), CLUSTER) for s, steps in zip(sides, a)]
+    assert [r[:4] for r in cl[0]] == [[CLUSTER, BROKER, "0", "<broker>"]], dump(sides, a, {9})
+    assert [r[:5] for r in cl[0]] == [r[:5] for r in cl[1]], dump(sides, a, {9})
+    ok(sides, a, 10, "msgPutTotalTodayNow", "getTransferredTps", "brokerVersionDesc")
+    keys = [{ln.split(":")[0].strip() for ln in steps[10].out.splitlines() if ":" in ln} for steps in a]
+    # every key the Java broker reports is reported by pyrmq (the per-path disk ratio names its own path)
+    assert {k for k in keys[1] - keys[0] if not k.startswith("commitLogDiskRatio_")} == set(), \
+        sorted(keys[1] - keys[0])
+    ok(sides, a, 11, BROKER)
+    same(sides, a, 11)
+    ok(sides, a, 12, BROKER)
+    same(sides, a, 12)  # offsets per queue and last-updated presence (times normalised)
+    assert rows(a[0][12].out, BROKER)[0][:4] == [BROKER, "0", "0", "4"], dump(sides, a, {12})
+    ok(sides, a, 13, CLUSTER)
+    same(sides, a, 13)
+    ok(sides, a, 14, t)
+    topics = [{ln.strip() for ln in steps[14].out.splitlines() if ln.strip()} for steps in a]
+    assert {t, f"%RETRY%{g}", BROKER, CLUSTER} <= topics[0], dump(sides, a, {14})
+    ok(sides, a, 15, t)
+    prog = [[r[:6] for r in rows(s.norm(steps[15].out), t)] for s, steps in zip(sides, a)]
+    assert prog[0][0] == [t, BROKER, "0", "4", "4", "0"], dump(sides, a, {15})
+    assert prog[0] == prog[1], dump(sides, a, {15})
+    ok(sides, a, 16, "CONSUME_PASSIVELY", "CLUSTERING", t)
+    same(sides, a, 16, lambda x: re.sub(r"@\S+", "@<instance>", x))
+    ok(sides, a, 17, "JAVA")
+    same(sides, a, 17, lambda x: re.sub(r"@\S+", "@<instance>", x))
+    ok(sides, a, 18, "Rebalance")
+    same(sides, a, 18, lambda x: "\n".join(ln for ln in x.splitlines() if not ln[:1].isdigit()))
+    ok(sides, a, 19, f"groupName                               =  {g}")
+    same(sides, a, 19)
+    ok(sides, a, 20, "brokerClusterName", CLUSTER)
+    ok(sides, a, 21, "#Message ID")
+    assert len(rows(a[0][21].out, "<id>") or [ln for ln in a[0][21].out.splitlines() if HEX_ID.search(ln)]) == 1, \
+        dump(sides, a, {21})
+    same(sides, a, 21, lambda x: re.sub(r"\d{13}@", "<ts>@", x))
+    for i in (22, 23, 24):
+        ok(sides, a, i, "body-1" if i != 24 else "body-2")
+    bodies = [sorted(re.findall(r"BODY: (\S+)", steps[22].out)) for steps in a]
+    assert bodies[0] == ["body-1", "body-2", "body-3", "from"], dump(sides, a, {22})
+    assert bodies[0] == bodies[1]
+    ok(sides, a, 25, "OffsetID:", "body-1" if version != "4.9.8" else "Topic:")
+    for key in ("Topic", "Tags", "Keys", "Queue ID", "Queue Offset", "CommitLog Offset", "System Flag"):
+        vals = [_field(steps[25].out, key) for steps in a]
+        assert vals[0] == vals[1], f"{key}: {vals}\n" + dump(sides, a, {25})
+    stores = [_field(s.norm(steps[25].out).replace("Store Host: ", "Store Host:"), "Store Host") for s, steps in
+              zip(sides, a)]
+    assert stores == ["<broker>", "<broker>"], dump(sides, a, {25})
+
+    # ---------------------------------------------------------------- phase B: ids, resets, changes, deletes
+    offset_ids = [_field(steps[25].out, "OffsetID") for steps in a]
+    uniq_ids = [HEX_ID.search(steps[2].out).group(0) for steps in a]
+    lines_b = [
+        "QMBI",                                                   # 0 queryMsgById, per side
+        f"queryMsgByUniqueKey -t {t} -i UNIQ",                   # 1
+        f"resetOffsetByTime -g {g} -t {t} -s 0",                 # 2
+        "@sleep 3000",                                           # 3
+        f"skipAccumulatedMessage -g {g} -t {t}",                 # 4
+        f"updateTopicPerm -b $B -t {t} -p 4",                    # 5
+        f"updateTopicPerm -b $B -t {t} -p 6",                    # 6
+        "updateBrokerConfig -b $B -k flushIntervalCommitLog -v 600",  # 7
+        "getBrokerConfig -b $B",                                 # 8
+        f"@shutdown {g}",                                        # 9
+        f"@shutdown {pg}",                                       # 10
+        "@sleep 1000",                                           # 11
+        f"deleteSubGroup -b $B -g {g}",                          # 12
+        f"deleteTopic -c {CLUSTER} -t {t}",                      # 13
+        "topicList",                                             # 14
+    ]
+    qmbi = f"queryMsgById -t {t} -i OFFSETID" if version != "4.9.8" else "queryMsgById -i OFFSETID"
+
+    def lines_for(k):
+        return [ln.replace("QMBI", qmbi).replace("OFFSETID", offset_ids[k]).replace("UNIQ", uniq_ids[k])
+                for ln in lines_b]
+
+    with ThreadPoolExecutor(2) as ex:
+        b = list(ex.map(lambda k: sides[k].batch(version, "b", lines_for(k)), (0, 1)))
+    ok(sides, b, 0, "OffsetID:", "Topic:")
+    for key in ("Topic", "Tags", "Keys", "Queue ID", "Queue Offset"):
+        vals = [_field(steps[0].out, key) for steps in b]
+        assert vals[0] == vals[1] == _field(b[0][0].out, key), dump(sides, b, {0})
+    assert _field(b[0][0].out, "Keys") == "[K1]", dump(sides, b, {0})
+    ok(sides, b, 1, "Topic:")
+    assert _field(b[0][1].out, "Keys") == "[K1]", dump(sides, b, {1})
+    ok(sides, b, 2, BROKER)
+    same(sides, b, 2)  # rows brokerName / queueId / offset: all queues reset to 0
+    assert [r for r in rows(b[0][2].out, BROKER)] == [[BROKER, str(q), "0"] for q in range(4)], dump(sides, b, {2})
+    ok(sides, b, 4, BROKER)
+    same(sides, b, 4)
+    assert [BROKER, "0", "4"] in rows(b[0][4].out, BROKER), dump(sides, b, {4})
+    for i in (5, 6):
+        ok(sides, b, i, "success")
+        same(sides, b, i)
+    ok(sides, b, 7, "update broker config success")
+    same(sides, b, 7)
+    for s, steps in zip(sides, b):
+        assert re.search(r"^flushIntervalCommitLog\s+=\s+600$", steps[8].out, re.M), dump(sides, b, {8})
+    ok(sides, b, 12, "success")
+    same(sides, b, 12)
+    ok(sides, b, 13, "success")
+    same(sides, b, 13)
+    for steps in b:
+        assert t not in {ln.strip() for ln in steps[14].out.splitlines()}, dump(sides, b, {14})
+
+
+def error_kind(step: Step) -> tuple:
+    """What kind of failure a tool printed: response codes, exception classes, known messages."""
+    text = step.out + "\n" + step.err
+    codes = tuple(sorted(set(re.findall(r"CODE: (-?\d+)", text))))
+    excs = tuple(sorted(set(re.findall(r"\b(?:\w+\.)*(\w+Exception)\b", text)) - {"SubCommandException"}))
+    msgs = tuple(m for m in ("Not found the consumer group connection", "not online", "Message not found",
+                             "Not found the topic stats info", "does not exist", "not exist",
+                             "black list", "success") if m in text)
+    return step.exit, codes, excs, msgs
+
+
+@pytest.mark.parametrize("version", java.CLIENT_VERSIONS)
+def test_bad_input(sides, version):
+    v = version.replace(".", "")
+    t, g = f"BadTopic{v}", f"BadGroup{v}"
+    lines = [
+        f"updateTopic -b $B -t {t} -r 2 -w 2",                          # 0 a real topic
+        f"sendMessage -t {t} -p x -b {BROKER} -i 0",                      # 1
+        "topicRoute -t NoSuchTopicXyz",                                  # 2
+        "topicStatus -t NoSuchTopicXyz",                                 # 3
+        "consumerProgress -g NoSuchGroupXyz",                            # 4
+        "consumerConnection -g NoSuchGroupXyz",                          # 5
+        f"resetOffsetByTime -g NoSuchGroupXyz -t {t} -s now",            # 6
+        f"resetOffsetByTime -g {g} -t NoSuchTopicXyz -s now",            # 7
+        f"queryMsgByOffset -t {t} -b {BROKER} -i 0 -o 999999",           # 8
+        f"queryMsgByOffset -t {t} -b {BROKER} -i 7 -o 0",                # 9 queue beyond the topic
+        "updateBrokerConfig -b $B -k flushIntervalCommitLog -v not-a-number",  # 10
+        "getBrokerConfig -b $B",                                         # 11
+        "updateBrokerConfig -b $B -k brokerConfigPath -v /tmp/x",        # 12 black list
+        "deleteSubGroup -b $B -g NoSuchGroupXyz",                        # 13
+        "producerConnection -g NoSuchProducerXyz -t " + t,               # 14
+        f"getConsumerConfig -g NoSuchGroupXyz",                          # 15
+        "clusterList",                                                   # 16 still up
+    ]
+    r = run_both(sides, version, "bad", lines)
+    for i in (0, 1, 16):
+        ok(sides, r, i)
+    for i in range(2, 16):
+        kinds = [error_kind(steps[i]) for steps in r]
+        assert kinds[0] == kinds[1], f"#{i}: {kinds}\n" + dump(sides, r, {i})
+    for s, steps in zip(sides, r):
+        assert not re.search(r"^flushIntervalCommitLog\s+=\s+not-a-number$", steps[11].out, re.M), dump(sides, r, {11})
+        assert s.broker.alive(), s.label
+    assert BROKER in r[0][16].out, dump(sides, r, {16})

@@ -1,0 +1,296 @@
+"""Admin codes of the broker (mqadmin / dashboard): groups, stats, runtime info, config, reset, relay."""
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+
+from pyrmq.broker.admin.client_forward import ClientForwardProcessor
+from pyrmq.broker.admin.group_processor import GroupAdminProcessor
+from pyrmq.broker.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
+from pyrmq.remoting.bodies import lenient_loads
+from pyrmq.remoting.codes import RequestCode, ResponseCode
+from pyrmq.remoting.command import RemotingCommand
+from pyrmq.remoting.errors import RemotingTimeout
+from pyrmq.store import message as m
+
+
+class Chan:
+    def __init__(self, addr="127.0.0.1:7", answer=None):
+        self.remote_addr = addr
+        self.closed = False
+        self.attrs = {}
+        self.transport = None
+        self.sent = []
+        self.invoked = []
+        self.answer = answer
+
+    def send(self, cmd):
+        self.sent.append(cmd)
+        return True
+
+    send_oneway = send
+
+    def close(self):
+        self.closed = True
+
+    async def invoke(self, cmd, timeout):
+        self.invoked.append(cmd)
+        if self.answer is None:
+            raise RemotingTimeout("wait response timeout")
+        return self.answer
+
+
+@pytest.fixture
+def admin(make_broker):
+    def factory(**props):
+        b = make_broker(**props)
+        b.table.register(GroupAdminProcessor(b.c))
+        b.table.register(ClientForwardProcessor(b.c))
+        return b
+
+    return factory
+
+
+def call(b, code, ext=None, body=None, ch=None):
+    return asyncio.run(b.call(RemotingCommand.request(code, ext or {}, body), ch or Chan()))
+
+
+def send(b, topic, queue_id=0, tags="tagA", keys="k"):
+    ext = {"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0", "g": "1700000000000",
+           "h": "0", "i": m.message_properties_to_string({"TAGS": tags, "KEYS": keys}), "j": "0", "k": "false",
+           "m": "false", "n": "broker-t"}
+    r = call(b, RequestCode.SEND_MESSAGE_V2, ext, b"payload")
+    assert r.code == ResponseCode.SUCCESS, r
+    return r
+
+
+def heartbeat(b, ch, group="cg", topic="AT", version=479, producer=None):
+    hb = HeartbeatData("ip@" + group, [ProducerData(producer)] if producer else [],
+                       [ConsumerData(group, "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET",
+                                     [SubscriptionData.build(topic, "*")])])
+    cmd = RemotingCommand.request(RequestCode.HEART_BEAT, {}, hb.encode())
+    cmd.version = version
+    return asyncio.run(b.call(cmd, ch))
+
+
+def create_topic(b, topic, n=2):
+    r = call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": topic, "defaultTopic": "TBW102",
+                                                     "readQueueNums": str(n), "writeQueueNums": str(n), "perm": "6",
+                                                     "topicFilterType": "SINGLE_TAG"})
+    assert r.code == ResponseCode.SUCCESS, r
+
+
+def mq_table(body: bytes) -> dict:
+    """A MessageQueue-keyed fastjson map -> {(topic, brokerName, queueId): value}."""
+    text = body.decode()
+    import re
+
+    out = {}
+    for mq, val in re.findall(r'(\{"brokerName":"[^"]*","queueId":\d+,"topic":"[^"]*"\}):(\{[^{}]*\}|-?\d+)', text):
+        k = orjson.loads(mq)
+        out[(k["topic"], k["brokerName"], k["queueId"])] = orjson.loads(val)
+    return out
+
+
+def test_subscription_group_create_list_delete_with_offsets(admin):
+    b = admin()
+    body = b'{"groupName":"G1","consumeBroadcastEnable":false,"consumeFromMinEnable":false,"retryMaxTimes":3}'
+    assert call(b, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body).code == ResponseCode.SUCCESS
+    bad = call(b, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, b'{"groupName":"bad group!"}')
+    assert bad.code == ResponseCode.INVALID_PARAMETER and "illegal characters" in bad.remark
+    r = call(b, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    table = orjson.loads(r.body)["subscriptionGroupTable"]
+    assert table["G1"]["retryMaxTimes"] == 3 and table["G1"]["consumeBroadcastEnable"] is False
+    assert "TOOLS_CONSUMER" in table and int(r.ext_fields["totalGroupNum"]) == len(table)
+    b.c.consumer_offset_manager.commit_offset("x", "G1", "AT", 0, 5)
+    r = call(b, RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": "G1", "cleanOffset": "true"})
+    assert r.code == ResponseCode.SUCCESS
+    assert "G1" not in b.c.subscription_group_manager.table
+    assert b.c.consumer_offset_manager.query_offset("G1", "AT", 0) == -1
+
+
+def test_topic_stats_consume_stats_and_server_side_reset(admin):
+    b = admin()
+    create_topic(b, "AT", 2)
+    for _ in range(3):
+        send(b, "AT", 0)
+    send(b, "AT", 1)
+    b.c.subscription_group_manager.find_subscription_group_config("cg")
+    b.c.consumer_offset_manager.commit_offset("x", "cg", "AT", 0, 2)
+    r = call(b, RequestCode.GET_TOPIC_STATS_INFO, {"topic": "AT"})
+    stats = mq_table(r.body)
+    assert stats[("AT", "broker-t", 0)]["maxOffset"] == 3 and stats[("AT", "broker-t", 1)]["maxOffset"] == 1
+    assert stats[("AT", "broker-t", 0)]["lastUpdateTimestamp"] > 0
+    assert '"topicPutTps":' in r.body.decode() and "NaN" not in r.body.decode()
+    assert call(b, RequestCode.GET_TOPIC_STATS_INFO, {"topic": "Nope"}).code == ResponseCode.TOPIC_NOT_EXIST
+
+    r = call(b, RequestCode.GET_CONSUME_STATS, {"consumerGroup": "cg", "topic": "AT"})
+    cs = mq_table(r.body)
+    assert cs[("AT", "broker-t", 0)] == {"brokerOffset": 3, "consumerOffset": 2, "pullOffset": 2,
+                                         "lastTimestamp": cs[("AT", "broker-t", 0)]["lastTimestamp"]}
+    assert cs[("AT", "broker-t", 1)]["consumerOffset"] == 0
+    # no topic: the topics the group has offsets for
+    assert set(mq_table(call(b, RequestCode.GET_CONSUME_STATS, {"consumerGroup": "cg"}).body)) == set(cs)
+
+    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+             {"topic": "AT", "group": "cg", "timestamp": "-1", "isForce": "true"})
+    assert r.code == ResponseCode.SUCCESS and r.body
+    assert mq_table(r.body) == {("AT", "broker-t", 0): 3, ("AT", "broker-t", 1): 1}
+    # a commit from the client is ignored until the reset has been delivered by a pull
+    com = b.c.consumer_offset_manager
+    assert com.has_offset_reset("AT", "cg", 0) and com.query_offset("cg", "AT", 0) == 3
+    pull = {"consumerGroup": "cg", "topic": "AT", "queueId": "0", "queueOffset": "0", "maxMsgNums": "32",
+            "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0", "subVersion": "0",
+            "subscription": "*", "expressionType": "TAG"}
+    p = call(b, RequestCode.PULL_MESSAGE, pull)
+    assert p.code == ResponseCode.PULL_OFFSET_MOVED and p.ext_fields["nextBeginOffset"] == "3"
+    assert not com.has_offset_reset("AT", "cg", 0)
+    # one queue to an explicit offset, out of range refused
+    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "AT", "group": "cg", "timestamp": "0",
+                                                          "isForce": "true", "queueId": "0", "offset": "9"})
+    assert r.code == ResponseCode.SYSTEM_ERROR and "not in consume queue range [0-3]" in r.remark
+    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "AT", "group": "nogroup", "timestamp": "0",
+                                                          "isForce": "true"})
+    assert (r.code, r.remark) == (ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "Group nogroup does not exist")
+    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "Nope", "group": "cg", "timestamp": "0",
+                                                          "isForce": "true"})
+    assert r.code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_client_side_reset_and_consumer_not_online(admin):
+    b = admin(useServerSideResetOffset="false")
+    create_topic(b, "AT", 1)
+    send(b, "AT", 0)
+    b.c.consumer_offset_manager.commit_offset("x", "cg", "AT", 0, 0)
+    ext = {"topic": "AT", "group": "cg", "timestamp": "-1", "isForce": "false"}
+    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+    assert r.code == ResponseCode.CONSUMER_NOT_ONLINE and "Consumer not online" in r.remark
+    ch = Chan("127.0.0.1:9")
+    heartbeat(b, ch)
+    ch.sent.clear()
+    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+    assert r.code == ResponseCode.SUCCESS, r
+    # not forced: the committed offset 0 is below the end (1), so the consumer keeps 0
+    assert mq_table(r.body) == {("AT", "broker-t", 0): 0}
+    pushed = [c for c in ch.sent if c.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET]
+    assert len(pushed) == 1 and pushed[0].is_oneway and pushed[0].ext_fields["group"] == "cg"
+
+
+def test_runtime_info_keys(admin, clock):
+    b = admin()
+    r = call(b, RequestCode.GET_BROKER_RUNTIME_INFO)
+    t = orjson.loads(r.body)["table"]
+    assert t["earliestMessageTimeStamp"] == "-1" and float(t["commitLogDiskRatio"]) <= 1
+    for k in ("putTps", "getTotalTps", "getTransferedTps", "getTransferredTps", "getFoundTps", "getMissTps"):
+        toks = t[k].split(" ")
+        assert len(toks) == 3 and all(float(x) >= 0 for x in toks), (k, t[k])
+    for k in ("msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgPutTotalTodayNow",
+              "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning", "msgGetTotalTodayNow"):
+        assert int(t[k]) == 0
+    assert t["brokerActive"] == "true" and t["brokerVersionDesc"].startswith("V5_")
+    create_topic(b, "AT", 1)
+    clock.now += 1000
+    send(b, "AT")
+    send(b, "AT")
+    clock.now += 2000
+    t = orjson.loads(call(b, RequestCode.GET_BROKER_RUNTIME_INFO).body)["table"]
+    assert t["msgPutTotalTodayNow"] == "2" and t["putMessageTimesTotal"] == "2"
+    assert float(t["putTps"].split(" ")[0]) > 0
+    assert int(t["earliestMessageTimeStamp"]) > 0
+
+
+def test_view_broker_stats_data(admin, clock):
+    b = admin()
+    r = call(b, RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": "AT"})
+    assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "The stats <TOPIC_PUT_NUMS> <AT> not exist")
+    create_topic(b, "AT", 1)
+    for _ in range(5):
+        send(b, "AT")
+    clock.now += 10_000
+    r = call(b, RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": "AT"})
+    d = orjson.loads(r.body)
+    assert d["statsMinute"]["sum"] == 5 and d["statsMinute"]["tps"] > 0 and d["statsMinute"]["avgpt"] == 1.0
+    assert d["statsDay"]["sum"] == 5
+
+
+def test_update_broker_config_black_list_and_malformed(admin):
+    b = admin()
+    r = call(b, RequestCode.UPDATE_BROKER_CONFIG, {}, b"brokerConfigPath=/tmp/x\n")
+    assert (r.code, r.remark) == (ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+    r = call(b, RequestCode.UPDATE_BROKER_CONFIG, {}, b"defaultTopicQueueNums=abc\n")
+    assert r.code == ResponseCode.SUCCESS and b.c.config["defaultTopicQueueNums"] == 8
+    r = call(b, RequestCode.UPDATE_BROKER_CONFIG, {}, b"defaultTopicQueueNums=5\nflushIntervalCommitLog=700\n")
+    assert r.code == ResponseCode.SUCCESS
+    text = call(b, RequestCode.GET_BROKER_CONFIG).body.decode()
+    assert "defaultTopicQueueNums=5" in text.splitlines() and "flushIntervalCommitLog=700" in text.splitlines()
+
+
+def test_delete_topic_cleans_config_offsets_and_queues(admin):
+    b = admin()
+    create_topic(b, "DT", 1)
+    send(b, "DT")
+    b.c.consumer_offset_manager.commit_offset("x", "cg", "DT", 0, 1)
+    r = call(b, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "DT"})
+    assert r.code == ResponseCode.SUCCESS
+    assert b.c.topic_config_manager.select_topic_config("DT") is None
+    assert b.c.consumer_offset_manager.query_offset("cg", "DT", 0) == -1
+    assert b.c.message_store.get_max_offset_in_queue("DT", 0) == 0
+    r = call(b, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "TBW102"})
+    assert r.code == ResponseCode.INVALID_PARAMETER and "conflict with system topic" in r.remark
+
+
+def test_connections_who_consumes_and_producer_info(admin):
+    b = admin()
+    create_topic(b, "AT", 1)
+    ch = Chan("127.0.0.1:11")
+    heartbeat(b, ch, producer="PG")
+    r = call(b, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": "PG"})
+    conns = orjson.loads(r.body)["connectionSet"]
+    assert conns == [{"clientAddr": "127.0.0.1:11", "clientId": "ip@cg", "language": "JAVA", "version": 479}]
+    r = call(b, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": "none"})
+    assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "the producer group[none] not exist")
+    assert orjson.loads(call(b, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": "AT"}).body) == {"groupList": ["cg"]}
+    info = orjson.loads(call(b, RequestCode.GET_ALL_PRODUCER_INFO).body)["data"]
+    assert info["PG"][0]["remoteIP"] == "127.0.0.1:11"
+    sys_topics = orjson.loads(call(b, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER).body)["topicList"]
+    assert "TBW102" in sys_topics and "SCHEDULE_TOPIC_XXXX" in sys_topics
+
+
+def test_consumer_running_info_and_consume_directly_are_relayed(admin):
+    b = admin()
+    create_topic(b, "AT", 1)
+    mid = send(b, "AT").ext_fields["msgId"]
+    answer = RemotingCommand.response(ResponseCode.SUCCESS, None, None, b'{"properties":{}}')
+    ch = Chan("127.0.0.1:12", answer)
+    heartbeat(b, ch)
+    r = call(b, RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "cg", "clientId": "ip@cg",
+                                                        "jstackEnable": "false"})
+    assert r.code == ResponseCode.SUCCESS and r.body == b'{"properties":{}}'
+    assert ch.invoked[-1].code == RequestCode.GET_CONSUMER_RUNNING_INFO
+    r = call(b, RequestCode.CONSUME_MESSAGE_DIRECTLY, {"consumerGroup": "cg", "clientId": "ip@cg", "msgId": mid,
+                                                       "topic": "AT"})
+    assert r.code == ResponseCode.SUCCESS
+    fwd = ch.invoked[-1]
+    assert fwd.ext_fields["brokerName"] == "broker-t" and fwd.ext_fields["topicSysFlag"] == "0"
+    assert m.decode_message_id(mid).offset == 0 and b"payload" in fwd.body  # the stored record rides along
+    r = call(b, RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "cg", "clientId": "other"})
+    assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "The Consumer <cg> <other> not online")
+    ch.answer = None
+    r = call(b, RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "cg", "clientId": "ip@cg"})
+    assert r.code == ResponseCode.CONSUME_MSG_TIMEOUT
+
+
+def test_broker_consume_stats(admin):
+    b = admin()
+    create_topic(b, "AT", 1)
+    send(b, "AT")
+    send(b, "AT")
+    b.c.subscription_group_manager.find_subscription_group_config("cg")
+    b.c.consumer_offset_manager.commit_offset("x", "cg", "AT", 0, 1)
+    r = call(b, RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": "false"})
+    text = r.body.decode()
+    obj = lenient_loads(r.body)
+    assert obj["totalDiff"] == 1 and obj["brokerAddr"] == b.c.broker_addr
+    assert '"cg":[{"consumeTps":' in text
