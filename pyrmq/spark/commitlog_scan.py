@@ -107,8 +107,8 @@ def next_boundary(buf, base: int, start: int, search_end: int, limit: int) -> in
     pos = start + 4
     find = buf.find
     while True:
-        i = find(_MAGIC_PREFIX, pos, min(search_end + 4, limit))
-        if i < 0:
+        i = find(_MAGIC_PREFIX, pos, min(search_end + 4 + len(_MAGIC_PREFIX), limit))
+        if i < 0 or i - 4 >= search_end:
             return None
         p = i - 4
         if p >= start and i + 3 < limit and buf[i + 3] in _MAGIC_LAST and _is_boundary(buf, base, p, limit):
@@ -199,46 +199,65 @@ class PlanOptions:
     max_offset: int | None = None
 
 
-def plan_splits(path: str, opts: PlanOptions | None = None) -> list[Split]:
-    """Byte-range splits over the commit log. Only the last file holding data is searched for its
-    data end (the other files end with their blank record); empty preallocated files are dropped."""
-    opts = opts or PlanOptions()
-    files = list_commit_log(path)
-    # the active file: the last one whose first record is valid
-    active = None
+def _active_file(files: list[CommitLogFile]) -> tuple[int, int] | None:
+    """(index, data end) of the last file whose first record is valid; later files are empty
+    preallocated ones (AllocateMappedFileService)."""
     for i in range(len(files) - 1, -1, -1):
         mm = open_map(files[i].path)
         if mm is None:
             continue
         try:
             if _is_boundary(mm, files[i].base, 0, files[i].size):
-                active = i
-                data_end = find_data_end(mm, files[i].base, files[i].size)
-                break
+                return i, find_data_end(mm, files[i].base, files[i].size)
         finally:
             mm.close()
-    if active is None:
+    return None
+
+
+def plan_splits(path: str, opts: PlanOptions | None = None) -> list[Split]:
+    """Byte-range splits over the commit log. Only the last file holding data is searched for its
+    data end (the other files end with their blank record); empty preallocated files are dropped."""
+    opts = opts or PlanOptions()
+    files = list_commit_log(path)
+    found = _active_file(files)
+    if found is None:
         return []
+    active, data_end = found
     splits: list[Split] = []
     for i, f in enumerate(files[: active + 1]):
         end = data_end if i == active else f.size
         lo, hi = 0, end
         if opts.min_offset is not None:
-            if f.base + end <= opts.min_offset and i != active:
+            if f.base + end <= opts.min_offset:
                 continue
-            lo = max(0, min(end, opts.min_offset - f.base))
+            lo = max(0, opts.min_offset - f.base)
         if opts.max_offset is not None:
             if f.base >= opts.max_offset:
                 continue
-            hi = min(end, max(0, opts.max_offset - f.base))
-        if hi <= lo and not (lo == 0 and hi == 0):
-            continue
+            hi = min(end, opts.max_offset - f.base)
         step = max(opts.split_size, 1)
         s = lo
         while s < hi:
             splits.append(Split(f.path, f.base, s, min(hi, s + step), end))
             s += step
     return splits
+
+
+def plan_offset_splits(path: str, offsets: list[int]) -> list[Split]:
+    """One split per commit-log offset (a record lookup: offsetMsgId, index or consume-queue hit)."""
+    files = list_commit_log(path)
+    found = _active_file(files)
+    if found is None:
+        return []
+    active, data_end = found
+    out = []
+    for off in sorted(set(offsets)):
+        for i, f in enumerate(files[: active + 1]):
+            end = data_end if i == active else f.size
+            if f.base <= off < f.base + end:
+                out.append(Split(f.path, f.base, off - f.base, off - f.base + 1, end))
+                break
+    return out
 
 
 @dataclass(slots=True)

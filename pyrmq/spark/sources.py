@@ -135,6 +135,8 @@ class CommitLogReader(DataSourceReader):
         if (eo := _opt(options, "endOffset")) is not None:  # exclusive
             f.bound_offset(hi=int(eo) - 1)
         self.filter = f
+        o = _opt(options, "offsets")
+        self.offsets = None if o is None else [int(x) for x in o.split(",") if x.strip()]
 
     def _push_filters(self, filters):
         """Topic (=, IN), queueId (=, IN), storeTimestamp and commitLogOffset comparisons are
@@ -186,12 +188,16 @@ class CommitLogReader(DataSourceReader):
         return False
 
     def partitions(self):
+        if self.offsets is not None:
+            return [_Partition(s) for s in scan.plan_offset_splits(self.path, self.offsets)]
         opts = scan.PlanOptions(split_size=self.split_size, min_offset=self.filter.min_offset,
                                 max_offset=None if self.filter.max_offset is None else self.filter.max_offset + 1)
         return [_Partition(s) for s in scan.plan_splits(self.path, opts)]
 
     def read(self, partition) -> Iterator:
         split: scan.Split = partition.value
+        if split is None:  # Spark's stand-in when there is no partition
+            return
         arrow_schema = _arrow_schema(self.schema)
         cols = MessageColumns(self.names)
         stats = scan.ScanStats()
@@ -265,6 +271,8 @@ class ConsumeQueueReader(DataSourceReader):
         import pyarrow as pa
 
         q: other.QueueDir = partition.value
+        if q is None:
+            return
         arrow_schema = _arrow_schema(self.schema)
         rows = {"topic": [], "queueId": [], "queueOffset": [], "commitLogOffset": [], "size": [],
                 "tagsCode": [], "file": []}
@@ -320,6 +328,8 @@ class IndexReader(DataSourceReader):
         import pyarrow as pa
 
         path: str = partition.value
+        if path is None:
+            return
         arrow_schema = _arrow_schema(self.schema)
         order = ["keyHash", "phyOffset", "timeDiff", "storeTimestamp", "prevIndex", "slot", "entry",
                  "fileBeginTimestamp", "fileEndTimestamp"]

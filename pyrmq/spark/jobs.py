@@ -1,0 +1,201 @@
+"""The ready jobs behind tools/spark/*.py, as functions over a SparkSession (testable in-process).
+
+Each builds DataFrames from the sources registered by pyrmq.spark.register and returns a
+DataFrame (or rows); the CLIs only parse arguments, print and write.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pyrmq.store.message import decode_message_id
+
+from . import index_key_hash
+
+
+def messages(spark: SparkSession, store: str, **options: str | int | None) -> DataFrame:
+    """The `rocketmq` source with the given options (None values dropped)."""
+    r = spark.read.format("rocketmq")
+    for k, v in options.items():
+        if v is not None:
+            r = r.option(k, str(v))
+    return r.load(store)
+
+
+# --- topic statistics ------------------------------------------------------------------------------
+def topic_stats(spark: SparkSession, store: str, topic: str | None = None,
+                split_size: int | None = None) -> tuple[DataFrame, DataFrame]:
+    """(per topic and queue, per topic): messages, storeBytes (whole records), bodyBytes (as
+    stored), firstStoreTime, lastStoreTime, minQueueOffset, maxQueueOffset. Header-only scan."""
+    cols = "topic,queueId,queueOffset,storeSize,bodySize,storeTimestamp"
+    df = messages(spark, store, columns=cols, topic=topic, splitSize=split_size)
+    aggs = [F.count(F.lit(1)).alias("messages"), F.sum("storeSize").alias("storeBytes"),
+            F.sum("bodySize").alias("bodyBytes"), F.min("storeTimestamp").alias("firstStoreTime"),
+            F.max("storeTimestamp").alias("lastStoreTime")]
+    by_queue = (df.groupBy("topic", "queueId")
+                .agg(*aggs, F.min("queueOffset").alias("minQueueOffset"), F.max("queueOffset").alias("maxQueueOffset"))
+                .orderBy("topic", "queueId"))
+    by_topic = (by_queue.groupBy("topic")
+                .agg(F.sum("messages").alias("messages"), F.sum("storeBytes").alias("storeBytes"),
+                     F.sum("bodyBytes").alias("bodyBytes"), F.min("firstStoreTime").alias("firstStoreTime"),
+                     F.max("lastStoreTime").alias("lastStoreTime"), F.count(F.lit(1)).alias("queues"))
+                .orderBy("topic"))
+    return by_queue, by_topic
+
+
+# --- find messages -----------------------------------------------------------------------------
+def find_messages(spark: SparkSession, store: str, *, key: str | None = None, msg_id: str | None = None,
+                  topic: str | None = None, with_body: bool = False, use_index: bool = True,
+                  index_options: dict[str, str] | None = None) -> DataFrame:
+    """Records whose KEYS contain `key` or whose UNIQ_KEY is `key`, or with message id `msg_id`
+    (a UNIQ_KEY, or an offsetMsgId: then one record is read at its offset). With a topic and an
+    index, candidates come from the index (keyHash), and are checked against the record."""
+    cols = None if with_body else ",".join(c for c in _MESSAGE_COLUMNS_NO_BODY)
+    if msg_id is not None:
+        offset = None
+        try:
+            offset = decode_message_id(msg_id).offset
+        except ValueError:
+            pass
+        if offset is not None and len(msg_id) in (32, 56):
+            df = messages(spark, store, columns=cols, offsets=str(offset))
+            by_offset = df.where(F.col("offsetMsgId") == msg_id)
+            return by_offset.unionByName(
+                messages(spark, store, columns=cols, topic=topic).where(F.col("msgId") == msg_id))
+        return messages(spark, store, columns=cols, topic=topic).where(F.col("msgId") == msg_id)
+    if key is None:
+        raise ValueError("give a key or a message id")
+    match = F.array_contains(F.col("keys"), key) | (F.col("msgId") == key)
+    if topic is not None and use_index:
+        reader = spark.read.format("rocketmq_index")
+        for k, v in (index_options or {}).items():
+            reader = reader.option(k, v)
+        offsets = [r.phyOffset for r in reader.load(store).where(F.col("keyHash") == index_key_hash(topic, key))
+                   .select("phyOffset").distinct().collect()]
+        if not offsets:
+            return messages(spark, store, columns=cols, offsets="-1").where(F.lit(False))
+        df = messages(spark, store, columns=cols, offsets=",".join(map(str, sorted(offsets))), topic=topic)
+        return df.where(match)
+    return messages(spark, store, columns=cols, topic=topic).where(match)
+
+
+_MESSAGE_COLUMNS_NO_BODY = (
+    "topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "offsetMsgId", "msgId", "keys", "tags",
+    "properties", "bodySize", "flag", "sysFlag", "bodyCRC", "reconsumeTimes", "preparedTransactionOffset",
+    "bornHost", "storeHost", "bornTimestamp", "storeTimestamp", "version", "file")
+
+
+# --- export ------------------------------------------------------------------------------------
+def export_parquet(spark: SparkSession, store: str, out: str, *, topic: str | None = None,
+                   start_time: str | None = None, end_time: str | None = None, columns: str | None = None,
+                   corrupt: str = "fail", partition_by_topic: bool = True) -> int:
+    """Write the selected records to Parquet (overwrite); returns the number of rows written."""
+    df = messages(spark, store, topic=topic, startTime=start_time, endTime=end_time, columns=columns,
+                  corrupt=corrupt)
+    df = df.cache()
+    try:
+        n = df.count()
+        w = df.write.mode("overwrite")
+        if partition_by_topic and "topic" in df.columns:
+            w = w.partitionBy("topic")
+        w.parquet(out)
+    finally:
+        df.unpersist()
+    return n
+
+
+# --- consumer lag ------------------------------------------------------------------------------
+def consumer_lag(spark: SparkSession, store: str, group: str | None = None) -> DataFrame:
+    """Per group, topic and queue: brokerOffset (consume-queue max), consumerOffset (committed,
+    0 when absent), lag = brokerOffset - consumerOffset, lastTimestamp (store time of the last
+    consumed message). The queues are those of topics.json's readQueueNums when the topic is
+    configured, else those with entries or offsets. Java: AdminBrokerProcessor#getConsumeStats,
+    i.e. what `mqadmin consumerProgress` prints."""
+    from pyrmq.store import config as cfg
+
+    offsets = spark.read.format("rocketmq_offsets").load(store)
+    if group is not None:
+        offsets = offsets.where(F.col("group") == group)
+    offsets = offsets.select("group", "topic", "queueId", F.col("offset").alias("consumerOffset"))
+    pairs = offsets.select("group", "topic").distinct()
+    topics = [r.topic for r in pairs.select("topic").distinct().collect()]
+    cq = spark.read.format("rocketmq_consumequeue").option("topic", ",".join(topics) or "\x00").load(store)
+    cq_max = cq.groupBy("topic", "queueId").agg((F.max("queueOffset") + 1).alias("brokerOffset"))
+    # queues per topic: configured read queues, else what the files show
+    configured = _read_queue_nums(store, cfg)
+    conf_rows = [(t, q) for t in topics if t in configured for q in range(configured[t])]
+    conf_df = spark.createDataFrame(conf_rows, "topic string, queueId int")
+    seen = cq_max.select("topic", "queueId").unionByName(offsets.select("topic", "queueId")).distinct()
+    unconfigured = seen.where(~F.col("topic").isin(list(configured) or ["\x00"]))
+    queues = pairs.join(conf_df.unionByName(unconfigured).distinct(), "topic")
+    lag = (queues.join(offsets, ["group", "topic", "queueId"], "left")
+           .join(cq_max, ["topic", "queueId"], "left")
+           .select("group", "topic", "queueId",
+                   F.coalesce("brokerOffset", F.lit(0)).cast("bigint").alias("brokerOffset"),
+                   F.greatest(F.coalesce("consumerOffset", F.lit(0)), F.lit(0)).cast("bigint").alias("consumerOffset")))
+    lag = lag.withColumn("lag", F.col("brokerOffset") - F.col("consumerOffset"))
+    # store time of the message at consumerOffset - 1 (ConsumeQueue entry -> commit-log record)
+    last = (cq.select("topic", "queueId", F.col("queueOffset"), "commitLogOffset"))
+    lag = lag.join(last, (lag.topic == last.topic) & (lag.queueId == last.queueId)
+                   & (last.queueOffset == lag.consumerOffset - 1), "left").drop(last.topic).drop(last.queueId)
+    offs = [r.commitLogOffset for r in lag.where(F.col("commitLogOffset").isNotNull())
+            .select("commitLogOffset").distinct().collect()]
+    if offs:
+        times = messages(spark, store, columns="commitLogOffset,storeTimestamp",
+                         offsets=",".join(map(str, sorted(offs))))
+        lag = lag.join(times, "commitLogOffset", "left")
+    else:
+        lag = lag.withColumn("storeTimestamp", F.lit(None).cast("timestamp"))
+    return (lag.select("group", "topic", "queueId", "brokerOffset", "consumerOffset", "lag",
+                       F.col("storeTimestamp").alias("lastTimestamp"))
+            .orderBy("group", "topic", "queueId"))
+
+
+def _read_queue_nums(store: str, cfg) -> dict[str, int]:
+    import os
+
+    for name in ("topics.json", "topics.json.bak"):
+        p = os.path.join(store, "config", name)
+        try:
+            with open(p, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        if data.strip():
+            w = cfg.decode_config(cfg.TopicConfigSerializeWrapper, data)
+            return {t: c.read_queue_nums for t, c in w.topic_config_table.items()}
+    return {}
+
+
+# --- progress ----------------------------------------------------------------------------------
+@contextmanager
+def progress(spark: SparkSession, label: str, every: float = 2.0, out=sys.stderr) -> Iterator[None]:
+    """Print finished/total tasks of the running stages every `every` seconds while the block runs."""
+    stop = threading.Event()
+    tracker = spark.sparkContext.statusTracker()
+
+    def run() -> None:
+        t0 = time.monotonic()
+        while not stop.wait(every):
+            parts = []
+            for sid in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(sid)
+                if info is not None:
+                    parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
+            if parts:
+                print(f"[{label} {time.monotonic() - t0:6.1f}s] " + ", ".join(parts), file=out, flush=True)
+
+    th = threading.Thread(target=run, name="pyrmq-progress", daemon=True)
+    th.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        th.join(timeout=every + 1)

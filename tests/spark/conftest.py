@@ -1,0 +1,37 @@
+"""Spark tests: one SparkSession for the whole run (local[2], no UI, 2 shuffle partitions) and a
+pyrmq-written store with every record shape the sources must handle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spark.store_builder import Sent, build_store
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyrmq.spark import spark_session
+
+    s = spark_session("pyrmq-tests", "local[2]", {
+        "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "512m",
+        "spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": "-Xss4m", "spark.python.worker.reuse": "true",
+    })
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def corrupt_log(spark):
+    from pyrmq.spark import register
+
+    return register(spark)
+
+
+@pytest.fixture(scope="session")
+def pyrmq_store(tmp_path_factory) -> tuple[Path, Sent]:
+    root = tmp_path_factory.mktemp("spark-store") / "store"
+    return root, build_store(root)
