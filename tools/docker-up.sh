@@ -81,6 +81,11 @@ if engine_up; then
 else
   start_engine
 fi
+# Compose for docker/compose.yaml: the v2 plugin if present, else Debian's docker-compose (1.29).
+if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null; then
+  log "installing Debian docker-compose"
+  apt_install docker-compose
+fi
 t1=$(date +%s)
 
 if have_image "$WANT_BASE"; then

@@ -16,6 +16,9 @@ import pytest
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # before testcontainers reads its config
 os.environ.setdefault("PYRMQ_DOCKER_NETWORK", "host")
+os.environ.setdefault("TESTCONTAINERS_CHECKS_DISABLE", "true")  # Java: no alpine start-up check container
+# Java: the Docker host is this machine (else Testcontainers runs an alpine container to find its gateway).
+os.environ.setdefault("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,3 +60,13 @@ def world_writable(tmp_path):
         return d
 
     return make
+
+
+@pytest.fixture(scope="session")
+def compose_cmd(pyrmq_image) -> list[str]:
+    """`docker compose` (v2 plugin) when available, else `docker-compose` (tools/docker-up.sh installs it)."""
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    if subprocess.run(["docker-compose", "version"], capture_output=True).returncode == 0:
+        return ["docker-compose"]
+    pytest.fail("neither `docker compose` nor `docker-compose` works (tools/docker-up.sh installs docker-compose)")
