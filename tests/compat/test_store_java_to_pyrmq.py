@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -226,3 +228,22 @@ def test_kill9_recovery_reaches_the_java_offsets(java_namesrv, java_broker, mqad
         sent[key] = max(sent.get(key, 0), r["queueOffset"] + 1)
     assert py_queues == sent  # nothing acknowledged was lost (process kill: the page cache survives)
     assert py_max_phy == info["commitlog"]["max_offset"]
+
+    # 6. bad input on a copy of the Java store: `pyrmq store verify` names each file and offset
+    bad = tmp_path / "damaged"
+    shutil.copytree(store, bad, ignore=shutil.ignore_patterns("rocksdbstore", "timerwheel"))
+    names = sorted(p.name for p in (bad / "commitlog").iterdir())
+    first = bad / "commitlog" / names[0]
+    data = bytearray(first.read_bytes())
+    data[88 + 2] ^= 0xFF  # a body byte of the first record (IPv4 hosts: the body starts at 88)
+    first.write_bytes(bytes(data))
+    (bad / "commitlog" / "stray.log").write_bytes(b"junk")
+    last = bad / "commitlog" / names[-1]
+    last.write_bytes(last.read_bytes()[: CL_SIZE // 2])
+    r = subprocess.run([sys.executable, "-m", "pyrmq", "store", "verify", str(bad)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"PROBLEM commitlog/{names[0]} @ 0: bad record: body CRC mismatch at 0" in r.stdout, r.stdout
+    assert "PROBLEM commitlog/stray.log: stray file" in r.stdout, r.stdout
+    assert f"PROBLEM commitlog/{names[-1]}: length {CL_SIZE // 2} != {CL_SIZE}" in r.stdout, r.stdout
+
