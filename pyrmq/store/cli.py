@@ -221,19 +221,24 @@ def scan_file(f: LogFile, *, check_crc: bool, read_body: bool = False) -> Iterat
             yield pos, None
             return
         try:
-            msg = decode_message(buf, pos, read_body=read_body, check_crc=False)
+            msg = decode_message(buf, pos, read_body=read_body, check_crc=check_crc)
         except MessageDecodeError as e:
-            yield pos, e
-            return
-        if check_crc:
-            try:
-                decode_message(buf, pos, read_body=False, check_crc=True, decode_properties=False)
-            except MessageDecodeError as e:
-                yield pos, e  # the length is consistent, so the scan can go on past it
-                pos += total
-                continue
+            if not (check_crc and _is_crc_error(buf, pos)):
+                yield pos, e
+                return
+            yield pos, e  # only the body is bad: the length is consistent, so the scan goes on
+            pos += total
+            continue
         yield pos, msg
         pos += total
+
+
+def _is_crc_error(buf, pos: int) -> bool:
+    try:
+        decode_message(buf, pos, read_body=False, check_crc=False, decode_properties=False)
+    except MessageDecodeError:
+        return False
+    return True
 
 
 def _ms(ts: int | None) -> str | None:
