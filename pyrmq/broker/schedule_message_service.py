@@ -61,17 +61,20 @@ def delay_time_level(props: dict[str, str]) -> int:
 def message_time_up(msg: m.StoredMessage) -> m.MessageExtBrokerInner:
     """Java ScheduleMessageService#messageTimeUp: the stored schedule record back to its real topic.
 
-    DELAY, TIMER_DELIVER_MS and TIMER_DELAY_SEC are dropped; REAL_TOPIC / REAL_QID stay
-    (the Java broker keeps them too), so does everything else incl. UNIQ_KEY.
+    Java writes the properties string *before* clearing DELAY, TIMER_DELIVER_MS and
+    TIMER_DELAY_SEC and setting WAIT=false, so the delivered record still carries DELAY (and
+    REAL_TOPIC / REAL_QID); only the in-memory map, which the put hook reads, lacks them.
     """
     props = dict(msg.properties)
+    stored = m.message_properties_to_string(props)
     for k in (_MC.DELAY_TIME_LEVEL, _MC.TIMER_DELIVER_MS, _MC.TIMER_DELAY_SEC):
         props.pop(k, None)
     props[_MC.WAIT_STORE_MSG_OK] = "false"
     return m.MessageExtBrokerInner(
         topic=props.get(_MC.REAL_TOPIC, ""), body=msg.body or b"", queue_id=int(props.get(_MC.REAL_QUEUE_ID, "0")),
-        flag=msg.flag, properties=props, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp,
-        born_host=msg.born_host, store_host=msg.store_host, reconsume_times=msg.reconsume_times,
+        flag=msg.flag, properties=props, properties_string=stored, sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp, born_host=msg.born_host, store_host=msg.store_host,
+        reconsume_times=msg.reconsume_times,
     )
 
 

@@ -103,16 +103,20 @@ def transform_timer_message(msg: m.MessageExtBrokerInner, now_ms: int, precision
 
 
 def convert_message(msg: m.StoredMessage, enqueue_ms: int, now_ms: int) -> m.MessageExtBrokerInner:
-    """Java TimerMessageStore#convert + #convertMessage (no roll): back to the real topic/queue."""
+    """Java TimerMessageStore#convert + #convertMessage (no roll): back to the real topic/queue.
+
+    As in Java the stored properties string is made before REAL_TOPIC / REAL_QID are removed
+    from the map: the delivered record keeps them (and TIMER_OUT_MS)."""
     props = dict(msg.properties)
     props[TIMER_ENQUEUE_MS] = str(enqueue_ms)
     props[TIMER_DEQUEUE_MS] = str(now_ms)
+    stored = m.message_properties_to_string(props)
     topic = props.pop(_MC.REAL_TOPIC, "")
     queue_id = int(props.pop(_MC.REAL_QUEUE_ID, "0"))
     props[_MC.WAIT_STORE_MSG_OK] = "false"
     return m.MessageExtBrokerInner(
         topic=topic, body=msg.body or b"", queue_id=queue_id, flag=msg.flag, properties=props,
-        sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
+        properties_string=stored, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
         store_host=msg.store_host, reconsume_times=msg.reconsume_times,
     )
 
