@@ -97,6 +97,8 @@ public final class MqadminBatch {
             }
         }
         realOut.println("DONE");
+        realOut.flush();
+        removeExitTrap();
         Runtime.getRuntime().halt(0);
     }
 
@@ -108,6 +110,11 @@ public final class MqadminBatch {
                 ((List<?>) f.get(null)).clear();
             }
         }
+    }
+
+    @SuppressWarnings("removal")
+    static void removeExitTrap() {
+        System.setSecurityManager(null);
     }
 
     @SuppressWarnings("removal")
