@@ -135,7 +135,7 @@ def loads(data: bytes | str) -> Any:
     ``BodyDecodeError``; anything else is a bug.
     """
     text = _decode_text(data)
-    if _KEY_MARK in text:  # cannot happen in files Java writes; keep the marker unambiguous
+    if _KEY_MARK in text or "\\u0000" in text:  # a NUL in a real string: keep the marker unambiguous
         return lenient_loads(text)
     try:
         return _unmark(orjson.loads(_BARE_INT_KEY.sub(_mark_key, text)))

@@ -118,6 +118,7 @@ def test_pretty_writer_matches_fastjson2() -> None:
         ('{"k":"{1:2,3:4}"}', {"k": "{1:2,3:4}"}),  # keys inside strings stay text
         ('{"k\\"{1:":5}', {'k"{1:': 5}),
         ("{'single':1}", {"single": 1}),  # fastjson leniency, via the slow parser
+        ('{"\\u0000@g":{1:2}}', {"\x00@g": {1: 2}}),  # a NUL in a name does not confuse the fast path
         ('[{1:2},{"x":{}}]', [{1: 2}, {"x": {}}]),
     ],
 )
