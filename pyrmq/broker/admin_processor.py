@@ -292,7 +292,11 @@ class AdminBrokerProcessor:
         if any(k in black for k in props):
             return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         log.info("updateBrokerConfig, new config: [%s] client: %s", props, ctx.channel.remote_addr)
-        c.update_config(props)
+        for k, v in props.items():  # Java properties2Object: a value that does not parse is skipped
+            try:
+                c.update_config({k: v})
+            except (ValueError, TypeError) as e:
+                log.warning("updateBrokerConfig: %s=%r ignored: %s", k, v, e)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.GET_BROKER_RUNTIME_INFO)

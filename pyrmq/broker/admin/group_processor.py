@@ -269,7 +269,8 @@ class GroupAdminProcessor:
         tc = c.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} does not exist")
-        if not c.subscription_group_manager.contains(h.group):
+        # Java 5.5.0 answers SUCCESS for a group it has never seen (auto-created); observed in the compat test
+        if c.subscription_group_manager.find_subscription_group_config(h.group) is None:
             return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.group} does not exist")
         store = c.message_store
         offsets: dict[int, int] = {}
