@@ -110,6 +110,7 @@ class CommitLog:
         self._tags_code_cache: dict[str, int] = {}
         self._topic_cache: dict[str, tuple[bytes, m.MessageVersion, bytes | None, bytes | None]] = {}
         self._host_cache: dict[m.Host, bytes] = {}
+        self._msg_id_prefix: dict[bytes, str] = {}
         self.writable = True
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -191,6 +192,15 @@ class CommitLog:
                 self._topic_cache.clear()
             self._topic_cache[topic] = info
         return info
+
+    def _message_id(self, store_host: bytes, offset: int) -> str:
+        """m.create_message_id with the host's hex cached (offsets are never negative)."""
+        prefix = self._msg_id_prefix.get(store_host)
+        if prefix is None:
+            if len(self._msg_id_prefix) >= 4096:
+                self._msg_id_prefix.clear()
+            prefix = self._msg_id_prefix[store_host] = store_host.hex().upper()
+        return f"{prefix}{offset:016X}"
 
     def _host_bytes(self, host: m.Host) -> bytes:
         b = self._host_cache.get(host)
@@ -334,7 +344,7 @@ class CommitLog:
                 self.topic_queue_table[key] = queue_offset + 1
             msg.queue_offset = queue_offset
         amr = AppendMessageResult(
-            AppendMessageStatus.PUT_OK, wrote_offset, total, m.create_message_id(store_b, wrote_offset), store_ts,
+            AppendMessageStatus.PUT_OK, wrote_offset, total, self._message_id(store_b, wrote_offset), store_ts,
             queue_offset, 1,
         )
         req = DispatchRequest(
@@ -437,9 +447,10 @@ class CommitLog:
                     _write_record(
                         mm, pos, header, size, version, crc, queue_id, e.flag, base + i, wrote_offset + pos - start,
                         sys_flag, batch.born_timestamp, born_b, store_ts, store_b, batch.reconsume_times, 0,
-                        e.body, topic_part, props,
+                        e.body, topic_part, props, i > 0,
                     )
                     pos += size
+                m.write_record_head(mm, start, items[0][2], version)  # the whole batch becomes visible
             except (struct.error, TypeError, ValueError) as e:  # a field out of range: nothing committed
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}"), []
             mf.wrote_position = mf.committed_position = pos
@@ -450,7 +461,7 @@ class CommitLog:
         phy = wrote_offset
         for i, (e, props_b, size, _) in enumerate(items):
             props = m.string_to_message_properties(props_b.decode("utf-8"))
-            ids.append(m.create_message_id(store_b, phy))
+            ids.append(self._message_id(store_b, phy))
             reqs.append(DispatchRequest(
                 size, True, topic, queue_id, phy, self.tags_code(topic, props, store_ts), store_ts, base + i,
                 props.get(m.MessageConst.KEYS) or "", props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
@@ -676,6 +687,10 @@ class _FlushService(threading.Thread):
         self._woken = False
 
     def wakeup(self) -> None:
+        if self._woken:
+            # already woken and not yet running: it will see whatever was queued before this call
+            # (the flag is cleared before the queue is taken; all under the GIL)
+            return
         with self._wake:
             self._woken = True
             self._wake.notify()

@@ -516,13 +516,19 @@ def write_record(
     buf, pos: int, header: struct.Struct, total: int, version: int, body_crc: int, queue_id: int, flag: int,
     queue_offset: int, physical_offset: int, sys_flag: int, born_timestamp: int, born_host: bytes,
     store_timestamp: int, store_host: bytes, reconsume_times: int, prepared_transaction_offset: int,
-    body, topic_part: bytes, properties,
+    body, topic_part: bytes, properties, head: bool = True,
 ) -> None:
     """Write one whole record of `total` bytes at buf[pos:] (a bytearray or the mapped file itself:
-    no intermediate copy). Positional on purpose: this is the put path's hot call."""
+    no intermediate copy). Positional on purpose: this is the put path's hot call.
+
+    TOTALSIZE and MAGICCODE are written last: a process killed in the middle leaves a record
+    whose head is still zero (files are zero beyond the data), which recovery reads as the end of
+    the data, instead of a head that vouches for properties never written (BODYCRC covers only
+    the body). head=False leaves them zero for the caller to write (a batch writes its first
+    record's head last, so a torn batch is invisible as a whole)."""
     body_len = len(body)
     header.pack_into(
-        buf, pos, total, version, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
+        buf, pos, 0, 0, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
         born_timestamp, born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
         body_len,
     )
@@ -536,6 +542,13 @@ def write_record(
     _SHORT.pack_into(buf, p, n)
     p += 2
     buf[p : p + n] = properties
+    if head:
+        _HEAD8.pack_into(buf, pos, total, version)
+
+
+def write_record_head(buf, pos: int, total: int, version: int) -> None:
+    """TOTALSIZE + MAGICCODE of a record written with write_record(..., head=False)."""
+    _HEAD8.pack_into(buf, pos, total, version)
 
 
 def encode_record(
