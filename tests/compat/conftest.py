@@ -39,6 +39,13 @@ def pytest_runtest_makereport(item, call):
         item.module._compat_failed = True  # type: ignore[attr-defined]
 
 
+def _container_mode(request) -> bool:
+    """--broker-mode=container (pyrmq.testing's pytest plugin) or PYRMQ_BROKER_MODE=container."""
+    from pyrmq.testing.pytest_plugin import broker_mode
+
+    return broker_mode(request.config) == "container"
+
+
 @pytest.fixture(scope="module")
 def pyrmq_namesrv(tmp_path_factory, request):
     """pyrmq's NameServer on a free loopback port, scanning for dead brokers every second.
@@ -48,7 +55,12 @@ def pyrmq_namesrv(tmp_path_factory, request):
     so a shorter expiry would drop healthy brokers. test_namesrv_liveness.py
     starts its own name server with a short expiry.
     """
-    ns = namesrv_under_test(tmp_path_factory.mktemp("pyrmq-namesrv"), scanNotActiveBrokerInterval=1000)
+    if _container_mode(request):
+        from support.containers import ContainerNamesrv
+
+        ns = ContainerNamesrv(tmp_path_factory.mktemp("pyrmq-namesrv"), scanNotActiveBrokerInterval=1000)
+    else:
+        ns = namesrv_under_test(tmp_path_factory.mktemp("pyrmq-namesrv"), scanNotActiveBrokerInterval=1000)
     yield ns
     if getattr(request.module, "_compat_failed", False):
         print(f"\n{ns!r}\n{ns.tail(80)}")
@@ -116,6 +128,9 @@ def pyrmq_broker(tmp_path_factory, request):
     teardown. The result also has .restart() (same port, same store).
     """
     from support.pyrmq_proc import PyrmqBroker
+
+    if _container_mode(request):  # --broker-mode=container: the same broker in the pyrmq image
+        from support.containers import ContainerBroker as PyrmqBroker  # noqa: F811
 
     started: dict[tuple, PyrmqBroker] = {}
     all_brokers: list[PyrmqBroker] = []
