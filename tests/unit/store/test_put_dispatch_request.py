@@ -68,3 +68,18 @@ def test_batch_requests_equal_decoded(open_store):
     assert [r.consume_queue_offset for r in reqs] == [0, 1, 2]
     for r in reqs:
         assert r == _decoded(s, r.commit_log_offset, r.msg_size)
+
+
+def _java_hash_reference(s: str) -> int:
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=40), st.text(min_size=250, max_size=800), st.text(alphabet="0123456789ABCDEF#", max_size=600)))
+def test_java_string_hash_matches_the_recurrence(s):
+    # tags codes and index key hashes on the put path: any length (the chunked path past 256 units)
+    assert m.java_string_hash(s) == _java_hash_reference(s)
