@@ -17,7 +17,9 @@ import uuid
 
 import pytest
 
+from support import probe
 from support.java import CLIENT_VERSIONS, run_junit
+from support.procs import tail_file
 from support.pyrmq_proc import restart_broker
 
 pytestmark = [pytest.mark.compat, pytest.mark.java]
@@ -60,6 +62,14 @@ def junit(client, cls, method, cluster, java_home, **props):
 
 
 clients = pytest.mark.parametrize("client", CLIENT_VERSIONS)
+
+
+def test_boot_line_and_registration(cluster):
+    """Ready means what the Java broker prints: "The broker[<name>, <ip:port>] boot success." and registered."""
+    ns, broker = cluster
+    assert probe.broker_registered(ns.addr, broker.name, broker.addr)
+    assert f"The broker[{broker.name}, {broker.addr}] boot success" in tail_file(broker.managed.log, 2000), \
+        broker.tail()
 
 
 @clients
