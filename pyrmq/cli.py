@@ -14,6 +14,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "store": ("pyrmq.store.cli", "inspect or verify a store directory"),
     "broker": ("pyrmq.broker.startup", "run a Broker (Java BrokerStartup)"),
     "dev": ("pyrmq.broker.dev", "NameServer + Broker in one process, embedded defaults"),
+    "admin": ("pyrmq.admin.cli", "mqadmin's core commands (same names, flags and output)"),
 }
 
 
