@@ -64,7 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     if "h" in opts:
         print(cmd.options.help_text(app), end="")
         return 0
-    return asyncio.run(_run(cmd, opts))
+    try:
+        return asyncio.run(_run(cmd, opts))
+    except BrokenPipeError:  # `pyrmq admin ... | head`
+        sys.stderr.close()
+        return 1
+    except KeyboardInterrupt:  # clusterList -i loops until stopped
+        return 130
 
 
 async def _run(cmd: Command, opts: dict) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pyrmq.broker.admin.headers import GetConsumerConnectionListRequestHeader, GetConsumeStatsRequestHeader
 from pyrmq.broker.bodies import ConsumerConnection
-from pyrmq.broker.admin.bodies import ConsumeStats
+from pyrmq.broker.admin.bodies import ConsumeStats  # noqa: F401
 from pyrmq.namesrv.headers import GetRouteInfoRequestHeader
 from pyrmq.remoting.bodies import BrokerData, ClusterInfo, TopicRouteData
 from pyrmq.remoting.client import RemotingClient
@@ -188,7 +188,7 @@ class AdminClient:
                 continue
             r = await self.broker(addr, RequestCode.GET_CONSUME_STATS,
                                   GetConsumeStatsRequestHeader(group, topic), timeout_s=TIMEOUT_S * 3)
-            cs = ConsumeStats.decode(r.body or b"{}")
+            cs = consume_stats(r.body)
             total.offset_table.update(cs.offset_table)
             total.consume_tps += cs.consume_tps
         if not total.offset_table:

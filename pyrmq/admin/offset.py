@@ -15,6 +15,7 @@ from pyrmq.broker.admin.bodies import ConsumeStats
 from pyrmq.broker.headers import UpdateConsumerOffsetRequestHeader
 from pyrmq.remoting.codes import RequestCode, ResponseCode
 
+from .bodies import consume_stats, reset_offset_body
 from .base import Ctx, command, java_bool, java_int
 from .client import AdminError, MQClientError, ok
 from .javafmt import parse_human_date
@@ -51,7 +52,7 @@ async def reset_by_timestamp(ctx: Ctx, topic: str, group: str, ts: int, force: b
         r = await ctx.client.invoke(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
                                     ResetOffsetRequestHeader(topic, group, ts, force))
         if r.code == ResponseCode.SUCCESS and r.body:
-            table.update(ResetOffsetBody.decode(r.body).offset_table)
+            table.update(reset_offset_body(r.body).offset_table)
             continue
         raise MQClientError.of(r.code, r.remark)
     return table
@@ -67,7 +68,7 @@ async def reset_old(ctx: Ctx, group: str, topic: str, ts: int, force: bool, skip
             continue
         r = ok(await ctx.client.invoke(addr, RequestCode.GET_CONSUME_STATS,
                                        GetConsumeStatsRequestHeader(group, topic), timeout_s=15), addr)
-        cs = ConsumeStats.decode(r.body or b"{}")
+        cs = consume_stats(r.body)
         offsets = {mq.queue_id: o for mq, o in cs.offset_table.items() if mq.topic == topic}
         qd = next((q for q in route.queue_datas or [] if q.broker_name == bd.broker_name), None)
         for qid in sorted(offsets) if offsets else range(qd.read_queue_nums if qd else 0):

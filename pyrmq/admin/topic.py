@@ -19,6 +19,7 @@ from pyrmq.namesrv.headers import DeleteKVConfigRequestHeader, DeleteTopicFromNa
 from pyrmq.remoting.bodies import TopicList, _bean_props, _is_bean, fastjson_dumps
 from pyrmq.remoting.codes import RequestCode
 
+from .bodies import topic_stats_table
 from .base import Ctx, PrintHelp, command, java_bool, java_int
 from .client import AdminError, ok, select_addr
 from .javafmt import human_millis, jstr
@@ -233,7 +234,7 @@ def pretty_json(value, depth: int = 0) -> str:
             return "{}"
         items = []
         for k, v in value.items():
-            key = fastjson_dumps({k: 0}).decode()[1:-2]  # the key as fastjson writes it
+            key = fastjson_dumps({k: 0}).decode()[1:-3]  # the key as fastjson writes it
             items.append(f"{tab * (depth + 1)}{key}:{pretty_json(v, depth + 1)}")
         return "{\n" + ",\n".join(items) + "\n" + tab * depth + "}"
     if isinstance(value, (list, tuple)):
@@ -283,7 +284,7 @@ async def topic_stats(ctx: Ctx, topic: str, route_topic: str | None = None) -> T
         if addr is None:
             continue
         r = await ctx.client.broker(addr, RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic))
-        t = TopicStatsTable.decode(r.body or b"{}")
+        t = topic_stats_table(r.body)
         total.offset_table.update(t.offset_table)
     return total
 
