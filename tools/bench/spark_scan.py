@@ -24,7 +24,6 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 
 
 def generate(root: str, size: int, body_size: int, file_size: int) -> None:
-    from pyrmq.store.message import MessageExtBrokerInner
     from pyrmq.store.message_store import MessageStore
     from pyrmq.store.store_config import MessageStoreConfig
 
@@ -33,16 +32,21 @@ def generate(root: str, size: int, body_size: int, file_size: int) -> None:
     s = MessageStore(cfg)
     s.load()
     s.start()
+    from pyrmq.store.commitlog import MessageExtBatch
+    from pyrmq.store.message import BatchElement, encode_batch_body
+
     body = os.urandom(body_size)
     i = 0
     t0 = time.monotonic()
     try:
         while s.get_max_phy_offset() < size:
-            r = s.put_message(MessageExtBrokerInner(topic=f"Bench{i % 4}", body=body, queue_id=i % 8,
-                                                    properties={"TAGS": "t", "KEYS": f"k{i}", "UNIQ_KEY": f"U{i:012d}"}))
+            # batches of 32: each element becomes a full, independent record (spec 2.7)
+            elements = [BatchElement(body, f"TAGS\x01t\x02KEYS\x01k{i + j}\x02UNIQ_KEY\x01U{i + j:012d}\x02")
+                        for j in range(32)]
+            r = s.put_messages(MessageExtBatch(topic=f"Bench{i % 4}", body=encode_batch_body(elements), queue_id=i % 8))
             assert r.is_ok(), r
-            i += 1
-            if i % 100_000 == 0:
+            i += 32
+            if i % 102_400 == 0:
                 print(f"generated {s.get_max_phy_offset() / 2**20:.0f} MiB ({i} messages, "
                       f"{time.monotonic() - t0:.0f}s)", file=sys.stderr, flush=True)
     finally:
@@ -97,6 +101,8 @@ def main(argv=None) -> int:
                                                         "spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    # warm-up: JVM, Python workers, imports (not timed)
+    spark.read.format("rocketmq").option("offsets", str(files[0].base)).load(args.store).count()
     header_cols = "topic,queueId,queueOffset,commitLogOffset,storeSize,bodySize,storeTimestamp"
     if "header" not in skip:
         df = spark.read.format("rocketmq").option("splitSize", args.split_size).option("columns", header_cols).load(args.store)
