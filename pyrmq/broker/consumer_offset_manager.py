@@ -2,17 +2,23 @@
 
 Keys are ``topic@group`` like Java; persisted as
 ``<storePathRootDir>/config/consumerOffset.json`` every
-``flushConsumerOffsetInterval`` and at shutdown. The fastjson form has
-unquoted integer queue-id keys (``{"offsetTable":{"T@G":{0:5,1:7}}}``).
+``flushConsumerOffsetInterval`` and at shutdown, in the format defined once in
+``pyrmq.store.config.ConsumerOffsetSerializeWrapper`` (unquoted integer queue-id
+keys, ``pullOffsetTable`` like 5.5.0).
 """
 from __future__ import annotations
 
 import logging
 from typing import Callable
 
-from pyrmq.remoting.bodies import DataVersion, fastjson_dumps
-
-from .persist import load_json_file, persist_json_file
+from pyrmq.store.config import (
+    ConsumerOffsetSerializeWrapper,
+    DataVersion,
+    decode_config,
+    encode_config,
+    persist_config_text,
+    read_config_text,
+)
 
 log = logging.getLogger("pyrmq.broker.offset")
 
@@ -30,25 +36,35 @@ class ConsumerOffsetManager:
         self._dirty = False
 
     def load(self) -> None:
+        """Java ConfigManager#load (file, else ``.bak``): only ``offsetTable`` and ``dataVersion`` are read back.
+
+        Raises ``pyrmq.store.config.ConfigFileError`` when the file and its backup are unreadable."""
         if not self.path:
             return
-        obj = load_json_file(self.path)
-        if not isinstance(obj, dict):
+        got = read_config_text(self.path, lambda t: decode_config(ConsumerOffsetSerializeWrapper, t))
+        if got is None:
             return
-        table = obj.get("offsetTable") or {}
-        for k, qs in table.items():
-            if isinstance(qs, dict):
-                self.offset_table[str(k)] = {int(q): int(o) for q, o in qs.items()}
-        dv = obj.get("dataVersion")
-        if isinstance(dv, dict):
-            self.data_version = DataVersion.from_obj(dv)
+        w = got[0]
+        for k, qs in w.offset_table.items():
+            self.offset_table[str(k)] = {int(q): int(o) for q, o in qs.items()}
+        if w.data_version is not None:
+            self.data_version = w.data_version
 
-    def encode(self) -> bytes:
-        return fastjson_dumps({"dataVersion": self.data_version, "offsetTable": self.offset_table})
+    def build_serialize_wrapper(self) -> ConsumerOffsetSerializeWrapper:
+        return ConsumerOffsetSerializeWrapper(offset_table=self.offset_table, data_version=self.data_version,
+                                              pull_offset_table=self.pull_offset_table)
+
+    def encode(self) -> str:
+        """``consumerOffset.json`` as Java 5.5.0 writes it (fastjson2 pretty)."""
+        return encode_config(self.build_serialize_wrapper())
 
     def persist(self) -> None:
         if self.path:
-            persist_json_file(self.path, self.encode())
+            try:
+                persist_config_text(self.path, self.encode())
+            except OSError as e:
+                log.error("persist %s failed: %s", self.path, e)
+                return
             self._dirty = False
 
     def commit_offset(self, client_host: str, group: str, topic: str, queue_id: int, offset: int) -> None:

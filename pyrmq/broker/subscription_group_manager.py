@@ -7,54 +7,28 @@ Persisted as ``<storePathRootDir>/config/subscriptionGroup.json``
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Callable
 
-from pyrmq.remoting.bodies import DataVersion, FastJsonBody
-
-from .persist import load_json_file, persist_json_file
+from pyrmq.store.config import (
+    DataVersion,
+    GroupRetryPolicy,
+    SubscriptionGroupConfig,
+    SubscriptionGroupSerializeWrapper,
+    decode_config,
+    encode_config,
+    persist_config_text,
+    read_config_text,
+)
 
 log = logging.getLogger("pyrmq.broker.subscription")
 
-#: groups a Java broker creates at start (SubscriptionGroupManager#init)
+__all__ = ["GroupRetryPolicy", "SubscriptionGroupConfig", "SubscriptionGroupManager", "SYSTEM_GROUPS"]
+
+#: groups a Java 5.5.0 broker creates at start, in its order (SubscriptionGroupManager#init; MixAll names)
 SYSTEM_GROUPS = (
-    "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER",
-    "SELF_TEST_P_GROUP", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL",
-    "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_SYS_RMQ_TRANS",
+    "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRANS",
 )
-
-
-@dataclass(slots=True)
-class GroupRetryPolicy(FastJsonBody):
-    type: str = "CUSTOMIZED"
-    exponential_retry_policy: dict | None = None
-    customized_retry_policy: dict | None = None
-
-
-@dataclass(slots=True)
-class SubscriptionGroupConfig(FastJsonBody):
-    group_name: str | None = None
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    consume_message_orderly: bool = False
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    group_retry_policy: GroupRetryPolicy = field(default_factory=GroupRetryPolicy)
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-    group_sys_flag: int = 0
-    consume_timeout_minute: int = 15
-    subscription_data_set: list | None = None
-    attributes: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Wrapper(FastJsonBody):
-    subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
-    forbidden_table: dict[str, dict[str, int]] = field(default_factory=dict)
-    data_version: DataVersion = field(default_factory=DataVersion)
 
 
 class SubscriptionGroupManager:
@@ -67,28 +41,35 @@ class SubscriptionGroupManager:
         self.data_version = DataVersion()
         for g in SYSTEM_GROUPS:
             self.table[g] = SubscriptionGroupConfig(group_name=g)
-        self.table["TOOLS_CONSUMER"].consume_broadcast_enable = True
 
     def load(self) -> None:
+        """Java ConfigManager#load: the file, else its ``.bak``; raises ConfigFileError when neither reads."""
         if not self.path:
             return
-        obj = load_json_file(self.path)
-        if obj is None:
+        got = read_config_text(self.path, lambda t: decode_config(SubscriptionGroupSerializeWrapper, t))
+        if got is None:
             return
-        w = _Wrapper.from_obj(obj)
+        w = got[0]
         for name, cfg in w.subscription_group_table.items():
             if cfg.group_name is None:
                 cfg.group_name = name
             self.table[name] = cfg
-        self.forbidden_table = w.forbidden_table
+        self.forbidden_table = w.forbidden_table or {}
         self.data_version = w.data_version
 
-    def encode(self) -> bytes:
-        return _Wrapper(dict(self.table), self.forbidden_table, self.data_version).encode()
+    def build_serialize_wrapper(self) -> SubscriptionGroupSerializeWrapper:
+        return SubscriptionGroupSerializeWrapper(dict(self.table), self.forbidden_table, self.data_version)
+
+    def encode(self) -> str:
+        """``subscriptionGroup.json`` as Java 5.5.0 writes it (fastjson2 pretty)."""
+        return encode_config(self.build_serialize_wrapper())
 
     def persist(self) -> None:
         if self.path:
-            persist_json_file(self.path, self.encode())
+            try:
+                persist_config_text(self.path, self.encode())
+            except OSError as e:
+                log.error("persist %s failed: %s", self.path, e)
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, auto-created when ``autoCreateSubscriptionGroup`` (Java, same name)."""

@@ -24,10 +24,10 @@ import asyncio
 import heapq
 import logging
 import os
-import struct
 from typing import TYPE_CHECKING
 
 from pyrmq.store import message as m
+from pyrmq.store.checkpoint import TimerCheckpoint
 from pyrmq.store.results import PutMessageStatus
 
 from .schedule_message_service import set_event_threadsafe
@@ -44,9 +44,6 @@ TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
 TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
 _MC = m.MessageConst
 
-#: Java TimerCheckpoint: four longs and the DataVersion (stateVersion, timestamp, counter) in one OS page
-_CHECKPOINT = struct.Struct(">7q")
-CHECKPOINT_FILE_SIZE = 4096
 #: Java timerFlushIntervalMs
 FLUSH_INTERVAL_S = 1.0
 IDLE_RECHECK_S = 1.0
@@ -119,45 +116,6 @@ def convert_message(msg: m.StoredMessage, enqueue_ms: int, now_ms: int) -> m.Mes
         properties_string=stored, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
         store_host=msg.store_host, reconsume_times=msg.reconsume_times,
     )
-
-
-class TimerCheckpoint:
-    """``<root>/config/timercheck`` in Java's layout (big-endian longs at 0..55 of a 4 KiB file)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.last_read_time_ms = 0
-        self.last_timer_log_flush_pos = 0
-        self.last_timer_queue_offset = 0
-        self.master_timer_queue_offset = 0
-        self.state_version = 0
-        self.timestamp = 0
-        self.counter = 0
-        self.existed = False
-        try:
-            with open(path, "rb") as f:
-                data = f.read(_CHECKPOINT.size)
-        except FileNotFoundError:
-            return
-        if len(data) == _CHECKPOINT.size:
-            self.existed = True
-            (self.last_read_time_ms, self.last_timer_log_flush_pos, self.last_timer_queue_offset,
-             self.master_timer_queue_offset, self.state_version, self.timestamp, self.counter) = _CHECKPOINT.unpack(data)
-
-    def encode(self) -> bytes:
-        return _CHECKPOINT.pack(self.last_read_time_ms, self.last_timer_log_flush_pos, self.last_timer_queue_offset,
-                                self.master_timer_queue_offset, self.state_version, self.timestamp, self.counter)
-
-    def flush(self) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size < CHECKPOINT_FILE_SIZE:
-                os.ftruncate(fd, CHECKPOINT_FILE_SIZE)
-            os.pwrite(fd, self.encode(), 0)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class TimerMessageStore:

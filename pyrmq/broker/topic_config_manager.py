@@ -14,9 +14,15 @@ import os
 import re
 from typing import Callable
 
-from pyrmq.remoting.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-
-from .persist import load_json_file, persist_json_file
+from pyrmq.store.config import (
+    DataVersion,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    decode_config,
+    encode_config,
+    persist_config_text,
+    read_config_text,
+)
 
 log = logging.getLogger("pyrmq.broker.topic")
 
@@ -148,13 +154,15 @@ class TopicConfigManager:
             self._put(TIMER_TOPIC, 1, 1)
 
     def load(self) -> None:
-        """Merge topics.json over the system topics (Java ConfigManager#load then decode)."""
+        """Merge topics.json (or its ``.bak``) over the system topics (Java ConfigManager#load then decode).
+
+        Raises ``pyrmq.store.config.ConfigFileError`` when the file and its backup are unreadable."""
         if not self.path:
             return
-        obj = load_json_file(self.path)
-        if obj is None:
+        got = read_config_text(self.path, lambda t: decode_config(TopicConfigSerializeWrapper, t))
+        if got is None:
             return
-        wrapper = TopicConfigSerializeWrapper.from_obj(obj)
+        wrapper = got[0]
         for name, tc in wrapper.topic_config_table.items():
             if tc.topic_name is None:
                 tc.topic_name = name
@@ -163,10 +171,14 @@ class TopicConfigManager:
 
     def persist(self) -> None:
         if self.path:
-            persist_json_file(self.path, self.encode())
+            try:
+                persist_config_text(self.path, self.encode())
+            except OSError as e:
+                log.error("persist %s failed: %s", self.path, e)
 
-    def encode(self) -> bytes:
-        return self.build_serialize_wrapper().encode()
+    def encode(self) -> str:
+        """``topics.json`` as Java 5.5.0 writes it (fastjson2 pretty)."""
+        return encode_config(self.build_serialize_wrapper())
 
     def build_serialize_wrapper(self) -> TopicConfigSerializeWrapper:
         return TopicConfigSerializeWrapper(dict(self.topic_config_table), self.data_version)

@@ -1,6 +1,7 @@
-"""StoreCheckpoint (4096-byte file of big-endian longs), the abort marker and the lock file.
+"""StoreCheckpoint (4096-byte file of big-endian longs), the abort marker, the lock file and timercheck.
 
-Java: store.StoreCheckpoint, DefaultMessageStore#createTempFile / #lock (spec store-format §5.1-5.3).
+Java: store.StoreCheckpoint, store.timer.TimerCheckpoint, DefaultMessageStore#createTempFile / #lock
+(spec store-format §5.1-5.3).
 
     offset  field                 since
     0       physicMsgTimestamp    all
@@ -22,6 +23,8 @@ import construct as cs
 
 CHECKPOINT_FILE_SIZE = 4096
 _LAYOUT = struct.Struct(">qqqqq")
+#: Java TimerCheckpoint: four longs and the DataVersion (stateVersion, timestamp, counter) in one OS page
+TIMER_CHECKPOINT_LAYOUT = struct.Struct(">7q")
 
 CHECKPOINT = cs.Struct(
     "physic_msg_timestamp" / cs.Int64sb,
@@ -122,3 +125,47 @@ class StoreLock:
             finally:
                 os.close(self._fd)
                 self._fd = None
+
+
+class TimerCheckpoint:
+    """``<root>/config/timercheck``: timer progress. Java: store/timer/TimerCheckpoint.
+
+    Big-endian longs at 0..55 of a 4 KiB file: lastReadTimeMs, lastTimerLogFlushPos,
+    lastTimerQueueOffset, masterTimerQueueOffset, then the DataVersion (stateVersion,
+    timestamp, counter). A missing or short file reads as all zero (``existed`` False).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.last_read_time_ms = 0
+        self.last_timer_log_flush_pos = 0
+        self.last_timer_queue_offset = 0
+        self.master_timer_queue_offset = 0
+        self.state_version = 0
+        self.timestamp = 0
+        self.counter = 0
+        self.existed = False
+        try:
+            with open(path, "rb") as f:
+                data = f.read(TIMER_CHECKPOINT_LAYOUT.size)
+        except FileNotFoundError:
+            return
+        if len(data) == TIMER_CHECKPOINT_LAYOUT.size:
+            self.existed = True
+            (self.last_read_time_ms, self.last_timer_log_flush_pos, self.last_timer_queue_offset,
+             self.master_timer_queue_offset, self.state_version, self.timestamp, self.counter) = TIMER_CHECKPOINT_LAYOUT.unpack(data)
+
+    def encode(self) -> bytes:
+        return TIMER_CHECKPOINT_LAYOUT.pack(self.last_read_time_ms, self.last_timer_log_flush_pos, self.last_timer_queue_offset,
+                                self.master_timer_queue_offset, self.state_version, self.timestamp, self.counter)
+
+    def flush(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size < CHECKPOINT_FILE_SIZE:
+                os.ftruncate(fd, CHECKPOINT_FILE_SIZE)
+            os.pwrite(fd, self.encode(), 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -128,7 +128,7 @@ def test_send_pull_round_trip_and_long_poll(cluster):
     assert (store / "abort").exists()
     assert broker.stop(15) == 0
     assert not (store / "abort").exists()  # clean shutdown
-    assert '"ItT@itg":{0:2}' in (store / "config" / "consumerOffset.json").read_text()
+    assert '"ItT@itg":{\n\t\t\t0:2\n\t\t}' in (store / "config" / "consumerOffset.json").read_text()
     assert '"ItT"' in (store / "config" / "topics.json").read_text()
     log = broker.log.read_text()
     assert "someUnknownKey" in log  # reported, not fatal

@@ -14,9 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from pyrmq.store.config import dumps_pretty, loads
-
-from ..persist import load_json_file, persist_json_file
+from pyrmq.store.config import dumps_pretty, loads, persist_config_text, read_config_text
 from .bloom import BloomFilter, BloomFilterData
 from .sql92 import BooleanExpression, FilterParseError, compile_selector
 
@@ -180,12 +178,15 @@ class ConsumerFilterManager:
         return dumps_pretty(tree)
 
     def persist(self) -> None:
-        persist_json_file(self.path, self.encode().encode("utf-8"))
+        try:
+            persist_config_text(self.path, self.encode())
+        except OSError as e:
+            log.error("persist %s failed: %s", self.path, e)
 
     def load(self) -> None:
-        tree = load_json_file(self.path)
-        if tree:
-            self.decode_tree(tree)
+        got = read_config_text(self.path)  # the file, else its .bak (Java ConfigManager#load)
+        if got is not None and got[0]:
+            self.decode_tree(got[0])
 
     def decode(self, text: str) -> None:
         self.decode_tree(loads(text))

@@ -1,0 +1,109 @@
+"""The broker's managers read and write config files through pyrmq.store.config: what a Java 5.5.0
+broker wrote is loaded, and what they persist is Java 5.5.0's text (tests/golden/store/config)."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+
+import pytest
+
+from pyrmq.broker.config import BrokerConfig
+from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
+from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
+from pyrmq.broker.topic_config_manager import TopicConfigManager
+from pyrmq.store import config as cfg
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "golden" / "store" / "config" / "java-5.5.0"
+
+
+def _copy(tmp_path: pathlib.Path, name: str) -> str:
+    dst = tmp_path / "config" / name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(GOLDEN / name, dst)
+    return str(dst)
+
+
+def _java_broker_config() -> BrokerConfig:
+    c = BrokerConfig()
+    c["brokerName"], c["brokerClusterName"] = "broker-a", "DefaultCluster"
+    return c
+
+
+def test_consumer_offsets_persist_is_javas_text(tmp_path) -> None:
+    path = _copy(tmp_path, "consumerOffset.json")
+    com = ConsumerOffsetManager(path)
+    com.load()
+    assert com.query_offset("GroupA", "TopicEight", 4) == 1
+    com.persist()
+    assert pathlib.Path(path).read_text() == (GOLDEN / "consumerOffset.json").read_text()
+    assert pathlib.Path(path + ".bak").read_text() == (GOLDEN / "consumerOffset.json").read_text()
+
+
+def test_consumer_offsets_write_pull_offsets_and_read_back(tmp_path) -> None:
+    path = str(tmp_path / "config" / "consumerOffset.json")
+    com = ConsumerOffsetManager(path)
+    com.commit_offset("h", "g", "T", 3, 7)
+    com.commit_pull_offset("h", "g", "T", 3, 9)
+    com.persist()
+    tree = cfg.loads(pathlib.Path(path).read_text())
+    assert tree["offsetTable"] == {"T@g": {3: 7}} and tree["pullOffsetTable"] == {"T@g": {3: 9}}
+    assert tree["groupTopicMap"] == {"g": ["T"]}
+    again = ConsumerOffsetManager(path)
+    again.load()
+    assert again.query_offset("g", "T", 3) == 7
+
+
+def test_subscription_groups_round_trip_through_the_manager(tmp_path) -> None:
+    path = _copy(tmp_path, "subscriptionGroup.json")
+    sgm = SubscriptionGroupManager(_java_broker_config(), path, now=lambda: 0)
+    sgm.load()
+    exp = sgm.table["GroupExp"].group_retry_policy.exponential_retry_policy
+    assert (exp.initial, exp.max, exp.multiplier) == (2000, 60000, 3)
+    assert sgm.table["GroupCust"].retry_max_times == 3
+    sgm.persist()
+    # same groups and data version as Java wrote (map order is the table's; Java's is a ConcurrentHashMap's)
+    assert cfg.loads(pathlib.Path(path).read_text()) == cfg.loads((GOLDEN / "subscriptionGroup.json").read_text())
+    assert "\n\t\"subscriptionGroupTable\":{\n\t\t\"" in pathlib.Path(path).read_text()
+
+
+def test_topics_round_trip_through_the_manager(tmp_path) -> None:
+    path = _copy(tmp_path, "topics.json")
+    tcm = TopicConfigManager(_java_broker_config(), path, now=lambda: 0)
+    tcm.load()
+    assert tcm.select_topic_config("TopicOne").order
+    tcm.persist()
+    got = cfg.decode_config(cfg.TopicConfigSerializeWrapper, pathlib.Path(path).read_text())
+    java = cfg.decode_config(cfg.TopicConfigSerializeWrapper, (GOLDEN / "topics.json").read_text())
+    assert got.data_version == java.data_version
+    for name, tc in java.topic_config_table.items():
+        assert got.topic_config_table[name] == tc
+    # what the manager writes for the table it holds is exactly the shared module's text
+    assert pathlib.Path(path).read_text() == cfg.encode_config(tcm.build_serialize_wrapper())
+
+
+@pytest.mark.parametrize("damage", ["garbage", "empty"])
+def test_managers_fall_back_to_bak(tmp_path, damage) -> None:
+    path = _copy(tmp_path, "consumerOffset.json")
+    shutil.copyfile(path, path + ".bak")
+    pathlib.Path(path).write_text("{not json" if damage == "garbage" else "")
+    com = ConsumerOffsetManager(path)
+    com.load()
+    assert com.query_offset("GroupA", "TopicEight", 5) == 2
+
+
+def test_unreadable_file_and_bak_refuse_to_load(tmp_path) -> None:
+    path = str(tmp_path / "config" / "subscriptionGroup.json")
+    pathlib.Path(path).parent.mkdir(parents=True)
+    pathlib.Path(path).write_text("{oops")
+    pathlib.Path(path + ".bak").write_text("[also bad")
+    with pytest.raises(cfg.ConfigFileError):
+        SubscriptionGroupManager(_java_broker_config(), path, now=lambda: 0).load()
+
+
+def test_fresh_broker_has_javas_system_groups() -> None:
+    java = cfg.loads((GOLDEN / "subscriptionGroup.json").read_text())["subscriptionGroupTable"]
+    fresh = SubscriptionGroupManager(_java_broker_config(), None, now=lambda: 0).table
+    assert set(fresh) == set(java) - {"GroupA", "GroupExp", "GroupCust"}
+    for name, sg in fresh.items():
+        assert cfg.loads(cfg.encode_config(sg)) == java[name]
