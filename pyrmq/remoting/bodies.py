@@ -73,7 +73,7 @@ class BodyDecodeError(ValueError):
 # --------------------------------------------------------------------------- writer
 
 
-def _java_double(f: float) -> str:
+def java_double(f: float) -> str:
     """Java ``Double.toString``: ``1.0``, ``0.5``, ``1.0E10``, ``1.0E-4``."""
     if f != f:
         return "NaN"
@@ -88,7 +88,8 @@ def _java_double(f: float) -> str:
     return f"{'-' if f < 0 else ''}{digits[0]}.{digits[1:] or '0'}E{exp10}"
 
 
-def _is_bean(value: Any) -> bool:
+def is_bean(value: Any) -> bool:
+    """A dataclass instance (serialised as a Java bean)."""
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
@@ -100,7 +101,9 @@ def _prop_name(f: dataclasses.Field) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-def _bean_props(value: Any) -> list[tuple[str, Any]]:
+def bean_props(value: Any) -> list[tuple[str, Any]]:
+    """A bean's non-null properties as (Java name, value), sorted by name: fastjson's order, the one rule
+    for remoting bodies and config files."""
     props = []
     for f in dataclasses.fields(value):
         if f.metadata.get("transient"):
@@ -111,6 +114,10 @@ def _bean_props(value: Any) -> list[tuple[str, Any]]:
         props.append((_prop_name(f), v))
     props.sort(key=lambda kv: kv[0])
     return props
+
+
+#: the former private names, still imported elsewhere
+_java_double, _is_bean, _bean_props = java_double, is_bean, bean_props
 
 
 def _write(value: Any, out: list[str], standard: bool) -> None:
@@ -128,7 +135,7 @@ def _write(value: Any, out: list[str], standard: bool) -> None:
         else:
             out.append(str(int(value)))
     elif isinstance(value, float):
-        out.append(_java_double(value))
+        out.append(java_double(value))
     elif isinstance(value, str):
         out.append(orjson.dumps(value).decode())
     elif isinstance(value, dict):
@@ -142,10 +149,10 @@ def _write(value: Any, out: list[str], standard: bool) -> None:
             first = False
             _write(item, out, standard)
         out.append("]")
-    elif _is_bean(value):
+    elif is_bean(value):
         out.append("{")
         first = True
-        for name, v in _bean_props(value):
+        for name, v in bean_props(value):
             if not first:
                 out.append(",")
             first = False
@@ -183,7 +190,7 @@ def _write_map(value: dict, out: list[str], standard: bool) -> None:
             out.append(f'"{str(k).lower()}"' if standard else str(k).lower())
         elif isinstance(k, int):
             out.append(f'"{k}"' if standard else str(k))
-        elif _is_bean(k):
+        elif is_bean(k):
             # fastjson writes the key object itself (not JSON); spec §1.8 item 3
             _write(k, out, standard)
         else:

@@ -22,7 +22,7 @@ import struct
 import construct as cs
 
 CHECKPOINT_FILE_SIZE = 4096
-_LAYOUT = struct.Struct(">qqqqq")
+CHECKPOINT_LAYOUT = struct.Struct(">qqqqq")
 #: Java TimerCheckpoint: four longs and the DataVersion (stateVersion, timestamp, counter) in one OS page
 TIMER_CHECKPOINT_LAYOUT = struct.Struct(">7q")
 
@@ -51,10 +51,10 @@ class StoreCheckpoint:
             self.index_msg_timestamp,
             self.master_flushed_offset,
             self.confirm_phy_offset,
-        ) = _LAYOUT.unpack_from(self._mm, 0) if existed else (0, 0, 0, 0, 0)
+        ) = CHECKPOINT_LAYOUT.unpack_from(self._mm, 0) if existed else (0, 0, 0, 0, 0)
 
     def flush(self) -> None:
-        _LAYOUT.pack_into(
+        CHECKPOINT_LAYOUT.pack_into(
             self._mm, 0, self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp,
             self.master_flushed_offset, self.confirm_phy_offset,
         )

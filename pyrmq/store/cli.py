@@ -29,9 +29,16 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from . import config as cfg
-from .checkpoint import CHECKPOINT_FILE_SIZE, _LAYOUT as _CHECKPOINT_LAYOUT
+from .checkpoint import CHECKPOINT_FILE_SIZE, CHECKPOINT_LAYOUT
 from .consume_queue import CQ_STORE_UNIT_SIZE, decode_entry
-from .index import HASH_SLOT_SIZE, INDEX_HEADER_SIZE, INDEX_SIZE, _ENTRY as _INDEX_ENTRY, _HEADER as _INDEX_HEADER, _SLOT
+from .index import (
+    HASH_SLOT_LAYOUT,
+    HASH_SLOT_SIZE,
+    INDEX_ENTRY_LAYOUT,
+    INDEX_HEADER_LAYOUT,
+    INDEX_HEADER_SIZE,
+    INDEX_SIZE,
+)
 from .index import build_key, index_key_hash
 from .message import (
     BLANK_MAGIC_CODE,
@@ -401,9 +408,9 @@ def _read_checkpoint(root: str) -> dict[str, Any] | None:
             data = f.read(CHECKPOINT_FILE_SIZE)
     except FileNotFoundError:
         return None
-    data = data.ljust(_CHECKPOINT_LAYOUT.size, b"\0")
+    data = data.ljust(CHECKPOINT_LAYOUT.size, b"\0")
     names = ("physicMsgTimestamp", "logicsMsgTimestamp", "indexMsgTimestamp", "masterFlushedOffset", "confirmPhyOffset")
-    return dict(zip(names, _CHECKPOINT_LAYOUT.unpack_from(data, 0)))
+    return dict(zip(names, CHECKPOINT_LAYOUT.unpack_from(data, 0)))
 
 
 def _config_summary(root: str) -> dict[str, Any]:
@@ -503,7 +510,7 @@ def inspect_store(root: str, *, commitlog_dir: str | None = None) -> dict[str, A
             with open(p, "rb") as fh:
                 head = fh.read(INDEX_HEADER_SIZE)
             if len(head) == INDEX_HEADER_SIZE:
-                b_ts, e_ts, _b, _e, _slots, count = _INDEX_HEADER.unpack(head)
+                b_ts, e_ts, _b, _e, _slots, count = INDEX_HEADER_LAYOUT.unpack(head)
                 entries += max(count - 1, 0)
         idx_info["entries"] = entries
         info["index"] = idx_info
@@ -735,7 +742,7 @@ def _verify_index(
     with open(path, "rb") as fh:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        b_ts, e_ts, b_phy, e_phy, slot_count, count = _INDEX_HEADER.unpack_from(mm, 0)
+        b_ts, e_ts, b_phy, e_phy, slot_count, count = INDEX_HEADER_LAYOUT.unpack_from(mm, 0)
         count = max(count, 1)
         if count > max_entries:
             report.problem(path, 32 + 4, f"indexCount {count} > maxIndexNum {max_entries}")
@@ -743,7 +750,7 @@ def _verify_index(
         base = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE
         used_slots = 0
         for s in range(slots):
-            (head,) = _SLOT.unpack_from(mm, INDEX_HEADER_SIZE + s * HASH_SLOT_SIZE)
+            (head,) = HASH_SLOT_LAYOUT.unpack_from(mm, INDEX_HEADER_SIZE + s * HASH_SLOT_SIZE)
             if head:
                 used_slots += 1
                 if head < 0 or head >= count:
@@ -752,7 +759,7 @@ def _verify_index(
             report.warn(path, 32, f"hashSlotCount {slot_count} but {used_slots} slots are in use")
         for n in range(1, count):
             pos = base + n * INDEX_SIZE
-            key_hash, phy, time_diff, prev = _INDEX_ENTRY.unpack_from(mm, pos)
+            key_hash, phy, time_diff, prev = INDEX_ENTRY_LAYOUT.unpack_from(mm, pos)
             stats.index_entries += 1
             if prev < 0 or prev >= n:
                 report.problem(path, pos, f"entry {n}: prevIndex {prev} does not point to an older entry")

@@ -44,8 +44,8 @@ from pyrmq.remoting.bodies import (
     FastJsonBody,
     TopicConfig,
     TopicConfigSerializeWrapper,
-    _bean_props,  # the one rule for bean property names and order
-    _java_double,
+    bean_props,  # the one rule for bean property names and order
+    java_double,
     lenient_loads,
 )
 
@@ -162,7 +162,7 @@ def _write(value: Any, out: list[str], level: int) -> None:
     elif isinstance(value, int):
         out.append(str(int(value)))
     elif isinstance(value, float):
-        out.append(_java_double(value))
+        out.append(java_double(value))
     elif isinstance(value, str):
         out.append(_str(value))
     elif isinstance(value, dict):
@@ -191,7 +191,7 @@ def _write(value: Any, out: list[str], level: int) -> None:
         out.append("\t" * level)
         out.append("]")
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        _write_members([(_str(k), v) for k, v in _bean_props(value)], out, level)
+        _write_members([(_str(k), v) for k, v in bean_props(value)], out, level)
     else:
         raise TypeError(f"cannot write {type(value).__name__} to a config file")
 

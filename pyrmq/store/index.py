@@ -33,7 +33,7 @@ HASH_SLOT_SIZE = 4
 INDEX_SIZE = 20
 INVALID_INDEX = 0
 
-_HEADER = struct.Struct(
+INDEX_HEADER_LAYOUT = struct.Struct(
     ">"
     "q"  # beginTimestamp
     "q"  # endTimestamp
@@ -42,8 +42,8 @@ _HEADER = struct.Struct(
     "i"  # hashSlotCount
     "i"  # indexCount
 )
-_ENTRY = struct.Struct(">iqii")
-_SLOT = struct.Struct(">i")
+INDEX_ENTRY_LAYOUT = struct.Struct(">iqii")
+HASH_SLOT_LAYOUT = struct.Struct(">i")
 
 INDEX_HEADER = cs.Struct(
     "begin_timestamp" / cs.Int64sb,
@@ -94,7 +94,7 @@ class IndexFile:
         self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
         if existed:
             (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
-             self.hash_slot_count, self.index_count) = _HEADER.unpack_from(self.mm, 0)
+             self.hash_slot_count, self.index_count) = INDEX_HEADER_LAYOUT.unpack_from(self.mm, 0)
             self.hash_slot_count = max(self.hash_slot_count, 0)
             self.index_count = max(self.index_count, 1)
         else:
@@ -108,7 +108,7 @@ class IndexFile:
                 self.begin_timestamp = self.end_timestamp = end_timestamp
 
     def _write_header(self) -> None:
-        _HEADER.pack_into(
+        INDEX_HEADER_LAYOUT.pack_into(
             self.mm, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
             self.hash_slot_count, self.index_count,
         )
@@ -122,7 +122,7 @@ class IndexFile:
             return False
         key_hash = index_key_hash(key)
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
-        (slot_value,) = _SLOT.unpack_from(self.mm, slot_pos)
+        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, slot_pos)
         if slot_value <= INVALID_INDEX or slot_value > self.index_count:
             slot_value = INVALID_INDEX
         if self.begin_timestamp <= 0:
@@ -131,10 +131,10 @@ class IndexFile:
             time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \
                 else -((self.begin_timestamp - store_timestamp) // 1000)
             time_diff = min(max(time_diff, 0), 2**31 - 1)
-        _ENTRY.pack_into(
+        INDEX_ENTRY_LAYOUT.pack_into(
             self.mm, self._entries_base + self.index_count * INDEX_SIZE, key_hash, phy_offset, time_diff, slot_value
         )
-        _SLOT.pack_into(self.mm, slot_pos, self.index_count)
+        HASH_SLOT_LAYOUT.pack_into(self.mm, slot_pos, self.index_count)
         if self.index_count <= 1:
             self.begin_phy_offset = phy_offset
             self.begin_timestamp = store_timestamp
@@ -156,12 +156,12 @@ class IndexFile:
     def select_phy_offset(self, phy_offsets: list[int], key: str, max_num: int, begin: int, end: int) -> None:
         """Append matching commit-log offsets, newest first. Java IndexFile#selectPhyOffset."""
         key_hash = index_key_hash(key)
-        (slot_value,) = _SLOT.unpack_from(self.mm, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE)
+        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE)
         if slot_value <= INVALID_INDEX or slot_value > self.index_count or self.index_count <= 1:
             return
         nxt = slot_value
         while len(phy_offsets) < max_num:
-            h, phy, diff, prev = _ENTRY.unpack_from(self.mm, self._entries_base + nxt * INDEX_SIZE)
+            h, phy, diff, prev = INDEX_ENTRY_LAYOUT.unpack_from(self.mm, self._entries_base + nxt * INDEX_SIZE)
             if diff < 0:
                 break
             t = self.begin_timestamp + diff * 1000
