@@ -183,7 +183,7 @@ class SendMessageProcessor:
         amr = result.append_message_result
         if not ok or amr is None:
             if remark and "{disk}" in remark:
-                remark = remark.format(disk="0.0")
+                remark = remark.format(disk=self.controller.message_store.disk_util())
             if result.error and code == ResponseCode.SYSTEM_ERROR:
                 log.error("put message failed: %s (%s)", status.name, result.error)
             return self._response(cmd, code, remark)

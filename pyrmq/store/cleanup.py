@@ -13,8 +13,10 @@ One round (every ``cleanResourceInterval`` ms, first after 60 s):
    (by mtime) go, oldest first, never the last file, at most
    ``deleteFileBatchMax`` per round. Above ``diskSpaceCleanForciblyRatio``
    (with ``cleanFileForciblyEnable``) age does not matter.
-2. above ``diskSpaceWarningLevelRatio`` the store is marked disk-full: puts get
-   ``SERVICE_NOT_AVAILABLE`` until a later round sees the usage back below it.
+2. above ``diskSpaceWarningLevelRatio`` the store's ``RunningFlags`` get the
+   DISK_FULL (commit log partition) or LOGIC_DISK_FULL (consume queue partition)
+   bit: puts get ``SERVICE_NOT_AVAILABLE`` until a later round sees the usage
+   back below it.
 3. consume queues, then index files: when the commit log's min offset moved,
    delete their leading files that only point below it (never the last file).
 
@@ -28,6 +30,8 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
+
+from .running_flags import RunningFlag, RunningFlags
 
 log = logging.getLogger("pyrmq.store")
 
@@ -93,7 +97,6 @@ class _MappedFileQueue(Protocol):
 
 class _CommitLog(Protocol):
     mapped_file_queue: _MappedFileQueue
-    writable: bool
 
     def get_min_offset(self) -> int: ...
 
@@ -105,6 +108,7 @@ class _Cleanable(Protocol):
     commit_log: _CommitLog
     consume_queue_table: dict
     index_service: object
+    running_flags: RunningFlags
 
 
 @dataclass(slots=True)
@@ -130,10 +134,10 @@ def _clamp(v: float, lo: float, hi: float) -> float:
 class StoreCleaner:
     """CleanCommitLogService + CleanConsumeQueueService + the DISK_FULL running flag.
 
-    ``run_once()`` is one round (what the background thread calls);
-    ``disk_full`` is what puts look at. Java keeps the disk-full bit in
-    ``RunningFlags``; here it turns ``commit_log.writable`` off and back on
-    (only undoing what it did itself).
+    ``run_once()`` is one round (what the background thread calls). The
+    disk-full state lives in the store's ``RunningFlags`` (what puts look at);
+    ``disk_full``/``disk_full_reason`` say why for logs and tests. The store
+    owns one and starts/stops it with itself, like Java's DefaultMessageStore.
     """
 
     def __init__(
@@ -175,19 +179,34 @@ class StoreCleaner:
     def disk_full(self) -> bool:
         return self._disk_full
 
-    def _mark_disk_full(self, reason: str) -> None:
-        if not self._disk_full:
+    def _mark_disk_full(self, logic: bool, reason: str) -> None:
+        flags = self.store.running_flags
+        changed = flags.get_and_make_logic_disk_full() if logic else flags.get_and_make_disk_full()
+        if changed:
             log.error("disk maybe full soon: %s; refusing writes until space is back", reason)
         self._disk_full = True
         self.disk_full_reason = reason
-        self.store.commit_log.writable = False
 
-    def _mark_disk_ok(self, what: str, ratio: float) -> None:
-        if self._disk_full:
-            log.info("%s disk space OK (%.2f used); accepting writes again", what, ratio)
-            self.store.commit_log.writable = True
-        self._disk_full = False
-        self.disk_full_reason = ""
+    def _mark_disk_ok(self, logic: bool, ratio: float) -> None:
+        flags = self.store.running_flags
+        if flags.get_and_make_logic_disk_ok() if logic else flags.get_and_make_disk_ok():
+            log.info("%s disk space OK (%.2f used); accepting writes again",
+                     "consume queue" if logic else "commit log", ratio)
+        self._disk_full = self.store.running_flags.is_set(RunningFlag.DISK_FULL) or \
+            self.store.running_flags.is_set(RunningFlag.LOGIC_DISK_FULL)
+        if not self._disk_full:
+            self.disk_full_reason = ""
+
+    def disk_util(self) -> str:
+        """``CL: 0.95 CQ: 0.95 INDEX: 0.95``: the used ratios a SERVICE_NOT_AVAILABLE send answer names.
+
+        Java SendMessageProcessor#diskUtil (the lowest commit-log partition, ``%5.2f`` of each ratio)."""
+        physic = 100.0
+        for p in self._commit_log_paths():
+            physic = min(physic, self.disk_usage(p))
+        logics = self.disk_usage(self.config.consume_queue_dir)
+        index = self.disk_usage(self.config.index_dir)
+        return f"CL: {physic:5.2f} CQ: {logics:5.2f} INDEX: {index:5.2f}"
 
     def execute_delete_files_manually(self) -> None:
         """The admin "delete expired commit log" request: the next 20 rounds delete expired files."""
@@ -206,6 +225,7 @@ class StoreCleaner:
         r.commit_log_ratio = physic
         if physic > warning:
             self._mark_disk_full(
+                False,
                 f"commit log partition of {path} is {physic:.0%} used, above "
                 f"diskSpaceWarningLevelRatio {warning:.0%}"
             )
@@ -214,12 +234,13 @@ class StoreCleaner:
         if physic > forcibly:
             r.clean_immediately = True
             return True
-        self._mark_disk_ok("commit log", physic)
+        self._mark_disk_ok(False, physic)
 
         logics = self.disk_usage(self.config.consume_queue_dir)
         r.logics_ratio = logics
         if logics > warning:
             self._mark_disk_full(
+                True,
                 f"consume queue partition is {logics:.0%} used, above diskSpaceWarningLevelRatio {warning:.0%}"
             )
             r.clean_immediately = True
@@ -227,7 +248,7 @@ class StoreCleaner:
         if logics > forcibly:
             r.clean_immediately = True
             return True
-        self._mark_disk_ok("consume queue", logics)
+        self._mark_disk_ok(True, logics)
 
         ratio = self.disk_max_used_space_ratio()
         if physic < 0 or physic > ratio:

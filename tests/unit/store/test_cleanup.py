@@ -13,6 +13,7 @@ from pyrmq.store.cleanup import (
     is_it_time_to_do,
 )
 from pyrmq.store.results import GetMessageStatus, PutMessageStatus
+from pyrmq.store.running_flags import RunningFlag
 
 HOUR = 3600 * 1000
 NO_SLEEP = dict(delete_commit_log_files_interval=0, delete_consume_queue_files_interval=0)
@@ -199,9 +200,39 @@ def test_disk_ok_does_not_reenable_a_store_made_unwritable_by_someone_else(
     open_store, msg_factory, frozen_clock
 ) -> None:
     s = open_store(**NO_SLEEP)
-    s.commit_log.writable = False  # e.g. an fsync error
-    _cleaner(s, frozen_clock, Disk(0.10)).run_once()
-    assert s.commit_log.writable is False
+    s.running_flags.make_not_writeable()  # e.g. a write error (Java NOT_WRITEABLE_BIT)
+    c = _cleaner(s, frozen_clock, Disk(0.95))
+    assert c.run_once().disk_full
+    c.disk_usage = Disk(0.10)
+    assert not c.run_once().disk_full
+    assert not s.running_flags.is_writeable()
+    refused = s.put_message(msg_factory(1))
+    assert refused.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    s.running_flags.make_not_writeable(False)
+    assert s.put_message(msg_factory(2)).is_ok()
+
+
+def test_the_store_owns_and_runs_its_cleaner(open_store, frozen_clock) -> None:
+    """Java DefaultMessageStore starts its clean services with itself and stops them at shutdown."""
+    s = open_store(clean_resource_interval=10)
+    assert s.cleaner.store is s and s.cleaner._thread is not None and s.cleaner._thread.is_alive()
+    t = s.cleaner._thread
+    s.shutdown()
+    assert not t.is_alive() and s.cleaner._thread is None
+
+
+def test_disk_full_is_a_store_flag_with_a_readable_reason(open_store, msg_factory, frozen_clock) -> None:
+    s = open_store(**NO_SLEEP)
+    s.cleaner.disk_usage = Disk(0.93)
+    assert s.cleaner.run_once().disk_full
+    assert s.running_flags.is_set(RunningFlag.DISK_FULL) and not s.running_flags.is_set(RunningFlag.LOGIC_DISK_FULL)
+    refused = s.put_message(msg_factory(1))
+    assert refused.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert "not writeable" in refused.error and "93%" in refused.error
+    assert s.disk_util() == "CL:  0.93 CQ:  0.93 INDEX:  0.93"
+    s.cleaner.disk_usage = Disk(0.20)
+    s.cleaner.run_once()
+    assert s.running_flags.is_writeable() and s.put_message(msg_factory(2)).is_ok()
 
 
 def test_ratios_are_clamped_like_java(open_store, frozen_clock) -> None:
