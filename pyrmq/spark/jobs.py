@@ -142,9 +142,10 @@ def consumer_lag(spark: SparkSession, store: str, group: str | None = None) -> D
                    F.greatest(F.coalesce("consumerOffset", F.lit(0)), F.lit(0)).cast("bigint").alias("consumerOffset")))
     lag = lag.withColumn("lag", F.col("brokerOffset") - F.col("consumerOffset"))
     # store time of the message at consumerOffset - 1 (ConsumeQueue entry -> commit-log record)
-    last = (cq.select("topic", "queueId", F.col("queueOffset"), "commitLogOffset"))
-    lag = lag.join(last, (lag.topic == last.topic) & (lag.queueId == last.queueId)
-                   & (last.queueOffset == lag.consumerOffset - 1), "left").drop(last.topic).drop(last.queueId)
+    last = cq.select(F.col("topic").alias("_t"), F.col("queueId").alias("_q"), F.col("queueOffset").alias("_o"),
+                     "commitLogOffset")
+    lag = (lag.join(last, (lag.topic == last._t) & (lag.queueId == last._q) & (last._o == lag.consumerOffset - 1),
+                    "left").drop("_t", "_q", "_o"))
     offs = [r.commitLogOffset for r in lag.where(F.col("commitLogOffset").isNotNull())
             .select("commitLogOffset").distinct().collect()]
     if offs:
