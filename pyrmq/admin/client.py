@@ -14,7 +14,9 @@ from typing import Any
 
 from pyrmq.broker.admin.headers import GetConsumerConnectionListRequestHeader, GetConsumeStatsRequestHeader
 from pyrmq.broker.bodies import ConsumerConnection
-from pyrmq.broker.admin.bodies import ConsumeStats  # noqa: F401
+from pyrmq.broker.admin.bodies import ConsumeStats
+
+from .bodies import consume_stats as decode_consume_stats
 from pyrmq.namesrv.headers import GetRouteInfoRequestHeader
 from pyrmq.remoting.bodies import BrokerData, ClusterInfo, TopicRouteData
 from pyrmq.remoting.client import RemotingClient
@@ -188,7 +190,7 @@ class AdminClient:
                 continue
             r = await self.broker(addr, RequestCode.GET_CONSUME_STATS,
                                   GetConsumeStatsRequestHeader(group, topic), timeout_s=TIMEOUT_S * 3)
-            cs = consume_stats(r.body)
+            cs = decode_consume_stats(r.body)
             total.offset_table.update(cs.offset_table)
             total.consume_tps += cs.consume_tps
         if not total.offset_table:

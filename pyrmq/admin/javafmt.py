@@ -142,3 +142,19 @@ def message_ext_str(msg: StoredMessage, broker_name: str | None, props: dict[str
 def client_msg_id(msg: StoredMessage) -> str:
     """``MessageClientExt#getMsgId``: the UNIQ_KEY when present, else the offset id."""
     return msg.uniq_key or msg.msg_id
+
+
+def mq_hash(mq) -> int:
+    """MessageQueue#hashCode (brokerName, queueId, topic with prime 31), as a signed int."""
+    r = 31 + java_string_hash(mq.broker_name or "")
+    r = (31 * r + mq.queue_id) & 0xFFFFFFFF
+    r = (31 * r + java_string_hash(mq.topic or "")) & 0xFFFFFFFF
+    return r
+
+
+def hash_order(keys: list) -> list:
+    """A java.util.HashMap/HashSet of MessageQueues (default capacity) iterates by spread hash bucket."""
+    n = 16
+    while len(keys) > n * 3 // 4:
+        n <<= 1
+    return sorted(keys, key=lambda k: ((mq_hash(k) ^ (mq_hash(k) >> 16)) & (n - 1)))

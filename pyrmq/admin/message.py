@@ -40,6 +40,7 @@ from .base import Ctx, command, java_bool, java_int
 from .client import AdminError, MQBrokerError, MQClientError, select_addr
 from .javafmt import (
     client_msg_id,
+    hash_order,
     host_addr,
     human_millis,
     jstr,
@@ -83,7 +84,7 @@ async def queues(ctx: Ctx, topic: str) -> list[Queue]:
             out += [Queue(topic, qd.broker_name, i, addrs[qd.broker_name]) for i in range(qd.read_queue_nums)]
     if not out:
         raise MQClientError(f"Can not find Message Queue for this topic, {topic}")
-    return sorted(out, key=lambda q: (q.broker_name, q.queue_id))
+    return hash_order(out)  # a HashSet<MessageQueue> in Java
 
 
 async def queue_of(ctx: Ctx, topic: str, broker_name: str, queue_id: int) -> Queue:

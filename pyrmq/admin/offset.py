@@ -18,27 +18,9 @@ from pyrmq.remoting.codes import RequestCode, ResponseCode
 from .bodies import consume_stats, reset_offset_body
 from .base import Ctx, command, java_bool, java_int
 from .client import AdminError, MQClientError, ok
-from .javafmt import parse_human_date
+from .javafmt import hash_order, parse_human_date
 from .message import Queue, offset_call
 from .options import Opt, OptionSet
-
-
-def mq_hash(mq) -> int:
-    """MessageQueue#hashCode (brokerName, queueId, topic with prime 31), as a signed int."""
-    from pyrmq.store.message import java_string_hash
-
-    r = 31 + java_string_hash(mq.broker_name or "")
-    r = (31 * r + mq.queue_id) & 0xFFFFFFFF
-    r = (31 * r + java_string_hash(mq.topic or "")) & 0xFFFFFFFF
-    return r
-
-
-def hash_order(keys: list) -> list:
-    """A java.util.HashMap (default capacity) iterates keys by spread hash bucket."""
-    n = 16
-    while len(keys) > n * 3 // 4:
-        n <<= 1
-    return sorted(keys, key=lambda k: ((mq_hash(k) ^ (mq_hash(k) >> 16)) & (n - 1)))
 
 
 async def reset_by_timestamp(ctx: Ctx, topic: str, group: str, ts: int, force: bool) -> dict:
