@@ -39,7 +39,7 @@ from .index import (
     INDEX_HEADER_SIZE,
     INDEX_SIZE,
 )
-from .index import build_key, index_key_hash
+from .index import build_key, build_tag_key, index_key_hash
 from .message import (
     BLANK_MAGIC_CODE,
     MessageConst,
@@ -778,7 +778,7 @@ def _verify_index(
             hashes = {index_key_hash(build_key(msg.topic, k)) for k in keys}
             tags = msg.properties.get(MessageConst.TAGS)
             if tags:  # 5.5.0 IndexService#buildIndex also indexes "topic#T#tags"
-                hashes.add(index_key_hash(f"{msg.topic}#T#{tags}"))
+                hashes.add(index_key_hash(build_tag_key(msg.topic, tags)))
             if key_hash not in hashes:
                 report.problem(path, pos, f"entry {n}: key hash {key_hash} matches no key of the record at {phy}")
     finally:

@@ -77,7 +77,7 @@ def test_verify_clean_store(store_dir, capsys) -> None:
     assert rep["ok"] and rep["problems"] == [] and rep["warnings"] == []
     st = rep["stats"]
     assert st["records"] == N and st["consume_queue_entries"] == N and st["consume_queues"] == 3
-    assert st["index_entries"] == N * 3  # UNIQ_KEY + two keys per message
+    assert st["index_entries"] == N * 4  # UNIQ_KEY + two keys + topic#T#tags per message (5.5.0)
     rc, out, _ = run("verify", str(store_dir), capsys=capsys)
     assert rc == 0 and out.startswith("OK: 90 record(s)")
 

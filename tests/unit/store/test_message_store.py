@@ -133,8 +133,21 @@ def test_index_query_by_keys_and_uniq_key(open_store, msg_factory, frozen_clock)
     assert s.query_message("T", "common", 100, t - 1, t + 1).phy_offsets == offs[::-1]  # capped by maxMsgsNumBatch 64
     assert s.query_message("OTHER", "k7", 32, t - 1, t + 1).phy_offsets == []
     assert s.query_message("T", "k7", 32, t + 10, t + 20).phy_offsets == []
-    # index files rolled (256 entries each, 3 keys per message) and chained lookups span them
+    # index files rolled (256 entries each, 4 keys per message) and chained lookups span them
     assert len(s.index_service.index_file_list) >= 1
+
+
+def test_index_has_a_tag_entry_per_tagged_message_like_java_5_5_0(open_store, msg_factory, frozen_clock):
+    """5.5.0 IndexService#buildIndex: after UNIQ_KEY and the KEYS, ``topic#T#<TAGS>``; none without tags."""
+    s = open_store()
+    offs = [s.put_message(msg_factory(i)).append_message_result.wrote_offset for i in range(6)]
+    untagged = msg_factory(6)
+    del untagged.properties["TAGS"]
+    s.put_message(untagged)
+    t = frozen_clock.now
+    assert s.index_service.query_offset("T", "T#tag1", 32, t - 1, t + 1)[0] == [offs[4], offs[1]]
+    f = s.index_service.index_file_list[-1]
+    assert f.index_count - 1 == 6 * 4 + 3  # uniq, k<i>, common, T#tag per tagged message; no tag entry for the last
 
 
 def test_index_rolls_files_and_still_finds_old_keys(open_store, msg_factory, frozen_clock):
