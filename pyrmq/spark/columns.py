@@ -9,7 +9,6 @@ property column never parses properties (see docs/spark.md, "Column pruning").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pyrmq.store import message as m
 
@@ -154,7 +153,8 @@ class RecordFilter:
 
 
 class MessageColumns:
-    """Python lists, one per requested column, filled record by record and cut into Arrow batches.
+    """Records kept as parallel lists (record header, properties, body, ...), turned into the
+    requested columns one list comprehension each when a batch is cut into Arrow.
 
     Inner-batch records (5.x BatchCQ: SYSFLAG INNER_BATCH, body = client batch) give one row per
     element: the element's body, flag and properties, queueOffset = the record's + i."""
@@ -164,29 +164,43 @@ class MessageColumns:
         self.want = set(names)
         self.need_props = bool(self.want & PROPERTY_COLUMNS)
         self.need_body = "body" in self.want
-        self.cols: dict[str, list[Any]] = {n: [] for n in names}
+        self._reset()
+
+    def _reset(self) -> None:
+        self.msgs: list[m.StoredMessage] = []
+        self.props: list[dict[str, str] | None] = []
+        self.bodies: list[bytes | None] = []
+        self.sizes: list[int] = []
+        self.flags: list[int] = []
+        self.qos: list[int] = []
+        self.files: list[str] = []
         self.rows = 0
 
     def add(self, buf, pos: int, msg: m.StoredMessage, file: str) -> None:
-        props = _decode_props(buf, pos, msg) if self.need_props or msg.sys_flag & m.MessageSysFlag.INNER_BATCH_FLAG else None
-        if msg.sys_flag & m.MessageSysFlag.INNER_BATCH_FLAG:
+        inner = msg.sys_flag & m.MessageSysFlag.INNER_BATCH_FLAG
+        if inner:
             bp = body_position(pos, msg.sys_flag)
             raw = m.decompress_body(msg.sys_flag, bytes(buf[bp: bp + msg.body_length]))
             for i, el in enumerate(m.decode_batch_body(raw)):
-                eprops = m.string_to_message_properties(el.properties)
-                self._append(msg, eprops, el.body, len(el.body), el.flag, msg.queue_offset + i, file)
+                self._append(msg, m.string_to_message_properties(el.properties), el.body, len(el.body), el.flag,
+                             msg.queue_offset + i, file)
             return
         body = None
         if self.need_body:
             bp = body_position(pos, msg.sys_flag)
             body = m.decompress_body(msg.sys_flag, bytes(buf[bp: bp + msg.body_length]))
+        props = _decode_props(buf, pos, msg) if self.need_props else None
         self._append(msg, props, body, msg.body_length, msg.flag, msg.queue_offset, file)
 
-    def _append(self, msg: m.StoredMessage, props: dict[str, str] | None, body: bytes | None,
-                body_size: int, flag: int, queue_offset: int, file: str) -> None:
+    def _append(self, msg, props, body, body_size, flag, queue_offset, file) -> None:
         self.rows += 1
-        for name, col in self.cols.items():
-            col.append(_VALUE[name](msg, props, body, body_size, flag, queue_offset, file))
+        self.msgs.append(msg)
+        self.props.append(props)
+        self.bodies.append(body)
+        self.sizes.append(body_size)
+        self.flags.append(flag)
+        self.qos.append(queue_offset)
+        self.files.append(file)
 
     def take_batch(self, arrow_schema):
         """An Arrow RecordBatch of the rows so far (types from `arrow_schema`); resets the lists."""
@@ -195,42 +209,42 @@ class MessageColumns:
         arrays = []
         for name in self.names:
             typ = arrow_schema.field(name).type
-            values = self.cols[name]
+            values = _COLUMN[name](self)
             if pa.types.is_map(typ):
                 values = [None if v is None else list(v.items()) for v in values]
             arrays.append(pa.array(values, type=typ))
-            self.cols[name] = []
-        self.rows = 0
+        self._reset()
         return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
 
-def _props_get(key: str):
-    return lambda msg, props, body, bs, flag, qo, file: props.get(key) if props else None
+def _prop(key: str):
+    return lambda c: [p.get(key) if p else None for p in c.props]
 
 
-_VALUE = {
-    "topic": lambda msg, props, body, bs, flag, qo, file: msg.topic,
-    "queueId": lambda msg, props, body, bs, flag, qo, file: msg.queue_id,
-    "queueOffset": lambda msg, props, body, bs, flag, qo, file: qo,
-    "commitLogOffset": lambda msg, props, body, bs, flag, qo, file: msg.commit_log_offset,
-    "storeSize": lambda msg, props, body, bs, flag, qo, file: msg.store_size,
-    "offsetMsgId": lambda msg, props, body, bs, flag, qo, file: m.create_message_id(msg.store_host_bytes, msg.commit_log_offset),
-    "msgId": _props_get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-    "keys": lambda msg, props, body, bs, flag, qo, file: split_keys(props.get(m.MessageConst.KEYS) if props else None),
-    "tags": _props_get(m.MessageConst.TAGS),
-    "properties": lambda msg, props, body, bs, flag, qo, file: props or {},
-    "body": lambda msg, props, body, bs, flag, qo, file: body,
-    "bodySize": lambda msg, props, body, bs, flag, qo, file: bs,
-    "flag": lambda msg, props, body, bs, flag, qo, file: flag,
-    "sysFlag": lambda msg, props, body, bs, flag, qo, file: msg.sys_flag,
-    "bodyCRC": lambda msg, props, body, bs, flag, qo, file: msg.body_crc,
-    "reconsumeTimes": lambda msg, props, body, bs, flag, qo, file: msg.reconsume_times,
-    "preparedTransactionOffset": lambda msg, props, body, bs, flag, qo, file: msg.prepared_transaction_offset,
-    "bornHost": lambda msg, props, body, bs, flag, qo, file: host_text(msg.born_host),
-    "storeHost": lambda msg, props, body, bs, flag, qo, file: host_text(msg.store_host),
-    "bornTimestamp": lambda msg, props, body, bs, flag, qo, file: msg.born_timestamp * 1000,
-    "storeTimestamp": lambda msg, props, body, bs, flag, qo, file: msg.store_timestamp * 1000,
-    "version": lambda msg, props, body, bs, flag, qo, file: 2 if msg.magic_code == m.MESSAGE_MAGIC_CODE_V2 else 1,
-    "file": lambda msg, props, body, bs, flag, qo, file: file,
+_V2 = m.MESSAGE_MAGIC_CODE_V2
+_COLUMN = {
+    "topic": lambda c: [x.topic for x in c.msgs],
+    "queueId": lambda c: [x.queue_id for x in c.msgs],
+    "queueOffset": lambda c: c.qos,
+    "commitLogOffset": lambda c: [x.commit_log_offset for x in c.msgs],
+    "storeSize": lambda c: [x.store_size for x in c.msgs],
+    "offsetMsgId": lambda c: [m.create_message_id(x.store_host_bytes, x.commit_log_offset) for x in c.msgs],
+    "msgId": _prop(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+    "keys": lambda c: [split_keys(p.get(m.MessageConst.KEYS) if p else None) for p in c.props],
+    "tags": _prop(m.MessageConst.TAGS),
+    "properties": lambda c: [p or {} for p in c.props],
+    "body": lambda c: c.bodies,
+    "bodySize": lambda c: c.sizes,
+    "flag": lambda c: c.flags,
+    "sysFlag": lambda c: [x.sys_flag for x in c.msgs],
+    "bodyCRC": lambda c: [x.body_crc for x in c.msgs],
+    "reconsumeTimes": lambda c: [x.reconsume_times for x in c.msgs],
+    "preparedTransactionOffset": lambda c: [x.prepared_transaction_offset for x in c.msgs],
+    "bornHost": lambda c: [host_text(x.born_host) for x in c.msgs],
+    "storeHost": lambda c: [host_text(x.store_host) for x in c.msgs],
+    "bornTimestamp": lambda c: [x.born_timestamp * 1000 for x in c.msgs],
+    "storeTimestamp": lambda c: [x.store_timestamp * 1000 for x in c.msgs],
+    "version": lambda c: [2 if x.magic_code == _V2 else 1 for x in c.msgs],
+    "file": lambda c: c.files,
 }
-assert set(_VALUE) == set(MESSAGE_COLUMNS)
+assert set(_COLUMN) == set(MESSAGE_COLUMNS)

@@ -6,6 +6,7 @@ times, in the same run:
   raw        reading every file start to end (64 MiB reads, cold-ish: page cache not dropped)
   walk       pyrmq.spark.commitlog_scan over all splits, header decode + BODYCRC (no Spark)
   header     spark.read.format("rocketmq") with header columns only, count() after a full scan
+  nocrc      header columns with checkCRC=false (body bytes are not even read for the CRC)
   bodies     the same with the body column (sum of body lengths)
 Prints one JSON line per measurement (records/s, MB/s). The store is not committed anywhere.
 
@@ -110,6 +111,12 @@ def main(argv=None) -> int:
         r = df.agg(F.count(F.lit(1)).alias("n"), F.sum("storeSize").alias("b")).collect()[0]
         report(f"spark header columns ({args.master})", time.perf_counter() - t0, r.n,
                {"partitions": df.rdd.getNumPartitions()})
+    if "nocrc" not in skip:
+        df = spark.read.format("rocketmq").option("splitSize", args.split_size).option("columns", header_cols) \
+            .option("checkCRC", "false").load(args.store)
+        t0 = time.perf_counter()
+        r = df.agg(F.count(F.lit(1)).alias("n"), F.sum("storeSize").alias("b")).collect()[0]
+        report(f"spark header columns, checkCRC=false ({args.master})", time.perf_counter() - t0, r.n)
     if "bodies" not in skip:
         df = spark.read.format("rocketmq").option("splitSize", args.split_size) \
             .option("columns", header_cols + ",body").load(args.store)
