@@ -122,7 +122,12 @@ class GroupAdminProcessor:
         log.info("AdminBrokerProcessor#deleteSubscriptionGroup, caller=%s", ctx.channel.remote_addr)
         c = self.controller
         c.subscription_group_manager.delete_subscription_group_config(h.group_name)
-        if h.clean_offset or h.remove_offset:
+        if not h.clean_offset:
+            # Java 5.5.0 evaluates `cleanOffset || LiteMetadataUtil.isLiteGroupType(group)`; the latter's
+            # findSubscriptionGroupConfig re-creates the group just deleted (autoCreateSubscriptionGroup).
+            # pyrmq has no lite groups, but keeps that observable side effect (docs/admin.md).
+            c.subscription_group_manager.find_subscription_group_config(h.group_name)
+        if h.clean_offset or h.remove_offset:  # removeOffset: the 4.9.x tools' name, honoured too
             c.consumer_offset_manager.remove_offset(h.group_name)
         c.broker_stats.on_group_deleted(h.group_name)
         return cmd.make_response(ResponseCode.SUCCESS)
@@ -269,8 +274,8 @@ class GroupAdminProcessor:
         tc = c.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} does not exist")
-        # Java 5.5.0 answers SUCCESS for a group it has never seen (auto-created); observed in the compat test
-        if c.subscription_group_manager.find_subscription_group_config(h.group) is None:
+        # containsSubscriptionGroup: no auto-create here (Java 5.5.0 bytecode checks the table as HEAD does)
+        if not c.subscription_group_manager.contains(h.group):
             return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.group} does not exist")
         store = c.message_store
         offsets: dict[int, int] = {}

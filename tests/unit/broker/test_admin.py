@@ -109,6 +109,12 @@ def test_subscription_group_create_list_delete_with_offsets(admin):
     assert r.code == ResponseCode.SUCCESS
     assert "G1" not in b.c.subscription_group_manager.table
     assert b.c.consumer_offset_manager.query_offset("G1", "AT", 0) == -1
+    # without cleanOffset Java 5.5.0's lite-group check re-creates the deleted group with the defaults
+    call(b, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body)
+    b.c.consumer_offset_manager.commit_offset("x", "G1", "AT", 0, 5)
+    assert call(b, RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": "G1"}).code == ResponseCode.SUCCESS
+    assert b.c.subscription_group_manager.table["G1"].retry_max_times == 16
+    assert b.c.consumer_offset_manager.query_offset("G1", "AT", 0) == 5
 
 
 def test_topic_stats_consume_stats_and_server_side_reset(admin):
@@ -153,7 +159,9 @@ def test_topic_stats_consume_stats_and_server_side_reset(admin):
     assert r.code == ResponseCode.SYSTEM_ERROR and "not in consume queue range [0-3]" in r.remark
     r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "AT", "group": "nogroup", "timestamp": "0",
                                                           "isForce": "true"})
-    assert r.code == ResponseCode.SUCCESS  # auto-created, as a Java 5.5.0 broker does
+    # containsSubscriptionGroup, no auto-create (Java 5.5.0: CODE 26 "Group X does not exist")
+    assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST and r.remark == "Group nogroup does not exist"
+    assert not b.c.subscription_group_manager.contains("nogroup")
     r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "Nope", "group": "cg", "timestamp": "0",
                                                           "isForce": "true"})
     assert r.code == ResponseCode.TOPIC_NOT_EXIST

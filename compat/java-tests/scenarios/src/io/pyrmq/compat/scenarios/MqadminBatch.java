@@ -13,11 +13,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.impl.MQClientManager;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.apache.rocketmq.tools.command.MQAdminStartup;
 
 /**
@@ -26,7 +28,10 @@ import org.apache.rocketmq.tools.command.MQAdminStartup;
  * <p>Usage: {@code MqadminBatch <script> <outDir>}. Every script line is either a command line
  * (arguments separated by TABs, exactly what {@code mqadmin} would get) or a directive:
  * {@code @sleep ms}, {@code @push-consumer group topic} (a push consumer that stays up and
- * consumes everything), {@code @wait-consumed group n timeoutMs}, {@code @producer group topic}
+ * consumes everything), {@code @wait-consumed group n timeoutMs}, {@code @wait-committed group topic
+ * n timeoutMs} (until the broker's consume stats show the group's committed offsets on the topic
+ * summing to n: a client persists offsets only from 10 s after its start, so a fixed sleep races),
+ * {@code @producer group topic}
  * (a producer that stays registered, one message sent to queue 0), {@code @shutdown name}. Line {@code i}
  * (0-based) writes {@code outDir/i.out}, {@code i.err} and {@code i.exit}: stdout and stderr
  * captured while the command ran, and the exit status (0, or the code a {@code System.exit}
@@ -171,6 +176,10 @@ public final class MqadminBatch {
                 }
                 break;
             }
+            case "wait-committed": {
+                waitCommitted(namesrv, d[1], d[2], Long.parseLong(d[3]), Long.parseLong(d[4]));
+                break;
+            }
             case "producer": {
                 DefaultMQProducer p = new DefaultMQProducer(d[1]);
                 p.setNamesrvAddr(namesrv);
@@ -180,6 +189,10 @@ public final class MqadminBatch {
                 // always queue 0, so both brokers of a comparison hold the same queue contents
                 var r = p.send(new Message(d[2], "ptag", "pkey", "from a producer".getBytes(StandardCharsets.UTF_8)),
                     (mqs, msg, arg) -> mqs.get(0), null);
+                // The client's own heartbeat runs 1 s after start and then every 30 s; if the first send
+                // (which learns the broker address) took longer, the broker would not know the group for
+                // 30 s. A synchronous heartbeat now (same call the client makes; same instance by client id).
+                MQClientManager.getInstance().getOrCreateMQClientInstance(p).sendHeartbeatToAllBrokerWithLock();
                 System.out.printf("producer %s sent %s%n", d[1], r.getSendStatus());
                 break;
             }
@@ -193,6 +206,40 @@ public final class MqadminBatch {
             }
             default:
                 throw new IllegalArgumentException("unknown directive " + Arrays.toString(d));
+        }
+    }
+
+    /** Polls GET_CONSUME_STATS (through the tools' own admin client) until the committed offsets arrive. */
+    static void waitCommitted(String namesrv, String group, String topic, long want, long timeoutMs)
+        throws Exception {
+        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        admin.setNamesrvAddr(namesrv);
+        admin.setInstanceName("batch-wait-" + System.nanoTime());
+        admin.start();
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        long sum = -1;
+        String last = "";
+        try {
+            while (System.currentTimeMillis() < deadline) {
+                try {
+                    var stats = admin.examineConsumeStats(group);
+                    sum = stats.getOffsetTable().entrySet().stream()
+                        .filter(e -> e.getKey().getTopic().equals(topic))
+                        .mapToLong(e -> e.getValue().getConsumerOffset()).sum();
+                    if (sum == want) {
+                        break;
+                    }
+                } catch (Exception e) {
+                    last = e.toString();
+                }
+                Thread.sleep(300);
+            }
+        } finally {
+            admin.shutdown();
+        }
+        System.out.printf("committed %d of %d %s%n", sum, want, last);
+        if (sum != want) {
+            throw new ExitTrap(3);
         }
     }
 
