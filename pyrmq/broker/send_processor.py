@@ -19,6 +19,7 @@ from pyrmq.remoting.command import RemotingCommand
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store import message as m
 from pyrmq.store.commitlog import MessageExtBatch
+from pyrmq.store.java_map import hashmap_order
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
 
 from .headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
@@ -221,6 +222,7 @@ class SendMessageProcessor:
             queue_id = random.randrange(max(tc.write_queue_nums, 1))
         msg = m.MessageExtBrokerInner(topic=h.topic, body=body, queue_id=queue_id, flag=h.flag)
         props = m.string_to_message_properties(h.properties) if h.properties else {}
+        props.update(self._ext)  # Java buildMsgContext: MSG_REGION, TRACE_ON stored with every message
         tc, err = self._handle_retry_and_dlq(cmd, h, msg, tc, props)
         if err is not None:
             return err
@@ -236,7 +238,7 @@ class SendMessageProcessor:
         if prepare and c.config["rejectTransactionMessage"]:
             return self._response(cmd, ResponseCode.NO_PERMISSION,
                                   f"the broker[{c.config.broker_ip}] sending transaction message is forbidden")
-        msg.properties = props
+        msg.properties = hashmap_order(props)  # Java re-serialises them from a HashMap(128)
         msg.born_timestamp = h.born_timestamp
         msg.born_host = self._born_host(ctx)
         msg.store_host = self._store_host
