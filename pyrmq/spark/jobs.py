@@ -59,17 +59,15 @@ def find_messages(spark: SparkSession, store: str, *, key: str | None = None, ms
     index, candidates come from the index (keyHash), and are checked against the record."""
     cols = None if with_body else ",".join(c for c in _MESSAGE_COLUMNS_NO_BODY)
     if msg_id is not None:
-        offset = None
+        # 32/56 hex chars is an offsetMsgId or a UNIQ_KEY alike: look both ways
+        by_uniq = find_messages(spark, store, key=msg_id, topic=topic, with_body=with_body, use_index=use_index,
+                                index_options=index_options).where(F.col("msgId") == msg_id)
         try:
             offset = decode_message_id(msg_id).offset
         except ValueError:
-            pass
-        if offset is not None and len(msg_id) in (32, 56):
-            df = messages(spark, store, columns=cols, offsets=str(offset))
-            by_offset = df.where(F.col("offsetMsgId") == msg_id)
-            return by_offset.unionByName(
-                messages(spark, store, columns=cols, topic=topic).where(F.col("msgId") == msg_id))
-        return messages(spark, store, columns=cols, topic=topic).where(F.col("msgId") == msg_id)
+            return by_uniq
+        by_offset = messages(spark, store, columns=cols, offsets=str(offset)).where(F.col("offsetMsgId") == msg_id)
+        return by_offset.unionByName(by_uniq).dropDuplicates(["commitLogOffset", "queueOffset"])
     if key is None:
         raise ValueError("give a key or a message id")
     match = F.array_contains(F.col("keys"), key) | (F.col("msgId") == key)

@@ -79,6 +79,9 @@ def test_consume_queue_and_index_agree_with_the_commit_log(spark, corrupt_log, p
     found = jobs.find_messages(spark, str(root), key="k1", topic="TopicB",
                                index_options={"maxHashSlotNum": str(SLOTS), "maxIndexNum": str(ENTRIES)}).collect()
     assert [r.msgId for r in found] == ["UNIQ00000001"]
+    one = sent.by_uniq["UNIQ00000007"]
+    oid = m.create_message_id(m.host_to_bytes(one["store_host"]), one["offset"])
+    assert [r.msgId for r in jobs.find_messages(spark, str(root), msg_id=oid).collect()] == ["UNIQ00000007"]
 
 
 def test_pushdown_and_options_filter_exactly(spark, corrupt_log, pyrmq_store) -> None:
