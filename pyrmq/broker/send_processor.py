@@ -20,10 +20,9 @@ from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store import message as m
 from pyrmq.store.commitlog import MessageExtBatch
 from pyrmq.store.java_map import hashmap_order
-from pyrmq.store.results import PutMessageResult, PutMessageStatus
+from pyrmq.store.results import AppendMessageStatus, PutMessageResult, PutMessageStatus
 
 from .headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from .stats import record_put
 from .stats import record_put
 from .topic_config_manager import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -249,7 +248,6 @@ class SendMessageProcessor:
         else:
             result = await self._await_put(c.put_message_async(msg))
         record_put(c.broker_stats, msg.topic, result)
-        record_put(c.broker_stats, msg.topic, result)
         return self._put_result_response(cmd, result, queue_id, uniq)
 
     async def _send_batch(self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader
@@ -285,7 +283,12 @@ class SendMessageProcessor:
             result = await self._await_put(c.message_store.put_messages_async(batch))
         except (ValueError, IndexError) as e:  # undecodable batch body
             return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL, f"the batch body is illegal: {e}")
-        record_put(c.broker_stats, h.topic, result)
+        appended = result.append_message_result
+        if appended is not None and appended.status is AppendMessageStatus.MESSAGE_SIZE_EXCEEDED:
+            # Java's batch encoder throws here (MessageExtEncoder#encode(MessageExtBatch)); the remoting
+            # layer turns the exception into SYSTEM_ERROR, which the client retries, then gives up.
+            return self._response(cmd, ResponseCode.SYSTEM_ERROR,
+                                  "java.lang.RuntimeException: message body size exceeded")
         record_put(c.broker_stats, h.topic, result)
         return self._put_result_response(cmd, result, queue_id, None)
 
