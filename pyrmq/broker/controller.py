@@ -34,8 +34,6 @@ from pyrmq.store.results import PutMessageResult
 
 from .admin.client_forward import Broker2Client, ClientForwardProcessor
 from .admin.group_processor import GroupAdminProcessor
-from .admin.client_forward import Broker2Client, ClientForwardProcessor
-from .admin.group_processor import GroupAdminProcessor
 from .admin_processor import AdminBrokerProcessor
 from .client_manage_processor import ClientManageProcessor
 from .client_manager import ConsumerManager, ProducerManager
@@ -57,7 +55,6 @@ from .transaction.check_listener import DefaultTransactionalMessageCheckListener
 from .transaction.check_service import TransactionalMessageCheckService
 from .transaction.end_transaction_processor import EndTransactionProcessor
 from .transaction.transactional_message_service import TransactionalMessageService
-from .stats import BrokerStatsManager
 from .stats import BrokerStatsManager
 from .subscription_group_manager import SubscriptionGroupManager
 from .topic_config_manager import PERM_READ, PERM_WRITE, TopicConfigManager
@@ -106,8 +103,6 @@ class BrokerController:
             self, self.transactional_message_service, self.transactional_message_check_listener)
         self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
         self.broker2client = Broker2Client(self)
-        self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
-        self.broker2client = Broker2Client(self)
         self.schedule_message_service = ScheduleMessageService(self)
         self.timer_message_store = TimerMessageStore(self)
         self.pull_processor = PullMessageProcessor(self)
@@ -151,8 +146,6 @@ class BrokerController:
         server.register(QueryMessageProcessor(self))
         server.register(AdminBrokerProcessor(self))
         server.register(EndTransactionProcessor(self))
-        server.register(GroupAdminProcessor(self))
-        server.register(ClientForwardProcessor(self))
         server.register(GroupAdminProcessor(self))
         server.register(ClientForwardProcessor(self))
         server.register(ConsumerSendMsgBackProcessor(self))
@@ -252,25 +245,6 @@ class BrokerController:
                 self.consumer_filter_manager.persist()
             except Exception:
                 log.exception("persist consumer offsets failed")
-
-    async def _stats_loop(self) -> None:
-        """StoreStatsService samples every second; stats items snapshot on the same tick."""
-        while True:
-            await asyncio.sleep(1.0)
-            try:
-                self.broker_stats.tick()
-            except Exception:
-                log.exception("stats sampling failed")
-
-    def update_config(self, props: dict[str, str]) -> None:
-        """UPDATE_BROKER_CONFIG (Java Configuration#update): apply known keys; brokerPermission re-registers."""
-        self.config.apply(props)
-        self.config.file_properties.update({k: v for k, v in props.items() if k in self.config.file_properties})
-        self.config_data_version.next_version(self.now())
-        if "brokerPermission" in props and self._started:
-            self.topic_config_manager.data_version.next_version(self.now())
-            task = asyncio.get_running_loop().create_task(self.register_broker_all())
-            task.add_done_callback(_log_task_error)
 
     async def _stats_loop(self) -> None:
         """StoreStatsService samples every second; stats items snapshot on the same tick."""
