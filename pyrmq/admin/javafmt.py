@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pyrmq.remoting.bodies import _java_double
+from pyrmq.remoting.bodies import java_double as _java_double
+from pyrmq.store.java_map import hashmap_order
 from pyrmq.store.message import StoredMessage, java_string_hash
 
 
@@ -68,24 +69,6 @@ def parse_human_date(s: str) -> int:
     hh, mm, ss, sss = rest.split(":")
     t = time.strptime(f"{day} {hh}:{mm}:{ss}", "%Y-%m-%d %H:%M:%S")
     return int(time.mktime(t)) * 1000 + int(sss)
-
-
-def hashmap_order(d: dict[str, Any], capacity: int = 16) -> dict[str, Any]:
-    """``new HashMap<>(capacity)`` filled with d's items in order, as it iterates.
-
-    Buckets by ``(h ^ h >>> 16) & (n - 1)``, ascending; a bucket keeps insertion order; the
-    table doubles when the size passes 3/4 of it (a resize keeps relative order per bucket).
-    """
-    n = 1
-    while n < capacity:
-        n <<= 1
-    while len(d) > n * 3 // 4:
-        n <<= 1
-    buckets: dict[int, list[str]] = {}
-    for k in d:
-        h = java_string_hash(k) & 0xFFFFFFFF
-        buckets.setdefault((h ^ (h >> 16)) & (n - 1), []).append(k)
-    return {k: d[k] for b in sorted(buckets) for k in buckets[b]}
 
 
 def version_desc(ordinal: int) -> str:

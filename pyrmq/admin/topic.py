@@ -16,7 +16,7 @@ from pyrmq.broker.admin.headers import (
 from pyrmq.broker.bodies import MessageQueue
 from pyrmq.broker.headers import CreateTopicRequestHeader
 from pyrmq.namesrv.headers import DeleteKVConfigRequestHeader, DeleteTopicFromNamesrvRequestHeader
-from pyrmq.remoting.bodies import TopicList, _bean_props, _is_bean, fastjson_dumps
+from pyrmq.remoting.bodies import TopicList, bean_props as _bean_props, is_bean as _is_bean, fastjson_dumps
 from pyrmq.remoting.codes import RequestCode
 
 from .bodies import topic_stats_table

@@ -98,7 +98,7 @@ class StatsItem:
 
 
 def _java_tps(v: float) -> str:
-    from pyrmq.remoting.bodies import _java_double
+    from pyrmq.remoting.bodies import java_double as _java_double
 
     if v != v or v in (float("inf"), float("-inf")):
         v = 0.0

@@ -116,10 +116,6 @@ def bean_props(value: Any) -> list[tuple[str, Any]]:
     return props
 
 
-#: the former private names, still imported elsewhere
-_java_double, _is_bean, _bean_props = java_double, is_bean, bean_props
-
-
 def _write(value: Any, out: list[str], standard: bool) -> None:
     if value is None:
         out.append("null")
