@@ -57,7 +57,7 @@ from .headers import (
     SearchOffsetRequestHeader,
     TopicQueueRequestHeader,
 )
-from .topic_config_manager import SYSTEM_TOPIC_SET, is_system_topic, validate_topic
+from .topic_config_manager import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPIC_SET, TIMER_TOPIC, validate_topic
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -181,7 +181,7 @@ class AdminBrokerProcessor:
         bad = validate_topic(h.topic)
         if bad is not None:
             return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
-        if is_system_topic(h.topic):
+        if self._is_system_topic(h.topic):
             return cmd.make_response(ResponseCode.INVALID_PARAMETER,
                                      f"The topic[{h.topic}] is conflict with system topic.")
         tc = TopicConfig(topic_name=h.topic, read_queue_nums=h.read_queue_nums, write_queue_nums=h.write_queue_nums,
@@ -246,7 +246,7 @@ class AdminBrokerProcessor:
             bad = validate_topic(tc.topic_name)
             if bad is not None:
                 return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
-            if is_system_topic(tc.topic_name or ""):
+            if self._is_system_topic(tc.topic_name or ""):
                 return cmd.make_response(ResponseCode.INVALID_PARAMETER,
                                          f"The topic[{tc.topic_name}] is conflict with system topic.")
         for tc in configs:
@@ -262,7 +262,7 @@ class AdminBrokerProcessor:
                  h.topic, ctx.channel.remote_addr)
         if not h.topic or not h.topic.strip():
             return cmd.make_response(ResponseCode.INVALID_PARAMETER, "The specified topic is blank.")
-        if is_system_topic(h.topic):
+        if self._is_system_topic(h.topic):
             return cmd.make_response(ResponseCode.INVALID_PARAMETER,
                                      f"The topic[{h.topic}] is conflict with system topic.")
         try:
@@ -321,10 +321,29 @@ class AdminBrokerProcessor:
         table.topic_put_tps = c.broker_stats.tps_topic_put_nums(h.topic)
         return cmd.make_response(ResponseCode.SUCCESS, None, None, table.encode())
 
+    def _system_topics(self) -> set[str]:
+        """Java TopicValidator's SYSTEM_TOPIC_SET as a started broker holds it: the fixed names plus what
+        TopicConfigManager's constructor adds (cluster and broker name, reply, revive, sync-member, trace
+        when enabled, timer)."""
+        c = self.controller.config
+        cluster, broker = c["brokerClusterName"], c["brokerName"]
+        topics = set(SYSTEM_TOPIC_SET) | {cluster, broker, f"{cluster}_REPLY_TOPIC",
+                                          f"{SYSTEM_TOPIC_PREFIX}REVIVE_LOG_{cluster}",
+                                          f"{SYSTEM_TOPIC_PREFIX}SYNC_BROKER_MEMBER_{broker}"}
+        if c["traceTopicEnable"]:
+            topics.add(c["msgTraceTopicName"])
+        if c["timerWheelEnable"]:
+            topics.add(TIMER_TOPIC)
+        return topics
+
+    def _is_system_topic(self, topic: str) -> bool:
+        """Java TopicValidator#isSystemTopic."""
+        return topic in self._system_topics() or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
     @handles(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
     async def get_system_topic_list_from_broker(self, ctx: RequestContext, cmd: RemotingCommand
                                                 ) -> RemotingCommand:
-        return cmd.make_response(ResponseCode.SUCCESS, None, None, TopicList(sorted(SYSTEM_TOPIC_SET)).encode())
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, TopicList(sorted(self._system_topics())).encode())
 
     @handles(RequestCode.VIEW_BROKER_STATS_DATA)
     async def view_broker_stats_data(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:

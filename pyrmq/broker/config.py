@@ -119,6 +119,8 @@ def _defaults() -> dict[str, Any]:
         "storeReplyMessageEnable": True,
         "retryQueueNums": 1,  # pyrmq: Java hard-codes PermName/retry queue 1 (MixAll)
         "consumeBroadcastEnable": True,
+        "slaveReadEnable": False,  # reported only (no slaves); mqadmin exportConfigs reads it
+        "useTLS": False,  # NettyClientConfig; reported only, mqadmin exportConfigs reads it
         # NettyServerConfig
         "bindAddress": "0.0.0.0",
         "listenPort": 10911,  # BrokerStartup sets 10911 before reading the file

@@ -54,14 +54,19 @@ class Side:
         text = DATE.sub("<time>", text)
         return VERSION.sub("<ver>", text)
 
-    def batch(self, version: str, name: str, lines: list[str], timeout: float = 240) -> list[Step]:
-        """Run the lines in one MqadminBatch JVM; `$B`/`$NS` are this side's broker/name server."""
+    def batch(self, version: str, name: str, lines: list[str], timeout: float = 240,
+              files: dict[str, str] | None = None) -> list[Step]:
+        """Run the lines in one MqadminBatch JVM; `$B`/`$NS` are this side's broker/name server, `$WD`
+        the batch's directory (where `files` are written first)."""
         wd = self.workdir / f"{name}-{version}"
         wd.mkdir(parents=True, exist_ok=True)
+        for fname, text in (files or {}).items():
+            (wd / fname).write_text(text)
         script = []
         for line in lines:
-            line = line.replace("$B", self.broker.addr).replace("$NS", self.ns.addr)
-            script.append(line if line.startswith("@") else "\t".join(line.split(" ") + ["-n", self.ns.addr]))
+            line = line.replace("$B", self.broker.addr).replace("$NS", self.ns.addr).replace("$WD", str(wd))
+            tool = not line.startswith("@") or line.startswith("@timed ")
+            script.append("\t".join(line.split(" ") + ["-n", self.ns.addr]) if tool else line)
         (wd / "script.txt").write_text("\n".join(script) + "\n")
         home = java.prepare_home(wd / "home")
         argv = java.java_argv(java.CLIENT_MODULE[version], "io.pyrmq.compat.scenarios.MqadminBatch",
@@ -155,8 +160,172 @@ def _scenario(version: str):
         f"printMsgByQueue -t {t} -a {BROKER} -i 0 -p true",      # 23
         f"consumeMessage -t {t} -b {BROKER} -i 0 -o 1 -c 2",     # 24
         f"queryMsgByOffset -t {t} -b {BROKER} -i 0 -o 0",        # 25
+        f"updateTopic -b $B -t AdmTrace{v} -r 1 -w 1",           # 26 for queryMsgTraceById in phase B
+        "@sleep 1500",                                           # 27
+        f"@trace-producer AdmTraceP{v} {BROKER} AdmTrace{v} TK{v}",  # 28 traces flushed at batch end
     ]
     return t, g, pg, phase_a
+
+
+# Secondary steps that fail with the Java 5.5.0 broker too (asserted to fail the same way in _sec_check)
+KNOWN_SECONDARY_FAILURES = {"4.9.8": {"exportConfigs"}}
+
+SECONDARY_FILES = {
+    "topics.json": '[{"topicName":"SecListT1","readQueueNums":2,"writeQueueNums":2,"perm":6},'
+                   '{"topicName":"SecListT2","readQueueNums":1,"writeQueueNums":1,"perm":6}]',
+    "groups.json": '[{"groupName":"SecListG1","retryMaxTimes":5},{"groupName":"SecListG2"}]',
+}
+
+
+def _secondary(version: str, t: str, g: str) -> list[tuple[str, str]]:
+    """The spec's secondary commands that make sense in a one-shot script against one broker, as
+    (name, line); names starting with `_` are set-up steps, not counted. startMonitoring keeps running
+    in the background; clusterRT loops for ever, so it is interrupted after 4 s."""
+    v = version.replace(".", "")
+    lines = [
+        ("_clone target", f"updateSubGroup -b $B -g {g}Clone"),
+        ("cloneGroupOffset", f"cloneGroupOffset -s {g} -d {g}Clone -t {t}"),
+        ("brokerConsumeStats", "brokerConsumeStats -b $B"),
+        ("producer", "producer -b $B"),
+        ("statsAll", f"statsAll -t {t}"),
+        ("queryCq", f"queryCq -t {t} -q 0 -i 0 -c 4 -b $B"),
+        ("allocateMQ", f"allocateMQ -t {t} -i 10.0.0.1,10.0.0.2"),
+        ("checkMsgSendRT", f"checkMsgSendRT -t {BROKER} -a 3 -s 64"),
+        ("sendMsgStatus", f"sendMsgStatus -b {BROKER} -s 64 -c 3"),
+        ("updateOrderConf put", f"updateOrderConf -t {t} -v {BROKER}:4 -m put"),
+        ("updateOrderConf get", f"updateOrderConf -t {t} -m get"),
+        ("updateOrderConf delete", f"updateOrderConf -t {t} -m delete"),
+        ("updateKvConfig", f"updateKvConfig -s PYRMQ_TEST -k k{v} -v v1"),
+        ("deleteKvConfig", f"deleteKvConfig -s PYRMQ_TEST -k k{v}"),
+        ("getNamesrvConfig", "getNamesrvConfig"),
+        ("updateNamesrvConfig", "updateNamesrvConfig -k clusterTest -v false"),
+        ("cleanExpiredCQ", "cleanExpiredCQ -b $B"),
+        ("deleteExpiredCommitLog", "deleteExpiredCommitLog -b $B"),
+        ("cleanUnusedTopic", "cleanUnusedTopic -b $B"),
+    ]
+    if version != "4.9.8":
+        lines += [("updateTopicList", "updateTopicList -b $B -f $WD/topics.json"),
+                  ("updateSubGroupList", "updateSubGroupList -b $B -f $WD/groups.json"),
+                  ("_batch applied", "@sleep 1000")]
+    lines += [
+        ("exportMetadata", "exportMetadata -b $B -t -f $WD/export-b"),
+        ("exportMetadata -c", f"exportMetadata -c {CLUSTER} -f $WD/export-c"),
+        ("exportConfigs", f"exportConfigs -c {CLUSTER} -f $WD/export-c"),
+        ("exportMetrics", f"exportMetrics -c {CLUSTER} -f $WD/export-c"),
+        ("queryMsgTraceById", f"queryMsgTraceById -t AdmTrace{v} -i TRACEID"),
+        ("wipeWritePerm", f"wipeWritePerm -b {BROKER}"),
+        ("addWritePerm", f"addWritePerm -b {BROKER}"),
+        ("clusterRT", f"@timed 4000 clusterRT -c {CLUSTER} -a 2 -s 64 -i 1"),
+        ("startMonitoring", "startMonitoring"),
+    ]
+    return lines
+
+
+def _json_file(side: Side, version: str, rel: str):
+    import json
+
+    return json.loads((side.workdir / f"b-{version}" / rel).read_text())
+
+
+def _sec_check(name, sides, res, i, version, t, g):
+    """Expected content of secondary command `name` (step i) and its comparison with the Java side."""
+    norm_rows = lambda first, cols: lambda x: sorted(r[:cols] for r in rows(x, first))  # noqa: E731
+    if name.startswith("_"):
+        return ok(sides, res, i)
+    if name == "cloneGroupOffset":
+        ok(sides, res, i, "clone group offset success")
+        same(sides, res, i)
+    elif name == "brokerConsumeStats":
+        ok(sides, res, i, t, f"{g}Clone", "Diff Total: 0")
+        got = same(sides, res, i, norm_rows(t, 7))
+        assert [t, g, BROKER, "0", "4", "4", "0"] in got and [t, f"{g}Clone", BROKER, "0", "4", "4", "0"] in got, got
+    elif name == "producer":
+        # the tool cannot decode ProducerTableInfo (no default constructor): empty with either broker
+        ok(sides, res, i)
+        same(sides, res, i)
+    elif name == "statsAll":
+        ok(sides, res, i, t, g)
+        same(sides, res, i, norm_rows(t, 3))  # TPS and 24 h counts come from time-sampled stats
+        in24 = int(rows(res[0][i].out, t)[0][5])
+        assert 1 <= in24 <= 4, res[0][i].out
+    elif name in ("queryCq", "allocateMQ", "updateKvConfig", "deleteKvConfig", "updateNamesrvConfig",
+                  "cleanExpiredCQ", "deleteExpiredCommitLog", "cleanUnusedTopic", "wipeWritePerm", "addWritePerm"):
+        needles = {"queryCq": ["max: 4, min: 0", "physicOffset=0"], "allocateMQ": ["10.0.0.2", t],
+                   "wipeWritePerm": ["OK, "], "addWritePerm": ["OK, "], "updateNamesrvConfig": ["clusterTest : false"]}
+        ok(sides, res, i, *needles.get(name, ["success"]))
+        same(sides, res, i)
+    elif name.startswith("updateOrderConf"):
+        ok(sides, res, i, {"put": "update", "get": "get", "delete": "delete"}[name.split()[1]] + " orderConf success")
+        same(sides, res, i)
+    elif name == "checkMsgSendRT":
+        ok(sides, res, i, "Avg RT")
+        assert same(sides, res, i, norm_rows(BROKER, 3)) == [[BROKER, "0", "true"]] * 3
+    elif name == "sendMsgStatus":
+        ok(sides, res, i, "sendStatus=SEND_OK")
+        assert len(same(sides, res, i, lambda x: re.sub(r"rt=\d+ms", "rt=<rt>", x).splitlines())) == 3
+    elif name == "getNamesrvConfig":
+        from pyrmq.namesrv.config import PYRMQ_KEYS  # pyrmq-only keys (documented there), e.g. the expiry
+
+        ok(sides, res, i, "clusterTest")
+        same(sides, res, i, lambda x: sorted(k for k in (ln.split("=")[0].strip() for ln in x.splitlines()
+                                                         if " =  " in ln) if k not in PYRMQ_KEYS))
+    elif name in ("updateTopicList", "updateSubGroupList"):
+        ok(sides, res, i, "success, please check the result later")
+        same(sides, res, i)
+    elif name == "exportMetadata":
+        ok(sides, res, i, "topic.json success")
+        tables = [set(_json_file(s, version, "export-b/topic.json")["topicConfigTable"]) for s in sides]
+        assert t in tables[0] and tables[0] == tables[1], tables
+    elif name == "exportMetadata -c":
+        ok(sides, res, i, "metadata.json success")
+        docs = [_json_file(s, version, "export-c/metadata.json") for s in sides]
+        tops, grps = ([set(d[k]) for d in docs] for k in ("topicConfigTable", "subscriptionGroupTable"))
+        assert tops[0] == tops[1] and grps[0] == grps[1], (tops, grps)
+        want_t, want_g = {t}, {g, f"{g}Clone"}
+        if version != "4.9.8":
+            want_t |= {"SecListT1", "SecListT2"}
+            want_g |= {"SecListG1", "SecListG2"}
+            assert docs[0]["subscriptionGroupTable"]["SecListG1"]["retryMaxTimes"] == 5, docs[0]
+        assert want_t <= tops[0] and want_g <= grps[0], (tops[0], grps[0])
+    elif name == "exportConfigs":
+        if version == "4.9.8":
+            # 4.9.8's tool reads a broker key 5.x dropped: NullPointerException with either broker
+            kinds = [error_kind(steps[i]) for steps in res]
+            assert kinds[0] == kinds[1] and "NullPointerException" in kinds[0][2], dump(sides, res, {i})
+            raise AssertionError("fails with the Java 5.5.0 broker too (4.9.8 tool expects a dropped broker key)")
+        ok(sides, res, i, "configs.json success")
+        docs = [_json_file(s, version, "export-c/configs.json") for s in sides]
+        assert docs[0]["clusterScale"] == docs[1]["clusterScale"], docs
+        assert docs[0]["brokerConfigs"][BROKER].keys() == docs[1]["brokerConfigs"][BROKER].keys(), docs
+    elif name == "exportMetrics":
+        doc_of = lambda s: _json_file(s, version, "export-c/metrics.json")  # noqa: E731
+        if version == "4.9.8":
+            # the Java 5.5.0 broker no longer reports getTransferedTps, which 4.9.8's tool needs; pyrmq does
+            assert "getTransferedTps" in sides[1].norm(res[1][i].out + res[1][i].err), dump(sides, res, {i})
+            st = res[0][i]
+            assert st.exit == 0 and "metrics.json success" in st.out and "Exception" not in st.err, dump(sides, res, {i})
+            doc = doc_of(sides[0])
+            assert set(doc["totalData"]) == {"totalOneDayNum", "totalTps"} and BROKER in doc["evaluateReport"], doc
+            return
+        ok(sides, res, i, "metrics.json success")
+        docs = [doc_of(s) for s in sides]
+        shape = lambda d: sorted((k, sorted(v) if isinstance(v, dict) else None) for k, v in d.items())  # noqa: E731
+        assert shape(docs[0]) == shape(docs[1]), docs
+    elif name == "queryMsgTraceById":
+        ok(sides, res, i, "#ProducerGroup")
+        got = same(sides, res, i, norm_rows("Pub", 3))
+        assert got == [["Pub", f"AdmTraceP{version.replace('.', '')}", "127.0.0.1"]], got
+    elif name == "clusterRT":
+        for s, steps in zip(sides, res):
+            st = steps[i]
+            assert st.exit == 0 and "timed: interrupted" in st.err, dump(sides, res, {i})
+            assert "InterruptedException" in st.err, dump(sides, res, {i})  # the only failure: our interrupt
+            got = rows(st.out, CLUSTER)
+            assert got and all(r[1] == BROKER and r[3:5] == ["2", "0"] for r in got), dump(sides, res, {i})
+    elif name == "startMonitoring":
+        ok(sides, res, i)  # starts MonitorService; its findings go to the log
+    else:
+        raise AssertionError(f"no check for {name}")
 
 
 @pytest.mark.parametrize("version", java.CLIENT_VERSIONS)
@@ -191,6 +360,7 @@ def test_core_commands(sides, version):
     ok(sides, a, 14, t)
     topics = [{ln.strip() for ln in steps[14].out.splitlines() if ln.strip()} for steps in a]
     assert {t, f"%RETRY%{g}", BROKER, CLUSTER} <= topics[0], dump(sides, a, {14})
+    assert topics[0] == topics[1], (topics[0] ^ topics[1])
     for s, steps in zip(sides, a):
         assert steps[8].exit == 0, dump(sides, a, {7, 8})
     ok(sides, a, 15, t)
@@ -240,21 +410,29 @@ def test_core_commands(sides, version):
         f"updateTopicPerm -b $B -t {t} -p 6",                    # 6
         "updateBrokerConfig -b $B -k flushIntervalCommitLog -v 600",  # 7
         "getBrokerConfig -b $B",                                 # 8
-        f"@shutdown {g}",                                        # 9
-        f"@shutdown {pg}",                                       # 10
-        "@sleep 1000",                                           # 11
-        f"deleteSubGroup -b $B -g {g}",                          # 12
-        f"deleteTopic -c {CLUSTER} -t {t}",                      # 13
-        "topicList",                                             # 14
+    ]
+    sec = _secondary(version, t, g)
+    sec_at = {name: len(lines_b) + i for i, (name, _) in enumerate(sec)}
+    lines_b += [line for _, line in sec]
+    end = len(lines_b)
+    lines_b += [
+        f"@shutdown {g}",                                        # end + 0
+        f"@shutdown {pg}",                                       # end + 1
+        "@sleep 1000",                                           # end + 2
+        f"deleteSubGroup -b $B -g {g}",                          # end + 3
+        f"deleteTopic -c {CLUSTER} -t {t}",                      # end + 4
+        "topicList",                                             # end + 5
     ]
     qmbi = f"queryMsgById -t {t} -i OFFSETID" if version != "4.9.8" else "queryMsgById -i OFFSETID"
+    trace_ids = [re.search(r"^traced (\S+) SEND_OK", steps[28].out, re.M) for steps in a]
+    assert all(trace_ids), dump(sides, a, {26, 27, 28})
 
     def lines_for(k):
         return [ln.replace("QMBI", qmbi).replace("OFFSETID", offset_ids[k]).replace("UNIQ", uniq_ids[k])
-                for ln in lines_b]
+                .replace("TRACEID", trace_ids[k].group(1)) for ln in lines_b]
 
     with ThreadPoolExecutor(2) as ex:
-        b = list(ex.map(lambda k: sides[k].batch(version, "b", lines_for(k)), (0, 1)))
+        b = list(ex.map(lambda k: sides[k].batch(version, "b", lines_for(k), files=SECONDARY_FILES), (0, 1)))
     ok(sides, b, 0, "OffsetID:", "Topic:")
     for key in ("Topic", "Tags", "Keys", "Queue ID", "Queue Offset"):
         vals = [_field(steps[0].out, key) for steps in b]
@@ -276,12 +454,24 @@ def test_core_commands(sides, version):
     same(sides, b, 7)
     for s, steps in zip(sides, b):
         assert re.search(r"^flushIntervalCommitLog\s+=\s+600$", steps[8].out, re.M), dump(sides, b, {8})
-    ok(sides, b, 12, "success")
-    same(sides, b, 12)
-    ok(sides, b, 13, "success")
-    same(sides, b, 13)
+    ok(sides, b, end + 3, "success")
+    same(sides, b, end + 3)
+    ok(sides, b, end + 4, "success")
+    same(sides, b, end + 4)
     for steps in b:
-        assert t not in {ln.strip() for ln in steps[14].out.splitlines()}, dump(sides, b, {14})
+        assert t not in {ln.strip() for ln in steps[end + 5].out.splitlines()}, dump(sides, b, {end + 5})
+
+    failed = {}
+    for name, i in sec_at.items():
+        try:
+            _sec_check(name, sides, b, i, version, t, g)
+        except AssertionError as e:
+            failed[name] = str(e)[:3000]
+    counted = [n for n in sec_at if not n.startswith("_")]
+    print(f"secondary commands passing with mqadmin {version}: {len(counted) - len(failed)} of {len(counted)}; "
+          f"failing: {sorted(failed)}")
+    assert set(failed) <= KNOWN_SECONDARY_FAILURES.get(version, set()), \
+        "\n\n".join(f"== {k}\n{v}" for k, v in failed.items())
 
 
 def error_kind(step: Step) -> tuple:

@@ -264,6 +264,13 @@ def test_connections_who_consumes_and_producer_info(admin):
     assert info["PG"][0]["remoteIP"] == "127.0.0.1:11"
     sys_topics = orjson.loads(call(b, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER).body)["topicList"]
     assert "TBW102" in sys_topics and "SCHEDULE_TOPIC_XXXX" in sys_topics
+    # what Java's TopicConfigManager adds at start: cluster/broker-name topics too (exportMetadata drops them)
+    cluster = b.c.config["brokerClusterName"]
+    assert {cluster, "broker-t", f"{cluster}_REPLY_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC"} <= set(sys_topics)
+    assert "AT" not in sys_topics
+    r = call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": cluster, "readQueueNums": "1", "writeQueueNums": "1",
+                                                      "perm": "6", "topicFilterType": "SINGLE_TAG"})
+    assert (r.code, r.remark) == (ResponseCode.INVALID_PARAMETER, f"The topic[{cluster}] is conflict with system topic.")
 
 
 def test_consumer_running_info_and_consume_directly_are_relayed(admin):

@@ -31,7 +31,9 @@ import org.apache.rocketmq.tools.command.MQAdminStartup;
  * consumes everything), {@code @wait-consumed group n timeoutMs}, {@code @wait-committed group topic
  * n timeoutMs} (until the broker's consume stats show the group's committed offsets on the topic
  * summing to n: a client persists offsets only from 10 s after its start, so a fixed sleep races),
- * {@code @producer group topic}
+ * {@code @timed ms cmd args...} (a command that never returns by itself, e.g. clusterRT, run in a thread
+ * and interrupted after ms), {@code @trace-producer group topic traceTopic key} (one message sent with
+ * message trace on into traceTopic; prints the message id), {@code @producer group topic}
  * (a producer that stays registered, one message sent to queue 0), {@code @shutdown name}. Line {@code i}
  * (0-based) writes {@code outDir/i.out}, {@code i.err} and {@code i.exit}: stdout and stderr
  * captured while the command ran, and the exit status (0, or the code a {@code System.exit}
@@ -178,6 +180,41 @@ public final class MqadminBatch {
             }
             case "wait-committed": {
                 waitCommitted(namesrv, d[1], d[2], Long.parseLong(d[3]), Long.parseLong(d[4]));
+                break;
+            }
+            case "timed": {
+                String[] argv = Arrays.copyOfRange(d, 2, d.length);
+                Throwable[] failed = new Throwable[1];
+                Thread t = new Thread(() -> {
+                    try {
+                        freshCommands();
+                        MQAdminStartup.main(argv);
+                    } catch (Throwable e) {
+                        failed[0] = e;
+                    }
+                }, "timed-command");
+                t.setDaemon(true);
+                t.start();
+                t.join(Long.parseLong(d[1]));
+                boolean ended = !t.isAlive();
+                t.interrupt();
+                t.join(10_000);
+                System.out.flush();
+                System.err.printf("timed: %s after %s ms%n", ended ? "ended" : "interrupted", d[1]);
+                if (ended && failed[0] instanceof ExitTrap) {
+                    throw (ExitTrap) failed[0];
+                }
+                break;
+            }
+            case "trace-producer": {
+                DefaultMQProducer p = new DefaultMQProducer(d[1], true, d[3]);
+                p.setNamesrvAddr(namesrv);
+                p.setInstanceName("batch-" + d[1]);
+                p.start();
+                CLIENTS.put(d[1], p::shutdown);
+                Message m = new Message(d[2], "traced", d[4], "traced body".getBytes(StandardCharsets.UTF_8));
+                var r = p.send(m, (mqs, msg, arg) -> mqs.get(0), null);
+                System.out.printf("traced %s %s%n", r.getMsgId(), r.getSendStatus());
                 break;
             }
             case "producer": {
