@@ -199,8 +199,14 @@ def test_live_writer_gives_a_consistent_prefix(tmp_path) -> None:
             splits = scan.plan_splits(str(root), scan.PlanOptions(split_size=9000))
             random.shuffle(splits)  # tasks run in any order
             got = sorted(int(os.path.basename(sp.path)) + pos for sp in splits for _b, pos, _m in scan.iter_split(sp))
+            # the writer appends to `offsets` after put_message returns: let it catch up with what we saw
+            wait = time.monotonic() + 5
+            while len(offsets) < len(got) and time.monotonic() < wait:
+                time.sleep(0.001)
             done = list(offsets)
-            assert got == done[: len(got)], "not a prefix of what was written"
+            bad = next((i for i, (a, b) in enumerate(zip(got, done)) if a != b), None)
+            assert bad is None and len(got) <= len(done), f"not a prefix of what was written: index {bad}, " \
+                f"read {len(got)} of {len(done)}"
             rounds += 1
         assert rounds >= 2
     finally:

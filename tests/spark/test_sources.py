@@ -178,7 +178,10 @@ def test_job_over_a_store_being_written(spark, corrupt_log, tmp_path) -> None:
                 .option("columns", "queueId,queueOffset,commitLogOffset").load(str(root))
             rows = df.collect()
             offs = sorted(r.commitLogOffset for r in rows)
-            assert offs == written[: len(offs)]
+            wait = time.monotonic() + 5  # `written` grows after put_message returns
+            while len(written) < len(offs) and time.monotonic() < wait:
+                time.sleep(0.001)
+            assert len(offs) <= len(written) and offs == written[: len(offs)]
             per_q: dict[int, list[int]] = {}
             for r in sorted(rows, key=lambda r: r.commitLogOffset):
                 per_q.setdefault(r.queueId, []).append(r.queueOffset)
