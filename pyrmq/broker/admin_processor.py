@@ -192,7 +192,16 @@ class AdminBrokerProcessor:
         if tcm.select_topic_config(h.topic) == tc:
             return cmd.make_response(ResponseCode.SUCCESS)
         tcm.update_topic_config(tc)
+        await self._register_now([tc])
         return cmd.make_response(ResponseCode.SUCCESS)
+
+    async def _register_now(self, configs: list[TopicConfig]) -> None:
+        """Java answers a topic create/update only after registerIncrementBrokerData has reached the name
+        servers (BrokerOuterAPI#registerBrokerAll waits on its latch), so the tool's next route lookup
+        (updateTopicPerm reads the old perm from the route) sees the change."""
+        c = self.controller
+        if getattr(c, "_started", False):
+            await c.register_increment_broker_data(configs)
 
     @handles(RequestCode.GET_ALL_TOPIC_CONFIG)
     async def get_all_topic_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -251,6 +260,7 @@ class AdminBrokerProcessor:
                                          f"The topic[{tc.topic_name}] is conflict with system topic.")
         for tc in configs:
             self.controller.topic_config_manager.update_topic_config(tc)
+        await self._register_now(configs)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.DELETE_TOPIC_IN_BROKER)
