@@ -40,15 +40,18 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support import java as sj  # noqa: E402
-from support import pyrmq_proc, servers  # noqa: E402
+from support import probe, pyrmq_proc, servers  # noqa: E402
 from support.procs import ManagedProcess  # noqa: E402
 
 POM = Path(__file__).with_name("broker_pom.xml")
+ASYNC_SRC = Path(__file__).with_name("broker_async") / "AsyncProducer.java"
 BENCH_PKG = "org.apache.rocketmq.example.benchmark"
 SCENARIOS = ("sync1", "sync16", "sync64", "async", "batch", "consume")
 MSG_SIZE = 1024
+UPDATE_AND_CREATE_TOPIC = 17
 BATCH_SIZE = 16
 BATCH_THREADS = 16
+ASYNC_IN_FLIGHT = 128
 CONSUME_PRODUCER_THREADS = 16
 WINDOW = 9.0  # the tools report over their last 10 one-second snapshots
 # Clients: same JVM for both brokers; C2 JIT on (unlike the test harness's C1-only flags).
@@ -59,11 +62,11 @@ JAVA_BROKER_FLAGS = ["-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true"]
 STORE_CONF = {"flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": 1024 * 1024 * 1024,
               "mappedFileSizeConsumeQueue": 300000 * 20}
 
-SEND_LINE = re.compile(r"Send TPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.]+) \| "
+SEND_LINE = re.compile(r"Send TPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.]+|NaN) \| "
                        r"Send Failed: (\d+) \| Response Failed: (\d+)")
-BATCH_LINE = re.compile(r"Send TPS: (\d+) \| Send MPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.]+) \| "
-                        r"Average Message RT\(ms\):\s*([\d.]+) \| Send Failed: (\d+) \| Send Message Failed: (\d+)")
-CONSUME_LINE = re.compile(r"Consume TPS: (\d+) \| AVG\(B2C\) RT\(ms\):\s*([\d.]+) \| AVG\(S2C\) RT\(ms\):\s*([\d.]+) \| "
+BATCH_LINE = re.compile(r"Send TPS: (\d+) \| Send MPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.]+|NaN) \| "
+                        r"Average Message RT\(ms\):\s*([\d.]+|NaN) \| Send Failed: (\d+) \| Send Message Failed: (\d+)")
+CONSUME_LINE = re.compile(r"Consume TPS: (\d+) \| AVG\(B2C\) RT\(ms\):\s*([\d.]+|NaN) \| AVG\(S2C\) RT\(ms\):\s*([\d.]+|NaN) \| "
                           r"MAX\(B2C\) RT\(ms\): (\d+) \| MAX\(S2C\) RT\(ms\): (\d+) \| Consume Fail: (\d+)")
 
 
@@ -80,6 +83,19 @@ def bench_classpath(cache: Path) -> str:
         if r.returncode != 0 or not out.is_file():
             raise SystemExit(f"broker_bench: mvn dependency:build-classpath failed\n{r.stdout}\n{r.stderr}")
     return out.read_text().strip()
+
+
+def async_producer_classes(cp: str, cache: Path) -> Path:
+    """tools/bench/broker_async/AsyncProducer.java compiled against the same classpath."""
+    key = hashlib.sha256(ASYNC_SRC.read_bytes() + cp.encode()).hexdigest()[:16]
+    out = cache / f"async-{key}"
+    if not (out / "AsyncProducer.class").is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        javac = shutil.which("javac")
+        if javac is None:
+            raise SystemExit("broker_bench: javac not found on PATH (a JDK 17 is needed)")
+        subprocess.run([javac, "-d", str(out), "-cp", cp, str(ASYNC_SRC)], check=True, timeout=300)
+    return out
 
 
 # ---------------------------------------------------------------- process figures
@@ -150,14 +166,33 @@ def start_java(workdir: Path, heap: str) -> Stack:
 
 # ---------------------------------------------------------------- tools
 
+def create_topic(stack: Stack, topic: str, queues: int = 4) -> None:
+    """UPDATE_AND_CREATE_TOPIC on the broker, then wait for the route: the async producer does
+    not fall back to auto-creation through TBW102 the way the sync one does."""
+    r = probe.request(stack.broker.addr, UPDATE_AND_CREATE_TOPIC, {
+        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
+        "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"})
+    if r.code != probe.SUCCESS:
+        raise RuntimeError(f"create topic {topic} on {stack.kind}: {r.code} {r.remark}")
+    deadline = time.monotonic() + 30
+    while probe.topic_route(stack.namesrv_addr, topic).code != probe.SUCCESS:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no route for {topic} at the {stack.kind} name server")
+        time.sleep(0.2)
+
+
 class Tools:
-    def __init__(self, cp: str, home: Path):
+    def __init__(self, cp: str, home: Path, async_classes: Path):
         self.cp = cp
+        self.async_classes = async_classes
         self.home = sj.prepare_home(home)
 
     def start(self, cls: str, args: list[str], log: Path) -> ManagedProcess:
+        cp, main = self.cp, f"{BENCH_PKG}.{cls}"
+        if cls == "AsyncProducer":
+            cp, main = f"{self.async_classes}{os.pathsep}{cp}", cls
         argv = [sj.java_exe(), *CLIENT_JVM, f"-Duser.home={self.home}", f"-Drocketmq.home.dir={self.home}",
-                "-cp", self.cp, f"{BENCH_PKG}.{cls}", *args]
+                "-cp", cp, main, *args]
         return ManagedProcess(log.stem, argv, log, env=sj.java_env(self.home), cwd=self.home)
 
 
@@ -194,22 +229,24 @@ def run_scenario(tools: Tools, stack: Stack, scenario: str, rep: int, duration: 
     pid = stack.broker.pid
     procs: list[ManagedProcess] = []
     res = Result(scenario, stack.kind, rep)
+    create_topic(stack, topic)
     try:
         if scenario.startswith("sync"):
             log = logdir / f"{tag}.producer.log"
             procs.append(tools.start("Producer", [*common, "-w", scenario[4:]], log))
         elif scenario == "async":
             log = logdir / f"{tag}.producer.log"
-            procs.append(tools.start("Producer", [*common, "-y", "true"], log))
+            # not the benchmark Producer's -y true: see AsyncProducer.java
+            procs.append(tools.start("AsyncProducer", [ns, topic, str(MSG_SIZE), str(ASYNC_IN_FLIGHT)], log))
         elif scenario == "batch":
             log = logdir / f"{tag}.batch.log"
             procs.append(tools.start("BatchProducer", [*common, "-w", str(BATCH_THREADS), "-b", str(BATCH_SIZE)], log))
         elif scenario == "consume":
-            plog = logdir / f"{tag}.producer.log"
-            procs.append(tools.start("Producer", [*common, "-w", str(CONSUME_PRODUCER_THREADS)], plog))
-            time.sleep(4)  # the topic exists (auto-created by the first sends) before the consumer subscribes
             log = logdir / f"{tag}.consumer.log"
             procs.append(tools.start("Consumer", ["-n", ns, "-t", topic, "-g", f"bench_cg_{rep}", "-ri", "1000"], log))
+            time.sleep(4)  # subscribed and rebalanced before the first message
+            plog = logdir / f"{tag}.producer.log"
+            procs.append(tools.start("Producer", [*common, "-w", str(CONSUME_PRODUCER_THREADS)], plog))
         else:
             raise ValueError(scenario)
         t_start = time.monotonic()
@@ -228,7 +265,7 @@ def run_scenario(tools: Tools, stack: Stack, scenario: str, rep: int, duration: 
         g = last_match(log, BATCH_LINE)
         if g:
             res.tps, res.max_rt_ms, res.avg_rt_ms = float(g[1]), int(g[2]), float(g[3])
-            res.failed = int(g[6]) + int(g[7])
+            res.failed = int(g[5]) + int(g[6])
             res.extra = {"batches_per_s": int(g[0]), "avg_msg_rt_ms": float(g[4])}
     elif scenario == "consume":
         g = last_match(log, CONSUME_LINE)
@@ -377,8 +414,9 @@ def main() -> int:
 
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pyrmq-broker-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    cp = bench_classpath(Path(tempfile.gettempdir()) / "pyrmq-broker-bench-cp")
-    tools = Tools(cp, workdir / "client-home")
+    cache = Path(tempfile.gettempdir()) / "pyrmq-broker-bench-cp"
+    cp = bench_classpath(cache)
+    tools = Tools(cp, workdir / "client-home", async_producer_classes(cp, cache))
     try:
         if args.profile:
             profile(args, tools, workdir)
