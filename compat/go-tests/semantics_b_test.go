@@ -9,6 +9,7 @@ package gotests
 // channel it learnt from a heartbeat. The transaction cases therefore start
 // their push consumer with the producer's instance name: both share one
 // client, and the consumer's start heartbeat carries the producer group too.
+// The request-reply case does the same for its requester.
 
 import (
 	"context"
@@ -396,4 +397,117 @@ func sortedInts(m map[int]bool) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// TestRequestReply: Producer.Request with a 3 s timeout gets the reply a
+// push consumer sends with CreateReplyMessage (SEND_REPLY_MESSAGE, then the
+// broker's PUSH_REPLY_MESSAGE_TO_CLIENT to the requester); a request nobody
+// answers fails with the client's timeout after 3 s, and the producer keeps
+// working. v2.1.2 quirks worked around as an application would:
+// CreateReplyMessage parses the body as properties and leaves the reply's
+// body empty (set again here); Request through an interceptor returns
+// before the reply (so the requester has none); Request heartbeats only for
+// a topic the name server does not know, so the broker would not know the
+// requester's channel ("channel of <client id> not found" on both brokers):
+// the requester shares its client with the consumer, whose start heartbeat
+// names it.
+func TestRequestReply(t *testing.T) {
+	ctx, cancel := caseContext(t, 60*time.Second)
+	defer cancel()
+	topic := requireEnv(t, "TOPIC")
+	run := runID()
+	timeout := time.Duration(envInt(t, "REQUEST_TIMEOUT_MS", 3000)) * time.Millisecond
+	publishQueues(ctx, t, topic)
+
+	// the requester first: the consumer below shares its client (see the file comment)
+	instance := "pyrmq-go-rr-" + run
+	requester, err := rocketmq.NewProducer(
+		producer.WithNameServer(nameServers(t)),
+		producer.WithGroupName("pyrmq_go_rr_requester"),
+		producer.WithInstanceName(instance),
+		producer.WithRetry(1),
+		producer.WithSendMsgTimeout(5*time.Second),
+	)
+	if err != nil {
+		t.Fatalf("NewProducer: %v", err)
+	}
+	if err := requester.Start(); err != nil {
+		t.Fatalf("requester Start: %v", err)
+	}
+	defer within(t, "requester Shutdown", 10*time.Second, requester.Shutdown)
+	replier := startProducer(t, "pyrmq_go_rr_replier", &sendRecorder{})
+	var mu sync.Mutex
+	var replyErrs []string
+	semBPushConsumer(t, "pyrmq_go_rr_"+run, instance, topic,
+		consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			for _, m := range msgs {
+				if m.GetProperty("noreply") == "true" {
+					continue
+				}
+				reply, err := consumer.CreateReplyMessage(m, nil)
+				if err == nil {
+					reply.Body = []byte("reply to " + string(m.Body))
+					reply.WithProperty("seq", m.GetProperty("seq"))
+					var res *primitive.SendResult
+					res, err = replier.SendSync(context.Background(), reply)
+					if err == nil && res.Status != primitive.SendOK {
+						err = fmt.Errorf("reply send status %v", res.Status)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					replyErrs = append(replyErrs, fmt.Sprintf("%s: %v", m.GetProperty("seq"), err))
+					mu.Unlock()
+				}
+			}
+			return consumer.ConsumeSuccess, nil
+		})
+	time.Sleep(3 * time.Second) // rebalance: the consumer owns the queues before the requests
+
+
+	request := func(seq string, noReply bool) (*primitive.Message, *primitive.Message, time.Duration, error) {
+		msg := primitive.NewMessage(topic, []byte("request "+seq))
+		msg.WithProperty("seq", seq)
+		if noReply {
+			msg.WithProperty("noreply", "true")
+		}
+		start := time.Now()
+		reply, err := requester.Request(ctx, timeout, msg)
+		return msg, reply, time.Since(start), err
+	}
+	for i := 0; i < 3; i++ {
+		seq := strconv.Itoa(i)
+		msg, reply, took, err := request(seq, false)
+		if err != nil || reply == nil {
+			mu.Lock()
+			t.Fatalf("request %s: reply %v, error %v after %s (replier errors %v)", seq, reply, err, took, replyErrs)
+		}
+		if string(reply.Body) != "reply to request "+seq || reply.GetProperty("seq") != seq {
+			t.Errorf("request %s: reply body %q seq %q", seq, reply.Body, reply.GetProperty("seq"))
+		}
+		if c := reply.GetProperty("CORRELATION_ID"); c == "" || c != msg.GetProperty("CORRELATION_ID") {
+			t.Errorf("request %s: reply CORRELATION_ID %q, request's %q", seq, c, msg.GetProperty("CORRELATION_ID"))
+		}
+		if took >= timeout {
+			t.Errorf("request %s took %s", seq, took)
+		}
+		t.Logf("request %s answered in %s", seq, took)
+	}
+	_, reply, took, err := request("silent", true)
+	if err == nil || reply != nil {
+		t.Fatalf("unanswered request: reply %v, error %v", reply, err)
+	}
+	if took < timeout || took > timeout+2*time.Second {
+		t.Errorf("unanswered request failed after %s, want its %s timeout", took, timeout)
+	}
+	t.Logf("unanswered request: %v after %s", err, took)
+	if _, reply, _, err := request("after", false); err != nil || reply == nil || string(reply.Body) != "reply to request after" {
+		t.Errorf("request after the timeout: reply %v, error %v", reply, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(replyErrs) > 0 {
+		t.Errorf("replier errors: %v", replyErrs)
+	}
 }

@@ -1,5 +1,5 @@
-"""Transactions with check-back and SQL92 property filters with the official Go client v2.1.2
-(issue 5, items 4 and 5). Cases of compat/go-tests/bin/compat.test (semantics_b_test.go) against
+"""Transactions with check-back, SQL92 property filters and request-reply with the official Go
+client v2.1.2 (issue 5, items 4, 5 and 6). Cases of compat/go-tests/bin/compat.test (semantics_b_test.go) against
 pyrmq (acceptance) and the Java 5.5.0 pair (the case states Java's behaviour). Both brokers run with
 the check-back timings and property filters of test_semantics_b_java.py. A missing Go toolchain
 fails loudly.
@@ -89,3 +89,8 @@ def test_go_transaction_producer_restart(go_binary, cluster):
 def test_go_sql92_between(go_binary, cluster):
     """5. SQL92 "a BETWEEN 3 AND 5 AND b = 'x'" receives exactly the matching messages; TRUE receives all."""
     run_case(go_binary, "TestSQL92Filter", cluster, MESSAGE_COUNT="180", SQL_WAIT_SECONDS="40")
+
+
+def test_go_request_reply(go_binary, cluster):
+    """6. Request() with a 3 s timeout gets the consumer's reply; an unanswered request times out cleanly."""
+    run_case(go_binary, "TestRequestReply", cluster, REQUEST_TIMEOUT_MS="3000")
