@@ -333,26 +333,46 @@ def summarize(results: list[Result]) -> str:
 
 # ---------------------------------------------------------------- profiling
 
+IDLE_FRAMES = ("Condition.wait (threading", "Event.wait (threading", "sleep (")
+
+
 def top_functions(collapsed: Path, n: int = 25) -> str:
-    """Self and inclusive % of samples per function from py-spy's raw (collapsed) output."""
-    self_c: collections.Counter = collections.Counter()
-    incl_c: collections.Counter = collections.Counter()
-    total = 0
+    """Per-thread sample counts, then self and inclusive % per function over the event-loop
+    thread (MainThread) and over all threads, from py-spy's raw (collapsed) output. Samples whose
+    leaf is a lock/event wait are idle background threads py-spy still counts; they are left out."""
+    per_thread: collections.Counter = collections.Counter()
+    idle = 0
+    tables = {"MainThread": (collections.Counter(), collections.Counter()),
+              "all threads": (collections.Counter(), collections.Counter())}
+    totals: collections.Counter = collections.Counter()
     for line in collapsed.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue
         c = int(count)
-        total += c
-        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]
-        frames = [f for f in frames if not f.startswith("thread (") and not f.startswith("process ")]
-        if frames:
-            self_c[frames[-1]] += c
-        for f in set(frames):
-            incl_c[f] += c
-    out = [f"total samples: {total}", "", "self %  function", *(f"{100 * c / total:5.1f}  {f}"
-           for f, c in self_c.most_common(n)), "", "incl %  function",
-           *(f"{100 * c / total:5.1f}  {f}" for f, c in incl_c.most_common(n))]
+        frames = stack.split(";")
+        thread = frames[0].split(": ", 1)[-1] if frames[0].startswith("thread (") else "?"
+        frames = [re.sub(r":\d+\)$", ")", f) for f in frames if not f.startswith(("thread (", "process "))]
+        if frames and frames[-1].startswith(IDLE_FRAMES):
+            idle += c
+            continue
+        per_thread[thread] += c
+        for name in ("MainThread", "all threads"):
+            if name == "MainThread" and thread != "MainThread":
+                continue
+            self_c, incl_c = tables[name]
+            totals[name] += c
+            if frames:
+                self_c[frames[-1]] += c
+            for f in set(frames):
+                incl_c[f] += c
+    out = [f"busy samples per thread (idle waits left out: {idle}): "
+           + ", ".join(f"{t} {c}" for t, c in per_thread.most_common())]
+    for name, (self_c, incl_c) in tables.items():
+        total = totals[name] or 1
+        out += ["", f"== {name}: {totals[name]} samples", "self %  function",
+                *(f"{100 * c / total:5.1f}  {f}" for f, c in self_c.most_common(n)), "", "incl %  function",
+                *(f"{100 * c / total:5.1f}  {f}" for f, c in incl_c.most_common(n))]
     return "\n".join(out)
 
 
@@ -362,7 +382,6 @@ def profile(args, tools: Tools, workdir: Path) -> None:
         raise SystemExit("broker_bench: py-spy not found (pip install py-spy next to --python)")
     stack = start_pyrmq(workdir, args.python)
     out_raw = workdir / f"profile-{args.profile}.txt"
-    out_svg = workdir / f"profile-{args.profile}.svg"
     spies = []
 
     def attach(st: Stack) -> None:
@@ -384,9 +403,6 @@ def profile(args, tools: Tools, workdir: Path) -> None:
     print(f"pyrmq {args.profile} under py-spy: {res.tps:.0f} msgs/s, avg RT {res.avg_rt_ms:.2f} ms")
     print(f"collapsed stacks: {out_raw}")
     print(top_functions(out_raw))
-    with contextlib.suppress(Exception):
-        subprocess.run([spy, "--version"], check=False)
-    _ = out_svg
 
 
 # ---------------------------------------------------------------- main
