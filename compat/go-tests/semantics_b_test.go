@@ -465,7 +465,6 @@ func TestRequestReply(t *testing.T) {
 		})
 	time.Sleep(3 * time.Second) // rebalance: the consumer owns the queues before the requests
 
-
 	request := func(seq string, noReply bool) (*primitive.Message, *primitive.Message, time.Duration, error) {
 		msg := primitive.NewMessage(topic, []byte("request "+seq))
 		msg.WithProperty("seq", seq)

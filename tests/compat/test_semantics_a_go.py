@@ -1,7 +1,8 @@
 """Delay levels and consumer retry with the official Go client v2.1.2 (issue 5; the Go client has
-no timer, request-reply or DLQ-reading API worth a case). Cases of compat/go-tests/bin/compat.test
-(semantics_a_test.go) against pyrmq (acceptance) and the Java 5.5.0 pair (the case is right).
-A missing Go toolchain fails loudly."""
+no timer API, there is no DLQ case; transactions, SQL92 and request-reply are in
+test_semantics_b_go.py). Cases of compat/go-tests/bin/compat.test (semantics_a_test.go) against
+pyrmq (acceptance) and the Java 5.5.0 pair (the case is right). A missing Go toolchain fails
+loudly."""
 
 from __future__ import annotations
 
