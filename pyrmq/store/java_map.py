@@ -8,6 +8,7 @@ keep their insertion order (tree bins of 8+ colliding keys are not modelled).
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TypeVar
 
 from .message import java_string_hash
@@ -18,6 +19,7 @@ V = TypeVar("V")
 PROPERTIES_MAP_CAPACITY = 128
 
 
+@lru_cache(maxsize=4096)  # property keys repeat on every message: hash each once (send hot path)
 def _spread(key: str) -> int:
     h = java_string_hash(key) & 0xFFFFFFFF
     return h ^ (h >> 16)  # HashMap#hash
