@@ -11,8 +11,9 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
+
+from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
 
 log = logging.getLogger("pyrmq.dev")
 
@@ -40,12 +41,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     from .controller import BrokerController
 
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
+    stop_on_signals(stop)
     store = os.path.abspath(args.store)
     ns_cfg = NamesrvConfig()
     ns_cfg["bindAddress"] = args.host
@@ -85,10 +81,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-                        format="%(asctime)s %(levelname)s %(name)s - %(message)s")
-    from pyrmq.remoting.loop import install_uvloop_if_available
-
+    setup_logging(args.log_level, logging.WARNING)
     install_uvloop_if_available()
     return asyncio.run(serve(args))
 

@@ -14,8 +14,9 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
+
+from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
 
 from .config import BrokerConfig
 
@@ -52,12 +53,7 @@ async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
     from .controller import BrokerController
 
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
+    stop_on_signals(stop)
     controller = BrokerController(cfg)
     try:
         await controller.start()
@@ -80,8 +76,7 @@ async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s - %(message)s")
+    setup_logging(args.log_level, logging.INFO)
     try:
         cfg = build_config(args)
     except OSError as e:
@@ -91,8 +86,6 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in sorted(cfg.all_properties().items()):
             print(f"{k}={v}")
         return 0
-    from pyrmq.remoting.loop import install_uvloop_if_available
-
     install_uvloop_if_available()
     return asyncio.run(serve(cfg))
 

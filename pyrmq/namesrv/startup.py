@@ -13,8 +13,9 @@ import asyncio
 import errno
 import logging
 import os
-import signal
 import sys
+
+from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
 
 from .config import NAMESRV_KEYS, NamesrvConfig, format_value, load_properties
 
@@ -60,12 +61,7 @@ async def serve(cfg: NamesrvConfig, stop: asyncio.Event | None = None) -> int:
     from .controller import NamesrvController
 
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
+    stop_on_signals(stop)
     controller = NamesrvController(cfg)
     try:
         await controller.start()
@@ -88,10 +84,7 @@ async def serve(cfg: NamesrvConfig, stop: asyncio.Event | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s - %(message)s",
-    )
+    setup_logging(args.log_level, logging.INFO)
     try:
         cfg = build_config(args)
     except OSError as e:
@@ -100,8 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.printConfigItem:
         print_config(cfg)
         return 0
-    from pyrmq.remoting.loop import install_uvloop_if_available
-
     install_uvloop_if_available()
     return asyncio.run(serve(cfg))
 
