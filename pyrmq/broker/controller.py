@@ -113,6 +113,7 @@ class BrokerController:
         self.outer_client = RemotingClient()
         self._tasks: list[asyncio.Task] = []
         self._register_lock: asyncio.Lock | None = None
+        self.pending_topic_registrations: dict[str, asyncio.Task] = {}
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -334,6 +335,18 @@ class BrokerController:
             return
         task = loop.create_task(self.register_increment_broker_data(configs))
         task.add_done_callback(_log_task_error)
+        # Java registers a topic auto-created by a send before answering that send
+        # (TopicConfigManager#createTopicInSendMessageMethod -> registerBrokerAll): sends wait on this.
+        pending = self.pending_topic_registrations
+        for tc in configs:
+            pending[tc.topic_name or ""] = task
+
+        def _settled(t: asyncio.Task, names=[tc.topic_name or "" for tc in configs]) -> None:
+            for name in names:
+                if pending.get(name) is t:
+                    del pending[name]
+
+        task.add_done_callback(_settled)
 
     def check_in_mem_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
         """Java DefaultMessageStore#checkInMemByConsumeOffset, simplified: the entry and its record exist."""

@@ -212,6 +212,9 @@ class SendMessageProcessor:
         tc, err = self._msg_check(ctx, cmd, h)
         if err is not None:
             return err
+        reg = c.pending_topic_registrations.get(h.topic)
+        if reg is not None:  # auto-created just now: answer once the name servers know it (Java)
+            await asyncio.wait((reg,))
         body = cmd.body or b""
         if len(body) > c.store_config.max_message_size:
             return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL,
@@ -257,6 +260,9 @@ class SendMessageProcessor:
         tc, err = self._msg_check(ctx, cmd, h)
         if err is not None:
             return err
+        reg = c.pending_topic_registrations.get(h.topic)
+        if reg is not None:  # auto-created just now: answer once the name servers know it (Java)
+            await asyncio.wait((reg,))
         if len(h.topic) > 127:
             return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL,
                                   f"message topic length too long {len(h.topic)}")
