@@ -11,13 +11,10 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
+from .config_manager import ConfigManager
 from pyrmq.store.config import (
     ConsumerOffsetSerializeWrapper,
     DataVersion,
-    decode_config,
-    encode_config,
-    persist_config_text,
-    read_config_text,
 )
 
 log = logging.getLogger("pyrmq.broker.offset")
@@ -25,7 +22,9 @@ log = logging.getLogger("pyrmq.broker.offset")
 TOPIC_GROUP_SEPARATOR = "@"
 
 
-class ConsumerOffsetManager:
+class ConsumerOffsetManager(ConfigManager):
+    wrapper_class = ConsumerOffsetSerializeWrapper
+
     def __init__(self, path: str | None, *, now: Callable[[], int] | None = None) -> None:
         self.path = path
         self.now = now
@@ -35,16 +34,8 @@ class ConsumerOffsetManager:
         self.data_version = DataVersion()
         self._dirty = False
 
-    def load(self) -> None:
-        """Java ConfigManager#load (file, else ``.bak``): only ``offsetTable`` and ``dataVersion`` are read back.
-
-        Raises ``pyrmq.store.config.ConfigFileError`` when the file and its backup are unreadable."""
-        if not self.path:
-            return
-        got = read_config_text(self.path, lambda t: decode_config(ConsumerOffsetSerializeWrapper, t))
-        if got is None:
-            return
-        w = got[0]
+    def decode_wrapper(self, w: ConsumerOffsetSerializeWrapper) -> None:
+        """Only ``offsetTable`` and ``dataVersion`` are read back (Java)."""
         for k, qs in w.offset_table.items():
             self.offset_table[str(k)] = {int(q): int(o) for q, o in qs.items()}
         if w.data_version is not None:
@@ -54,18 +45,11 @@ class ConsumerOffsetManager:
         return ConsumerOffsetSerializeWrapper(offset_table=self.offset_table, data_version=self.data_version,
                                               pull_offset_table=self.pull_offset_table)
 
-    def encode(self) -> str:
-        """``consumerOffset.json`` as Java 5.5.0 writes it (fastjson2 pretty)."""
-        return encode_config(self.build_serialize_wrapper())
-
-    def persist(self) -> None:
-        if self.path:
-            try:
-                persist_config_text(self.path, self.encode())
-            except OSError as e:
-                log.error("persist %s failed: %s", self.path, e)
-                return
-            self._dirty = False
+    def persist(self) -> bool:
+        if not super().persist():
+            return False
+        self._dirty = False
+        return True
 
     def commit_offset(self, client_host: str, group: str, topic: str, queue_id: int, offset: int) -> None:
         key = f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"

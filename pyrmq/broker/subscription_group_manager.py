@@ -9,15 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
+from .config_manager import ConfigManager
 from pyrmq.store.config import (
     DataVersion,
     GroupRetryPolicy,
     SubscriptionGroupConfig,
     SubscriptionGroupSerializeWrapper,
-    decode_config,
-    encode_config,
-    persist_config_text,
-    read_config_text,
 )
 
 log = logging.getLogger("pyrmq.broker.subscription")
@@ -31,7 +28,9 @@ SYSTEM_GROUPS = (
 )
 
 
-class SubscriptionGroupManager:
+class SubscriptionGroupManager(ConfigManager):
+    wrapper_class = SubscriptionGroupSerializeWrapper
+
     def __init__(self, broker_config, path: str | None, *, now: Callable[[], int]) -> None:
         self.broker_config = broker_config
         self.path = path
@@ -42,14 +41,7 @@ class SubscriptionGroupManager:
         for g in SYSTEM_GROUPS:
             self.table[g] = SubscriptionGroupConfig(group_name=g)
 
-    def load(self) -> None:
-        """Java ConfigManager#load: the file, else its ``.bak``; raises ConfigFileError when neither reads."""
-        if not self.path:
-            return
-        got = read_config_text(self.path, lambda t: decode_config(SubscriptionGroupSerializeWrapper, t))
-        if got is None:
-            return
-        w = got[0]
+    def decode_wrapper(self, w: SubscriptionGroupSerializeWrapper) -> None:
         for name, cfg in w.subscription_group_table.items():
             if cfg.group_name is None:
                 cfg.group_name = name
@@ -60,16 +52,6 @@ class SubscriptionGroupManager:
     def build_serialize_wrapper(self) -> SubscriptionGroupSerializeWrapper:
         return SubscriptionGroupSerializeWrapper(dict(self.table), self.forbidden_table, self.data_version)
 
-    def encode(self) -> str:
-        """``subscriptionGroup.json`` as Java 5.5.0 writes it (fastjson2 pretty)."""
-        return encode_config(self.build_serialize_wrapper())
-
-    def persist(self) -> None:
-        if self.path:
-            try:
-                persist_config_text(self.path, self.encode())
-            except OSError as e:
-                log.error("persist %s failed: %s", self.path, e)
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, auto-created when ``autoCreateSubscriptionGroup`` (Java, same name)."""

@@ -14,14 +14,11 @@ import os
 import re
 from typing import Callable
 
+from .config_manager import ConfigManager
 from pyrmq.store.config import (
     DataVersion,
     TopicConfig,
     TopicConfigSerializeWrapper,
-    decode_config,
-    encode_config,
-    persist_config_text,
-    read_config_text,
 )
 
 log = logging.getLogger("pyrmq.broker.topic")
@@ -112,7 +109,9 @@ def dlq_topic(group: str) -> str:
     return DLQ_GROUP_TOPIC_PREFIX + group
 
 
-class TopicConfigManager:
+class TopicConfigManager(ConfigManager):
+    wrapper_class = TopicConfigSerializeWrapper
+
     """topic -> TopicConfig with a DataVersion; ``now`` gives ms for the version stamps."""
 
     def __init__(self, broker_config, path: str | None, *, now: Callable[[], int],
@@ -158,32 +157,14 @@ class TopicConfigManager:
         if c["timerWheelEnable"]:
             self._put(TIMER_TOPIC, 1, 1)
 
-    def load(self) -> None:
-        """Merge topics.json (or its ``.bak``) over the system topics (Java ConfigManager#load then decode).
-
-        Raises ``pyrmq.store.config.ConfigFileError`` when the file and its backup are unreadable."""
-        if not self.path:
-            return
-        got = read_config_text(self.path, lambda t: decode_config(TopicConfigSerializeWrapper, t))
-        if got is None:
-            return
-        wrapper = got[0]
+    def decode_wrapper(self, wrapper: TopicConfigSerializeWrapper) -> None:
+        """topics.json (or its ``.bak``, see ConfigManager.load) merged over the system topics."""
         for name, tc in wrapper.topic_config_table.items():
             if tc.topic_name is None:
                 tc.topic_name = name
             self.topic_config_table[name] = tc
         self.data_version = wrapper.data_version
 
-    def persist(self) -> None:
-        if self.path:
-            try:
-                persist_config_text(self.path, self.encode())
-            except OSError as e:
-                log.error("persist %s failed: %s", self.path, e)
-
-    def encode(self) -> str:
-        """``topics.json`` as Java 5.5.0 writes it (fastjson2 pretty)."""
-        return encode_config(self.build_serialize_wrapper())
 
     def build_serialize_wrapper(self) -> TopicConfigSerializeWrapper:
         return TopicConfigSerializeWrapper(dict(self.topic_config_table), self.data_version)
