@@ -108,6 +108,15 @@ class SendMessageProcessor:
             ch.attrs["_peer"] = host
         return host
 
+    async def _msg_check_registered(self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader):
+        """_msg_check; a topic it auto-created is answered once the name servers have its route (Java
+        TopicConfigManager#createTopicInSendMessageMethod registers before the send returns)."""
+        tc, err = self._msg_check(ctx, cmd, h)
+        reg = self.controller.pending_topic_registrations.get(h.topic) if err is None else None
+        if reg is not None:
+            await asyncio.wait((reg,))
+        return tc, err
+
     def _msg_check(self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader):
         """Java AbstractSendMessageProcessor#msgCheck: (topic config, None) or (None, error response)."""
         c = self.controller
@@ -209,12 +218,9 @@ class SendMessageProcessor:
                                   f"broker unable to service, until {start}")
         if h.batch:
             return await self._send_batch(ctx, cmd, h)
-        tc, err = self._msg_check(ctx, cmd, h)
+        tc, err = await self._msg_check_registered(ctx, cmd, h)
         if err is not None:
             return err
-        reg = c.pending_topic_registrations.get(h.topic)
-        if reg is not None:  # auto-created just now: answer once the name servers know it (Java)
-            await asyncio.wait((reg,))
         body = cmd.body or b""
         if len(body) > c.store_config.max_message_size:
             return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL,
@@ -257,12 +263,9 @@ class SendMessageProcessor:
                           ) -> RemotingCommand:
         """Java sendBatchMessage: every element one record, one queue, consecutive offsets."""
         c = self.controller
-        tc, err = self._msg_check(ctx, cmd, h)
+        tc, err = await self._msg_check_registered(ctx, cmd, h)
         if err is not None:
             return err
-        reg = c.pending_topic_registrations.get(h.topic)
-        if reg is not None:  # auto-created just now: answer once the name servers know it (Java)
-            await asyncio.wait((reg,))
         if len(h.topic) > 127:
             return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL,
                                   f"message topic length too long {len(h.topic)}")
