@@ -1,4 +1,5 @@
 """`python -m pyrmq ...` runs the `pyrmq` console script (pyrmq/cli.py)."""
+
 import sys
 
 from pyrmq.cli import main

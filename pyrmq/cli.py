@@ -3,6 +3,7 @@
 Each subcommand lives in its own module and exposes ``main(argv) -> int``, so
 this file only routes; importing it stays cheap (no asyncio, no store).
 """
+
 from __future__ import annotations
 
 import importlib

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Generate pyrmq/remoting/codes.py from the official rocketmq-remoting jar.
+"""Generate pyrmq/protocol/codes.py from the official rocketmq-remoting jar.
 
 Why: the code tables must carry Java's exact names and numbers; reading them
 out of the published artifact with `javap` avoids hand-copy mistakes.
 
 Usage:
-    tools/gen_codes.py [--version 5.5.0] [--jar PATH] > pyrmq/remoting/codes.py
+    tools/gen_codes.py [--version 5.5.0] [--jar PATH] > pyrmq/protocol/codes.py
 
 Needs a JDK (`javap`). Without --jar the jar is downloaded from Maven Central
 into a temporary directory.
@@ -32,7 +32,9 @@ _PUSH = re.compile(r"\s(iconst_m1|iconst_(\d)|bipush\s+(-?\d+)|sipush\s+(-?\d+))
 def javap(jar: Path, cls: str, *flags: str) -> str:
     out = subprocess.run(
         ["javap", *flags, "-cp", str(jar), f"{PKG}.{cls}"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return out.stdout
 
@@ -57,7 +59,7 @@ def enum_codes(jar: Path, cls: str) -> list[tuple[str, int]]:
     Reads the bytecode: after `ldc "NAME"` come two int pushes, ordinal then code.
     """
     text = javap(jar, cls, "-c", "-p")
-    clinit = text[text.index("static {};"):]
+    clinit = text[text.index("static {};") :]
     result: list[tuple[str, int]] = []
     name: str | None = None
     pushes: list[int] = []
@@ -91,7 +93,7 @@ def render_enum(name: str, doc: str, members: list[tuple[str, int]]) -> list[str
         else:
             seen[value] = member
         lines.append(f"    {member} = {value}")
-    return lines + ["", ""]
+    return [*lines, "", ""]
 
 
 def render(version: str, jar: Path) -> str:

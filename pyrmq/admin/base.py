@@ -4,15 +4,17 @@ Java: ``tools/command/SubCommand`` (commandName, commandDesc, buildCommandlineOp
 execute). The Java class's simple name appears in failures (``UpdateTopicSubCommand command
 failed``), so each command keeps it.
 """
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable, TextIO
+from typing import TextIO
 
-from .client import AdminClient
-from .javafmt import jfmt
-from .options import OptionSet
+from pyrmq.admin.client import AdminClient
+from pyrmq.admin.javafmt import jfmt
+from pyrmq.admin.options import OptionSet
 
 
 class Ctx:

@@ -3,17 +3,18 @@
 Java: ``tools/command/cluster/ClusterListSubCommand``, ``broker/BrokerStatusSubCommand``,
 ``broker/GetBrokerConfigCommand``, ``broker/UpdateBrokerConfigSubCommand`` (spec §3.1, §3.2, §3.5).
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
-from pyrmq.remoting.bodies import KVTable
-from pyrmq.remoting.codes import RequestCode
-
-from .base import Ctx, PrintHelp, command, java_int
-from .client import AdminError
-from .options import Opt, OptionSet
+from pyrmq.admin.base import Ctx, PrintHelp, command, java_int
+from pyrmq.admin.client import AdminError
+from pyrmq.admin.options import Opt, OptionSet
+from pyrmq.protocol.bodies.namesrv import KVTable
+from pyrmq.protocol.codes import RequestCode
 
 
 async def runtime_info(ctx: Ctx, addr: str) -> dict[str, str]:
@@ -27,11 +28,13 @@ def _first_tps(v: str | None) -> float:
     return float(v.split(" ")[0])
 
 
-CLUSTER_LIST = OptionSet([
-    Opt("m", "moreStats", False, "Print more stats"),
-    Opt("i", "interval", True, "specify intervals numbers, it is in seconds"),
-    Opt("c", "clusterName", True, "which cluster"),
-])
+CLUSTER_LIST = OptionSet(
+    [
+        Opt("m", "moreStats", False, "Print more stats"),
+        Opt("i", "interval", True, "specify intervals numbers, it is in seconds"),
+        Opt("c", "clusterName", True, "which cluster"),
+    ]
+)
 
 
 @command("clusterList", "List cluster infos.", "ClusterListSubCommand", CLUSTER_LIST)
@@ -62,8 +65,15 @@ def _brokers(ci, cluster: str):
 
 
 async def _more_stats(ctx: Ctx, ci, clusters: list[str]) -> None:
-    ctx.printf("%-16s  %-32s %14s %14s %14s %14s%n", "#Cluster Name", "#Broker Name", "#InTotalYest",
-               "#OutTotalYest", "#InTotalToday", "#OutTotalToday")
+    ctx.printf(
+        "%-16s  %-32s %14s %14s %14s %14s%n",
+        "#Cluster Name",
+        "#Broker Name",
+        "#InTotalYest",
+        "#OutTotalYest",
+        "#InTotalToday",
+        "#OutTotalToday",
+    )
     for cluster in clusters:
         for name, _bid, addr in _brokers(ci, cluster):
             vals = [0, 0, 0, 0]
@@ -78,9 +88,21 @@ async def _more_stats(ctx: Ctx, ci, clusters: list[str]) -> None:
 
 
 async def _base_info(ctx: Ctx, ci, clusters: list[str]) -> None:
-    ctx.printf("%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %-11s  %-12s  %-8s  %-10s%n",
-               "#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)",
-               "#Timer(Progress)", "#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED")
+    ctx.printf(
+        "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %-11s  %-12s  %-8s  %-10s%n",
+        "#Cluster Name",
+        "#Broker Name",
+        "#BID",
+        "#Addr",
+        "#Version",
+        "#InTPS(LOAD)",
+        "#OutTPS(LOAD)",
+        "#Timer(Progress)",
+        "#PCWait(ms)",
+        "#Hour",
+        "#SPACE",
+        "#ACTIVATED",
+    )
     for cluster in clusters:
         for name, bid, addr in _brokers(ci, cluster):
             kv: dict[str, str] = {}
@@ -88,39 +110,59 @@ async def _base_info(ctx: Ctx, ci, clusters: list[str]) -> None:
             timer = (0, 0, 0, 0.0, 0.0)
             try:
                 kv = await runtime_info(ctx, addr)
-                try:
-                    timer = (int(kv["timerReadBehind"]), int(kv["timerOffsetBehind"]), int(kv["timerCongestNum"]),
-                             float(kv["timerEnqueueTps"]), float(kv["timerDequeueTps"]))
-                except (KeyError, ValueError, TypeError):
-                    pass
+                with contextlib.suppress(KeyError, ValueError, TypeError):
+                    timer = (
+                        int(kv["timerReadBehind"]),
+                        int(kv["timerOffsetBehind"]),
+                        int(kv["timerCongestNum"]),
+                        float(kv["timerEnqueueTps"]),
+                        float(kv["timerDequeueTps"]),
+                    )
                 tin = _first_tps(kv.get("putTps"))
                 tout = _first_tps(kv.get("getTransferredTps"))
             except (AdminError, ValueError) as e:
-                print(e.java_line() if isinstance(e, AdminError) else f"java.lang.NumberFormatException: {e}",
-                      file=__import__("sys").stderr)
+                print(
+                    e.java_line() if isinstance(e, AdminError) else f"java.lang.NumberFormatException: {e}",
+                    file=__import__("sys").stderr,
+                )
             hour = 0.0
             earliest = kv.get("earliestMessageTimeStamp")
             if earliest:
                 hour = (time.time() * 1000 - int(earliest)) / 1000.0 / 60.0 / 60.0
             ratio = kv.get("commitLogDiskRatio")
             space = float(ratio) if ratio else 0.0
-            ctx.printf("%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %11s  %-12s  %-8s  %10s%n",
-                       cluster, name, bid, addr, kv.get("brokerVersionDesc", "" if not kv else None),
-                       "%9.2f(%s,%sms)" % (tin, kv.get("sendThreadPoolQueueSize", ""),
-                                           kv.get("sendThreadPoolQueueHeadWaitTimeMills", "")),
-                       "%9.2f(%s,%sms|%s,%sms)" % (tout, kv.get("pullThreadPoolQueueSize", ""),
-                                                   kv.get("pullThreadPoolQueueHeadWaitTimeMills", ""),
-                                                   kv.get("ackThreadPoolQueueSize", "N"),
-                                                   kv.get("ackThreadPoolQueueHeadWaitTimeMills", "N")),
-                       "%d-%d(%.1fw, %.1f, %.1f)" % (timer[0], timer[1], timer[2] / 10000.0, timer[3], timer[4]),
-                       kv.get("pageCacheLockTimeMills", "" if not kv else None), "%2.2f" % hour, "%.4f" % space,
-                       kv.get("brokerActive", "false").lower() == "true")
+            ctx.printf(
+                "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %11s  %-12s  %-8s  %10s%n",
+                cluster,
+                name,
+                bid,
+                addr,
+                kv.get("brokerVersionDesc", "" if not kv else None),
+                "{:9.2f}({},{}ms)".format(
+                    tin, kv.get("sendThreadPoolQueueSize", ""), kv.get("sendThreadPoolQueueHeadWaitTimeMills", "")
+                ),
+                "{:9.2f}({},{}ms|{},{}ms)".format(
+                    tout,
+                    kv.get("pullThreadPoolQueueSize", ""),
+                    kv.get("pullThreadPoolQueueHeadWaitTimeMills", ""),
+                    kv.get("ackThreadPoolQueueSize", "N"),
+                    kv.get("ackThreadPoolQueueHeadWaitTimeMills", "N"),
+                ),
+                "%d-%d(%.1fw, %.1f, %.1f)" % (timer[0], timer[1], timer[2] / 10000.0, timer[3], timer[4]),
+                kv.get("pageCacheLockTimeMills", "" if not kv else None),
+                f"{hour:2.2f}",
+                f"{space:.4f}",
+                kv.get("brokerActive", "false").lower() == "true",
+            )
 
 
-BROKER_STATUS = OptionSet([
-    Opt("b", "brokerAddr", True, "Broker address", group="target"),
-    Opt("c", "clusterName", True, "which cluster", group="target"),
-], required_groups=("target",))
+BROKER_STATUS = OptionSet(
+    [
+        Opt("b", "brokerAddr", True, "Broker address", group="target"),
+        Opt("c", "clusterName", True, "which cluster", group="target"),
+    ],
+    required_groups=("target",),
+)
 
 
 @command("brokerStatus", "Fetch broker runtime status data.", "BrokerStatusSubCommand", BROKER_STATUS)
@@ -140,17 +182,20 @@ async def broker_status(ctx: Ctx) -> None:
             ctx.printf("%-24s %-32s: %s%n", addr, k, kv[k])
 
 
-UPDATE_BROKER_CONFIG = OptionSet([
-    Opt("b", "brokerAddr", True, "update which broker"),
-    Opt("c", "clusterName", True, "update which cluster"),
-    Opt("a", "updateAllBroker", True, "update all brokers include slave"),
-    Opt("k", "key", True, "config key", required=True),
-    Opt("v", "value", True, "config value", required=True),
-])
+UPDATE_BROKER_CONFIG = OptionSet(
+    [
+        Opt("b", "brokerAddr", True, "update which broker"),
+        Opt("c", "clusterName", True, "update which cluster"),
+        Opt("a", "updateAllBroker", True, "update all brokers include slave"),
+        Opt("k", "key", True, "config key", required=True),
+        Opt("v", "value", True, "config value", required=True),
+    ]
+)
 
 
 def properties_text(props: dict[str, str]) -> bytes:
     """MixAll.properties2String: ``key=value`` lines (escapes as Properties.load reads them)."""
+
     def esc(s: str) -> str:
         out = []
         for ch in s:
@@ -184,10 +229,13 @@ async def update_broker_config(ctx: Ctx) -> None:
     raise PrintHelp
 
 
-GET_BROKER_CONFIG = OptionSet([
-    Opt("b", "brokerAddr", True, "get which broker", group="target"),
-    Opt("c", "clusterName", True, "get which cluster", group="target"),
-], required_groups=("target",))
+GET_BROKER_CONFIG = OptionSet(
+    [
+        Opt("b", "brokerAddr", True, "get which broker", group="target"),
+        Opt("c", "clusterName", True, "get which cluster", group="target"),
+    ],
+    required_groups=("target",),
+)
 
 
 def load_properties(text: str) -> dict[str, str] | None:
@@ -197,7 +245,7 @@ def load_properties(text: str) -> dict[str, str] | None:
         line = raw.lstrip(" \t\f")
         if not line or line[0] in "#!":
             continue
-        key, val, i, esc = [], [], 0, False
+        key, _val, i, esc = [], [], 0, False
         while i < len(line):
             ch = line[i]
             if not esc and ch in "=: \t":
@@ -223,7 +271,7 @@ def _unescape(s: str) -> str:
         if ch == "\\" and i + 1 < len(s):
             n = s[i + 1]
             if n == "u":
-                hx = s[i + 2:i + 6]
+                hx = s[i + 2 : i + 6]
                 if len(hx) != 4:
                     raise ValueError("Malformed \\uxxxx encoding.")
                 out.append(chr(int(hx, 16)))
@@ -239,14 +287,16 @@ def _unescape(s: str) -> str:
 
 def chm_order(d: dict[str, str]) -> list[str]:
     """Iteration order of Properties (a ConcurrentHashMap since Java 9): by spread hash bucket."""
-    from pyrmq.store.message import java_string_hash
+    from pyrmq.common.java_lang import java_string_hash
 
     n = 16
     while len(d) >= n * 3 // 4:
         n <<= 1
+
     def bucket(k: str) -> int:
         h = java_string_hash(k) & 0xFFFFFFFF
         return ((h ^ (h >> 16)) & 0x7FFFFFFF) & (n - 1)
+
     return sorted(d, key=bucket)
 
 
@@ -262,12 +312,13 @@ async def _print_config(ctx: Ctx, prefix: str, addr: str) -> None:
     ctx.printf("%n")
 
 
-@command("getBrokerConfig", "Get broker config by cluster or special broker.", "GetBrokerConfigCommand",
-         GET_BROKER_CONFIG)
+@command(
+    "getBrokerConfig", "Get broker config by cluster or special broker.", "GetBrokerConfigCommand", GET_BROKER_CONFIG
+)
 async def get_broker_config(ctx: Ctx) -> None:
     if ctx.has("b"):
         addr = ctx.get("b")
-        await _print_config(ctx, "============%s============\n" % addr, addr)
+        await _print_config(ctx, f"============{addr}============\n", addr)
         return
     ci = await ctx.client.cluster_info()
     names = (ci.cluster_addr_table or {}).get(ctx.get("c"))
@@ -281,6 +332,6 @@ async def get_broker_config(ctx: Ctx) -> None:
         slaves = [a for i, a in sorted(bd.broker_addrs.items()) if i != 0]
         if master is None:
             continue
-        await _print_config(ctx, "============Master: %s============\n" % master, master)
+        await _print_config(ctx, f"============Master: {master}============\n", master)
         for s in slaves:
-            await _print_config(ctx, "============My Master: %s=====Slave: %s============\n" % (master, s), s)
+            await _print_config(ctx, f"============My Master: {master}=====Slave: {s}============\n", s)

@@ -6,23 +6,48 @@ a command fails; `pyrmq admin` exits 0 on success, 1 when the command failed (th
 printed on stderr the way Java prints the exception's first lines) or the command line was
 bad (help on stdout, commons-cli's message on stderr, like mqadmin, which also exits 1 there).
 """
+
 from __future__ import annotations
 
 import asyncio
 import sys
 
-from . import broker, group, message, offset, topic  # noqa: F401  (register the commands)
-from .base import REGISTRY, Command, Ctx, NumberFormatError, PrintHelp
-from .client import AdminClient, AdminError
-from .options import UsageError
+from pyrmq.admin import broker, group, message, offset, topic  # noqa: F401  (registers the commands)
+from pyrmq.admin.base import REGISTRY, Command, Ctx, NumberFormatError, PrintHelp
+from pyrmq.admin.client import AdminClient, AdminError
+from pyrmq.admin.options import UsageError
 
 #: mqadmin's listing order of the core commands
-ORDER = ["updateTopic", "deleteTopic", "updateSubGroup", "deleteSubGroup", "updateBrokerConfig", "updateTopicPerm",
-         "topicRoute", "topicStatus", "topicClusterList", "brokerStatus", "queryMsgById", "queryMsgByKey",
-         "queryMsgByUniqueKey", "queryMsgByOffset", "printMsg", "printMsgByQueue", "producerConnection",
-         "consumerConnection", "consumerProgress", "consumerStatus", "clusterList", "topicList",
-         "resetOffsetByTime", "skipAccumulatedMessage", "getBrokerConfig", "getConsumerConfig", "sendMessage",
-         "consumeMessage"]
+ORDER = [
+    "updateTopic",
+    "deleteTopic",
+    "updateSubGroup",
+    "deleteSubGroup",
+    "updateBrokerConfig",
+    "updateTopicPerm",
+    "topicRoute",
+    "topicStatus",
+    "topicClusterList",
+    "brokerStatus",
+    "queryMsgById",
+    "queryMsgByKey",
+    "queryMsgByUniqueKey",
+    "queryMsgByOffset",
+    "printMsg",
+    "printMsgByQueue",
+    "producerConnection",
+    "consumerConnection",
+    "consumerProgress",
+    "consumerStatus",
+    "clusterList",
+    "topicList",
+    "resetOffsetByTime",
+    "skipAccumulatedMessage",
+    "getBrokerConfig",
+    "getConsumerConfig",
+    "sendMessage",
+    "consumeMessage",
+]
 
 
 def listing() -> str:
@@ -85,8 +110,9 @@ async def _run(cmd: Command, opts: dict) -> int:
         return 1
     except (AdminError, NumberFormatError) as e:
         sys.stdout.flush()
-        print(f"org.apache.rocketmq.tools.command.SubCommandException: {cmd.java_class} command failed",
-              file=sys.stderr)
+        print(
+            f"org.apache.rocketmq.tools.command.SubCommandException: {cmd.java_class} command failed", file=sys.stderr
+        )
         cause = e.java_line() if isinstance(e, AdminError) else f"{e.java_class}: {e}"
         print(f"Caused by: {cause}", file=sys.stderr)
         return 1

@@ -6,24 +6,24 @@ Name-server answers that are not SUCCESS become ``MQClientException``, broker an
 ``RemotingConnectException: connect to <addr> failed``: the same class names and messages the
 Java tool prints, so greps for ``CODE: 17`` or ``connect to`` keep working.
 """
+
 from __future__ import annotations
 
 import os
 import random
 from typing import Any
 
-from pyrmq.broker.admin.headers import GetConsumerConnectionListRequestHeader, GetConsumeStatsRequestHeader
-from pyrmq.broker.bodies import ConsumerConnection
-from pyrmq.broker.admin.bodies import ConsumeStats
-
-from .bodies import consume_stats as decode_consume_stats
-from pyrmq.namesrv.headers import GetRouteInfoRequestHeader
-from pyrmq.remoting.bodies import BrokerData, ClusterInfo, TopicRouteData
+from pyrmq.protocol.bodies.admin import ConsumeStats
+from pyrmq.protocol.bodies.admin import consume_stats as decode_consume_stats
+from pyrmq.protocol.bodies.broker import ConsumerConnection
+from pyrmq.protocol.bodies.namesrv import BrokerData, ClusterInfo, TopicRouteData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import RemotingConnectError, RemotingTimeout
+from pyrmq.protocol.headers.admin import GetConsumerConnectionListRequestHeader, GetConsumeStatsRequestHeader
+from pyrmq.protocol.headers.base import RemotingHeader
+from pyrmq.protocol.headers.namesrv import GetRouteInfoRequestHeader
 from pyrmq.remoting.client import RemotingClient
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import RemotingConnectError, RemotingTimeout
-from pyrmq.remoting.headers import RemotingHeader
 
 #: DefaultMQAdminExt's per-request timeout
 TIMEOUT_S = 5.0
@@ -47,7 +47,7 @@ class AdminError(Exception):
 
 class MQClientError(AdminError):
     @classmethod
-    def of(cls, code: int, remark: str | None) -> "MQClientError":
+    def of(cls, code: int, remark: str | None) -> MQClientError:
         return cls(f"CODE: {code}  DESC: {remark}", code, remark)
 
 
@@ -55,7 +55,7 @@ class MQBrokerError(AdminError):
     java_class = "org.apache.rocketmq.client.exception.MQBrokerException"
 
     @classmethod
-    def of(cls, code: int, remark: str | None, addr: str | None = None) -> "MQBrokerError":
+    def of(cls, code: int, remark: str | None, addr: str | None = None) -> MQBrokerError:
         tail = f" BROKER: {addr}" if addr else ""
         return cls(f"CODE: {code}  DESC: {remark}{tail}", code, remark)
 
@@ -88,8 +88,14 @@ class AdminClient:
         await self.remoting.close()
 
     # ------------------------------------------------------------------ transport
-    async def invoke(self, addr: str, code: int, header: RemotingHeader | dict | None = None,
-                     body: bytes | None = None, timeout_s: float = TIMEOUT_S) -> RemotingCommand:
+    async def invoke(
+        self,
+        addr: str,
+        code: int,
+        header: RemotingHeader | dict | None = None,
+        body: bytes | None = None,
+        timeout_s: float = TIMEOUT_S,
+    ) -> RemotingCommand:
         ext = header.to_ext_fields() if isinstance(header, RemotingHeader) else header
         cmd = RemotingCommand.request(code, ext, body)
         try:
@@ -97,11 +103,11 @@ class AdminClient:
         except RemotingConnectError:
             raise ConnectError(f"connect to {addr} failed") from None
         except (RemotingTimeout, TimeoutError):
-            raise TimeoutError_(f"wait response on the channel <{addr}> timeout, {int(timeout_s * 1000)}(ms)"
-                                ) from None
+            raise TimeoutError_(f"wait response on the channel <{addr}> timeout, {int(timeout_s * 1000)}(ms)") from None
 
-    async def ns(self, code: int, header: RemotingHeader | dict | None = None, body: bytes | None = None
-                 ) -> RemotingCommand:
+    async def ns(
+        self, code: int, header: RemotingHeader | dict | None = None, body: bytes | None = None
+    ) -> RemotingCommand:
         """A name-server request: the first reachable server of the list answers."""
         if not self.namesrv:
             raise MQClientError("No name server address, please set it (-n or NAMESRV_ADDR)")
@@ -117,8 +123,14 @@ class AdminClient:
     async def ns_all(self, code: int, header: RemotingHeader | dict | None = None) -> list[tuple[str, RemotingCommand]]:
         return [(a, await self.invoke(a, code, header)) for a in self.namesrv]
 
-    async def broker(self, addr: str, code: int, header: RemotingHeader | dict | None = None,
-                     body: bytes | None = None, timeout_s: float = TIMEOUT_S) -> RemotingCommand:
+    async def broker(
+        self,
+        addr: str,
+        code: int,
+        header: RemotingHeader | dict | None = None,
+        body: bytes | None = None,
+        timeout_s: float = TIMEOUT_S,
+    ) -> RemotingCommand:
         """A broker request whose failure is an MQBrokerException."""
         return ok(await self.invoke(addr, code, header, body, timeout_s), addr)
 
@@ -130,7 +142,9 @@ class AdminClient:
     async def route(self, topic: str) -> TopicRouteData:
         r = ok(await self.ns(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic)), broker=False)
         if not r.body:
-            raise MQClientError.of(ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}")
+            raise MQClientError.of(
+                ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}"
+            )
         return TopicRouteData.decode(r.body)
 
     async def master_addrs(self, cluster: str, with_slaves: bool = False) -> list[str]:
@@ -167,8 +181,9 @@ class AdminClient:
             addr = random.choice(addrs) if addrs else None
             if addr is None:
                 raise MQClientError.of(ResponseCode.CONSUMER_NOT_ONLINE, "Not found the consumer group connection")
-        r = await self.broker(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST,
-                              GetConsumerConnectionListRequestHeader(group))
+        r = await self.broker(
+            addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, GetConsumerConnectionListRequestHeader(group)
+        )
         cc = ConsumerConnection.decode(r.body or b"{}")
         if not cc.connection_set:
             raise MQClientError.of(ResponseCode.CONSUMER_NOT_ONLINE, "Not found the consumer group connection")
@@ -188,8 +203,9 @@ class AdminClient:
             addr = select_addr(bd)
             if addr is None:
                 continue
-            r = await self.broker(addr, RequestCode.GET_CONSUME_STATS,
-                                  GetConsumeStatsRequestHeader(group, topic), timeout_s=TIMEOUT_S * 3)
+            r = await self.broker(
+                addr, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(group, topic), timeout_s=TIMEOUT_S * 3
+            )
             cs = decode_consume_stats(r.body)
             total.offset_table.update(cs.offset_table)
             total.consume_tps += cs.consume_tps
@@ -197,13 +213,17 @@ class AdminClient:
             try:
                 cc = await self.consumer_connection(group)
             except AdminError:
-                raise MQClientError.of(ResponseCode.CONSUMER_NOT_ONLINE,
-                                       "Not found the consumer group consume stats, because return offset table is "
-                                       "empty, maybe the consumer not online") from None
+                raise MQClientError.of(
+                    ResponseCode.CONSUMER_NOT_ONLINE,
+                    "Not found the consumer group consume stats, because return offset table is "
+                    "empty, maybe the consumer not online",
+                ) from None
             if cc.message_model == "BROADCASTING":
-                raise MQClientError.of(ResponseCode.BROADCAST_CONSUMPTION,
-                                       "Not found the consumer group consume stats, because return offset table is "
-                                       "empty, the consumer is under the broadcast mode")
+                raise MQClientError.of(
+                    ResponseCode.BROADCAST_CONSUMPTION,
+                    "Not found the consumer group consume stats, because return offset table is "
+                    "empty, the consumer is under the broadcast mode",
+                )
         return total
 
 

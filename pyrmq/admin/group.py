@@ -3,6 +3,7 @@ consumerConnection, producerConnection, consumerProgress, consumerStatus.
 
 Java: ``tools/command/consumer/*``, ``tools/command/connection/*`` (spec §3.5-§3.7).
 """
+
 from __future__ import annotations
 
 import os
@@ -10,28 +11,38 @@ import time
 
 import orjson
 
-from pyrmq.broker.admin.bodies import ProducerConnection, SubscriptionGroupWrapper, TopicStatsTable  # noqa: F401
-from pyrmq.broker.admin.headers import (
+from pyrmq.admin.base import Ctx, PrintHelp, command, java_bool, java_int
+from pyrmq.admin.client import RETRY_GROUP_TOPIC_PREFIX, AdminError, ok, select_addr
+from pyrmq.admin.javafmt import format_date, jstr, version_desc
+from pyrmq.admin.options import Opt, OptionSet
+from pyrmq.admin.topic import delete_topic_everywhere, mq_key
+from pyrmq.protocol.bodies.admin import ProducerConnection
+from pyrmq.protocol.bodies.namesrv import TopicList
+from pyrmq.protocol.codes import RequestCode
+from pyrmq.protocol.fastjson import lenient_loads
+from pyrmq.protocol.headers.admin import (
     DeleteSubscriptionGroupRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetProducerConnectionListRequestHeader,
 )
-from pyrmq.remoting.bodies import TopicList, lenient_loads
-from pyrmq.remoting.codes import RequestCode
-
-from .base import Ctx, PrintHelp, command, java_bool, java_int
-from .client import RETRY_GROUP_TOPIC_PREFIX, AdminError, ok, select_addr
-from .javafmt import format_date, jstr, version_desc
-from .options import Opt, OptionSet
-from .topic import delete_topic_everywhere, mq_key
 
 #: SubscriptionGroupConfig's declared fields in order, with the client's defaults
 GROUP_FIELDS: list[tuple[str, object]] = [
-    ("groupName", None), ("consumeEnable", True), ("consumeFromMinEnable", True),
-    ("consumeBroadcastEnable", True), ("consumeMessageOrderly", False), ("retryQueueNums", 1),
-    ("retryMaxTimes", 16), ("groupRetryPolicy", {"type": "CUSTOMIZED"}), ("brokerId", 0),
-    ("whichBrokerWhenConsumeSlowly", 1), ("notifyConsumerIdsChangedEnable", True), ("groupSysFlag", 0),
-    ("consumeTimeoutMinute", 15), ("subscriptionDataSet", None), ("attributes", {}),
+    ("groupName", None),
+    ("consumeEnable", True),
+    ("consumeFromMinEnable", True),
+    ("consumeBroadcastEnable", True),
+    ("consumeMessageOrderly", False),
+    ("retryQueueNums", 1),
+    ("retryMaxTimes", 16),
+    ("groupRetryPolicy", {"type": "CUSTOMIZED"}),
+    ("brokerId", 0),
+    ("whichBrokerWhenConsumeSlowly", 1),
+    ("notifyConsumerIdsChangedEnable", True),
+    ("groupSysFlag", 0),
+    ("consumeTimeoutMinute", 15),
+    ("subscriptionDataSet", None),
+    ("attributes", {}),
 ]
 
 
@@ -41,11 +52,19 @@ def _policy_str(p: dict | None) -> str:
         return "null"
     exp = p.get("exponentialRetryPolicy")
     cus = p.get("customizedRetryPolicy")
-    exp_s = "null" if exp is None else (f"ExponentialRetryPolicy{{initial={exp.get('initial', 5000)}, "
-                                        f"max={exp.get('max', 7200000)}, multiplier={exp.get('multiplier', 2)}}}")
+    exp_s = (
+        "null"
+        if exp is None
+        else (
+            f"ExponentialRetryPolicy{{initial={exp.get('initial', 5000)}, "
+            f"max={exp.get('max', 7200000)}, multiplier={exp.get('multiplier', 2)}}}"
+        )
+    )
     cus_s = "null" if cus is None else f"CustomizedRetryPolicy{{next={jstr(cus.get('next'))}}}"
-    return f"GroupRetryPolicy{{type={p.get('type', 'CUSTOMIZED')}, exponentialRetryPolicy={exp_s}, " \
-           f"customizedRetryPolicy={cus_s}}}"
+    return (
+        f"GroupRetryPolicy{{type={p.get('type', 'CUSTOMIZED')}, exponentialRetryPolicy={exp_s}, "
+        f"customizedRetryPolicy={cus_s}}}"
+    )
 
 
 def _value_str(name: str, v: object) -> str:
@@ -62,34 +81,45 @@ def group_config_str(cfg: dict) -> str:
     return "SubscriptionGroupConfig{" + ", ".join(parts) + "}"
 
 
-UPDATE_SUB_GROUP = OptionSet([
-    Opt("b", "brokerAddr", True, "create subscription group to which broker"),
-    Opt("c", "clusterName", True, "create subscription group to which cluster"),
-    Opt("g", "groupName", True, "consumer group name", required=True),
-    Opt("s", "consumeEnable", True, "consume enable"),
-    Opt("m", "consumeFromMinEnable", True, "from min offset"),
-    Opt("d", "consumeBroadcastEnable", True, "broadcast"),
-    Opt("o", "consumeMessageOrderly", True, "consume message orderly"),
-    Opt("q", "retryQueueNums", True, "retry queue nums"),
-    Opt("r", "retryMaxTimes", True, "retry max times"),
-    Opt("p", "groupRetryPolicy", True,
-        'the json string of retry policy ( exp: {"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,'
-        '"max":7200000,"multiplier":2}} {"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000,5000,10000]}} )'),
-    Opt("i", "brokerId", True, "consumer from which broker id"),
-    Opt("w", "whichBrokerWhenConsumeSlowly", True, "which broker id when consume slowly"),
-    Opt("a", "notifyConsumerIdsChanged", True, "notify consumerId changed"),
-    Opt(None, "attributes", True, "attribute(+a=b,+c=d,-e)"),
-])
+UPDATE_SUB_GROUP = OptionSet(
+    [
+        Opt("b", "brokerAddr", True, "create subscription group to which broker"),
+        Opt("c", "clusterName", True, "create subscription group to which cluster"),
+        Opt("g", "groupName", True, "consumer group name", required=True),
+        Opt("s", "consumeEnable", True, "consume enable"),
+        Opt("m", "consumeFromMinEnable", True, "from min offset"),
+        Opt("d", "consumeBroadcastEnable", True, "broadcast"),
+        Opt("o", "consumeMessageOrderly", True, "consume message orderly"),
+        Opt("q", "retryQueueNums", True, "retry queue nums"),
+        Opt("r", "retryMaxTimes", True, "retry max times"),
+        Opt(
+            "p",
+            "groupRetryPolicy",
+            True,
+            'the json string of retry policy ( exp: {"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,'
+            '"max":7200000,"multiplier":2}} {"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000,5000,10000]}} )',
+        ),
+        Opt("i", "brokerId", True, "consumer from which broker id"),
+        Opt("w", "whichBrokerWhenConsumeSlowly", True, "which broker id when consume slowly"),
+        Opt("a", "notifyConsumerIdsChanged", True, "notify consumerId changed"),
+        Opt(None, "attributes", True, "attribute(+a=b,+c=d,-e)"),
+    ]
+)
 
 
 @command("updateSubGroup", "Update or create subscription group.", "UpdateSubGroupSubCommand", UPDATE_SUB_GROUP)
 async def update_sub_group(ctx: Ctx) -> None:
-    from .topic import parse_attributes
+    from pyrmq.admin.topic import parse_attributes
 
     cfg: dict = {n: d for n, d in GROUP_FIELDS}
     cfg.update(consumeBroadcastEnable=False, consumeFromMinEnable=False, groupName=ctx.get("g"))
-    bools = {"s": "consumeEnable", "m": "consumeFromMinEnable", "d": "consumeBroadcastEnable",
-             "o": "consumeMessageOrderly", "a": "notifyConsumerIdsChangedEnable"}
+    bools = {
+        "s": "consumeEnable",
+        "m": "consumeFromMinEnable",
+        "d": "consumeBroadcastEnable",
+        "o": "consumeMessageOrderly",
+        "a": "notifyConsumerIdsChangedEnable",
+    }
     ints = {"q": "retryQueueNums", "r": "retryMaxTimes", "i": "brokerId", "w": "whichBrokerWhenConsumeSlowly"}
     for k, n in bools.items():
         if ctx.has(k):
@@ -123,16 +153,17 @@ async def update_sub_group(ctx: Ctx) -> None:
     raise PrintHelp
 
 
-DELETE_SUB_GROUP = OptionSet([
-    Opt("b", "brokerAddr", True, "delete subscription group from which broker"),
-    Opt("c", "clusterName", True, "delete subscription group from which cluster"),
-    Opt("g", "groupName", True, "subscription group name", required=True),
-    Opt("r", "removeOffset", True, "remove offset"),
-])
+DELETE_SUB_GROUP = OptionSet(
+    [
+        Opt("b", "brokerAddr", True, "delete subscription group from which broker"),
+        Opt("c", "clusterName", True, "delete subscription group from which cluster"),
+        Opt("g", "groupName", True, "subscription group name", required=True),
+        Opt("r", "removeOffset", True, "remove offset"),
+    ]
+)
 
 
-@command("deleteSubGroup", "Delete subscription group from broker.", "DeleteSubscriptionGroupCommand",
-         DELETE_SUB_GROUP)
+@command("deleteSubGroup", "Delete subscription group from broker.", "DeleteSubscriptionGroupCommand", DELETE_SUB_GROUP)
 async def delete_sub_group(ctx: Ctx) -> None:
     group = ctx.get("g")
     clean = java_bool(ctx.get("r")) if ctx.has("r") else False
@@ -146,8 +177,9 @@ async def delete_sub_group(ctx: Ctx) -> None:
         cluster = ctx.get("c")
         for addr in await ctx.client.master_addrs(cluster):
             await ctx.client.broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
-            ctx.printf("delete subscription group [%s] from broker [%s] in cluster [%s] success.%n",
-                       group, addr, cluster)
+            ctx.printf(
+                "delete subscription group [%s] from broker [%s] in cluster [%s] success.%n", group, addr, cluster
+            )
         for t in (RETRY_GROUP_TOPIC_PREFIX + group, "%DLQ%" + group):
             try:
                 await delete_topic_everywhere(ctx, t, cluster)
@@ -160,8 +192,12 @@ async def delete_sub_group(ctx: Ctx) -> None:
 GET_CONSUMER_CONFIG = OptionSet([Opt("g", "groupName", True, "subscription group name", required=True)])
 
 
-@command("getConsumerConfig", "Get consumer config by subscription group name.", "GetConsumerConfigSubCommand",
-         GET_CONSUMER_CONFIG)
+@command(
+    "getConsumerConfig",
+    "Get consumer config by subscription group name.",
+    "GetConsumerConfigSubCommand",
+    GET_CONSUMER_CONFIG,
+)
 async def get_consumer_config(ctx: Ctx) -> None:
     group = ctx.get("g")
     ci = await ctx.client.cluster_info()
@@ -182,14 +218,20 @@ async def get_consumer_config(ctx: Ctx) -> None:
             ctx.printf("%s%-40s=  %s\n", "", n, "" if v is None else _value_str(n, v))
 
 
-CONSUMER_CONNECTION = OptionSet([
-    Opt("g", "consumerGroup", True, "consumer group name", required=True),
-    Opt("b", "brokerAddr", True, "broker address"),
-])
+CONSUMER_CONNECTION = OptionSet(
+    [
+        Opt("g", "consumerGroup", True, "consumer group name", required=True),
+        Opt("b", "brokerAddr", True, "broker address"),
+    ]
+)
 
 
-@command("consumerConnection", "Query consumer's socket connection, client version and subscription.",
-         "ConsumerConnectionSubCommand", CONSUMER_CONNECTION)
+@command(
+    "consumerConnection",
+    "Query consumer's socket connection, client version and subscription.",
+    "ConsumerConnectionSubCommand",
+    CONSUMER_CONNECTION,
+)
 async def consumer_connection(ctx: Ctx) -> None:
     cc = await ctx.client.consumer_connection(ctx.get("g"), ctx.get("b"))
     ctx.printf("%-36s %-22s %-10s %s%n", "#ClientId", "#ClientAddr", "#Language", "#Version")
@@ -205,14 +247,20 @@ async def consumer_connection(ctx: Ctx) -> None:
     ctx.printf("ConsumeFromWhere: %s%n", cc.consume_from_where)
 
 
-PRODUCER_CONNECTION = OptionSet([
-    Opt("g", "producerGroup", True, "producer group name", required=True),
-    Opt("t", "topic", True, "topic name", required=True),
-])
+PRODUCER_CONNECTION = OptionSet(
+    [
+        Opt("g", "producerGroup", True, "producer group name", required=True),
+        Opt("t", "topic", True, "topic name", required=True),
+    ]
+)
 
 
-@command("producerConnection", "Query producer's socket connection and client version.",
-         "ProducerConnectionSubCommand", PRODUCER_CONNECTION)
+@command(
+    "producerConnection",
+    "Query producer's socket connection and client version.",
+    "ProducerConnectionSubCommand",
+    PRODUCER_CONNECTION,
+)
 async def producer_connection(ctx: Ctx) -> None:
     import random
 
@@ -220,20 +268,24 @@ async def producer_connection(ctx: Ctx) -> None:
     addrs = [a for a in (select_addr(bd) for bd in route.broker_datas or []) if a]
     if not addrs:
         raise AdminError(f"no broker in the route of {ctx.get('t')}")
-    r = await ctx.client.broker(random.choice(addrs), RequestCode.GET_PRODUCER_CONNECTION_LIST,
-                                GetProducerConnectionListRequestHeader(ctx.get("g")))
+    r = await ctx.client.broker(
+        random.choice(addrs),
+        RequestCode.GET_PRODUCER_CONNECTION_LIST,
+        GetProducerConnectionListRequestHeader(ctx.get("g")),
+    )
     pc = ProducerConnection.decode(r.body or b"{}")
     for i, c in enumerate(pc.connection_set, 1):
-        ctx.printf("%04d  %-32s %-22s %-8s %s%n", i, c.client_id, c.client_addr, c.language,
-                   version_desc(c.version))
+        ctx.printf("%04d  %-32s %-22s %-8s %s%n", i, c.client_id, c.client_addr, c.language, version_desc(c.version))
 
 
-CONSUMER_PROGRESS = OptionSet([
-    Opt("g", "groupName", True, "consumer group name"),
-    Opt("t", "topicName", True, "topic name"),
-    Opt("s", "showClientIP", True, "Show Client IP per Queue"),
-    Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
-])
+CONSUMER_PROGRESS = OptionSet(
+    [
+        Opt("g", "groupName", True, "consumer group name"),
+        Opt("t", "topicName", True, "topic name"),
+        Opt("s", "showClientIP", True, "Show Client IP per Queue"),
+        Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
+    ]
+)
 
 
 async def running_info(ctx: Ctx, group: str, client_id: str, jstack: bool = False) -> dict:
@@ -242,8 +294,12 @@ async def running_info(ctx: Ctx, group: str, client_id: str, jstack: bool = Fals
     addr = select_addr((route.broker_datas or [None])[0]) if route.broker_datas else None
     if addr is None:
         raise AdminError(f"no broker for {group}")
-    r = await ctx.client.broker(addr, RequestCode.GET_CONSUMER_RUNNING_INFO,
-                                GetConsumerRunningInfoRequestHeader(group, client_id, jstack), timeout_s=10)
+    r = await ctx.client.broker(
+        addr,
+        RequestCode.GET_CONSUMER_RUNNING_INFO,
+        GetConsumerRunningInfoRequestHeader(group, client_id, jstack),
+        timeout_s=10,
+    )
     return lenient_loads(r.body or b"{}") or {}
 
 
@@ -264,16 +320,35 @@ async def consumer_progress(ctx: Ctx) -> None:
                 cc = await ctx.client.consumer_connection(group)
                 for c in cc.connection_set:
                     info = await running_info(ctx, group, c.client_id)
-                    for k in (info.get("mqTable") or {}):
+                    for k in info.get("mqTable") or {}:
                         owners[_mq_of(k)] = c.client_id.split("@")[0]
             except AdminError:
                 pass
         if show_ip:
-            ctx.printf("%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s %-20s%s%n", "#Topic", "#Broker Name", "#QID",
-                       "#Broker Offset", "#Consumer Offset", "#Client IP", "#Diff", "#Inflight", "#LastTime")
+            ctx.printf(
+                "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s %-20s%s%n",
+                "#Topic",
+                "#Broker Name",
+                "#QID",
+                "#Broker Offset",
+                "#Consumer Offset",
+                "#Client IP",
+                "#Diff",
+                "#Inflight",
+                "#LastTime",
+            )
         else:
-            ctx.printf("%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s%s%n", "#Topic", "#Broker Name", "#QID",
-                       "#Broker Offset", "#Consumer Offset", "#Diff", "#Inflight", "#LastTime")
+            ctx.printf(
+                "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s%s%n",
+                "#Topic",
+                "#Broker Name",
+                "#QID",
+                "#Broker Offset",
+                "#Consumer Offset",
+                "#Diff",
+                "#Inflight",
+                "#LastTime",
+            )
         diff_total = inflight_total = 0
         for mq in sorted(cs.offset_table, key=mq_key):
             o = cs.offset_table[mq]
@@ -284,25 +359,50 @@ async def consumer_progress(ctx: Ctx) -> None:
             last = "N/A" if o.last_timestamp == 0 else format_date(o.last_timestamp)
             if show_ip:
                 ip = owners.get((mq.topic, mq.broker_name, mq.queue_id), "N/A")
-                ctx.printf("%-64s  %-32s  %-4d  %-20d  %-20d  %-20s %-20d %-20d %s%n", (mq.topic or "")[:64],
-                           (mq.broker_name or "")[:32], mq.queue_id, o.broker_offset, o.consumer_offset, ip, diff,
-                           inflight, last)
+                ctx.printf(
+                    "%-64s  %-32s  %-4d  %-20d  %-20d  %-20s %-20d %-20d %s%n",
+                    (mq.topic or "")[:64],
+                    (mq.broker_name or "")[:32],
+                    mq.queue_id,
+                    o.broker_offset,
+                    o.consumer_offset,
+                    ip,
+                    diff,
+                    inflight,
+                    last,
+                )
             else:
-                ctx.printf("%-64s  %-32s  %-4d  %-20d  %-20d  %-20d %-20d %s%n", (mq.topic or "")[:64],
-                           (mq.broker_name or "")[:32], mq.queue_id, o.broker_offset, o.consumer_offset, diff,
-                           inflight, last)
+                ctx.printf(
+                    "%-64s  %-32s  %-4d  %-20d  %-20d  %-20d %-20d %s%n",
+                    (mq.topic or "")[:64],
+                    (mq.broker_name or "")[:32],
+                    mq.queue_id,
+                    o.broker_offset,
+                    o.consumer_offset,
+                    diff,
+                    inflight,
+                    last,
+                )
         ctx.printf("%n")
         ctx.printf("Consume TPS: %.2f%n", cs.consume_tps)
         ctx.printf("Consume Diff Total: %d%n", diff_total)
         ctx.printf("Consume Inflight Total: %d%n", inflight_total)
         return
-    ctx.printf("%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s%n", "#Group", "#Count", "#Version", "#Type", "#Model",
-               "#TPS", "#Diff Total")
+    ctx.printf(
+        "%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s%n",
+        "#Group",
+        "#Count",
+        "#Version",
+        "#Type",
+        "#Model",
+        "#TPS",
+        "#Diff Total",
+    )
     r = ok(await ctx.client.ns(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), broker=False)
     for topic in TopicList.decode(r.body or b"{}").topic_list:
         if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             continue
-        group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         tps = diff = count = 0
         version, ctype, model = "OFFLINE", "", ""
         try:
@@ -320,16 +420,19 @@ async def consumer_progress(ctx: Ctx) -> None:
             model = cc.message_model if ctype == "PUSH" else ""
         except AdminError:
             pass
-        ctx.printf("%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d%n", group[:64], count, version, ctype, model or "",
-                   tps, diff)
+        ctx.printf(
+            "%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d%n", group[:64], count, version, ctype, model or "", tps, diff
+        )
 
 
-CONSUMER_STATUS = OptionSet([
-    Opt("g", "consumerGroup", True, "consumer group name", required=True),
-    Opt("i", "clientId", True, "The consumer's client id"),
-    Opt("b", "brokerAddr", True, "broker address"),
-    Opt("s", "jstack", False, "Run jstack command in the consumer progress"),
-])
+CONSUMER_STATUS = OptionSet(
+    [
+        Opt("g", "consumerGroup", True, "consumer group name", required=True),
+        Opt("i", "clientId", True, "The consumer's client id"),
+        Opt("b", "brokerAddr", True, "broker address"),
+        Opt("s", "jstack", False, "Run jstack command in the consumer progress"),
+    ]
+)
 
 
 def running_info_text(info: dict) -> str:
@@ -339,8 +442,10 @@ def running_info_text(info: dict) -> str:
         out.append(f"{k:<40}: {info['properties'][k]}\n")
     out.append("\n\n#Consumer Subscription#\n")
     for i, sd in enumerate(sorted(info.get("subscriptionSet") or [], key=lambda s: str(s.get("topic"))), 1):
-        out.append(f"{i:03d} Topic: {sd.get('topic'):<40} ClassFilter: {jstr(sd.get('classFilterMode', False)):<8}"
-                   f" SubExpression: {sd.get('subString')}\n")
+        out.append(
+            f"{i:03d} Topic: {sd.get('topic'):<40} ClassFilter: {jstr(sd.get('classFilterMode', False)):<8}"
+            f" SubExpression: {sd.get('subString')}\n"
+        )
     out.append("\n\n#Consumer Offset#\n")
     out.append(f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#Consumer Offset':<20}\n")
     for k, pq in sorted((info.get("mqTable") or {}).items(), key=lambda kv: _mq_of(kv[0])):
@@ -351,8 +456,7 @@ def running_info_text(info: dict) -> str:
     return "".join(out)
 
 
-@command("consumerStatus", "Query consumer's internal data structure.", "ConsumerStatusSubCommand",
-         CONSUMER_STATUS)
+@command("consumerStatus", "Query consumer's internal data structure.", "ConsumerStatusSubCommand", CONSUMER_STATUS)
 async def consumer_status(ctx: Ctx) -> None:
     group = ctx.get("g")
     cc = await ctx.client.consumer_connection(group, ctx.get("b"))
@@ -378,8 +482,10 @@ async def consumer_status(ctx: Ctx) -> None:
         ctx.printf("%-10d %-40s %-20s %s%n", i, c.client_id, version_desc(c.version), path)
         i += 1
     if infos:
-        subs = [sorted((s.get("topic"), s.get("subString")) for s in (v.get("subscriptionSet") or []))
-                for v in infos.values()]
+        subs = [
+            sorted((s.get("topic"), s.get("subString")) for s in (v.get("subscriptionSet") or []))
+            for v in infos.values()
+        ]
         if all(s == subs[0] for s in subs):
             ctx.printf("%n%nSame subscription in the same group of consumer")
             ctx.printf("%n%nRebalance %s%n", "OK")

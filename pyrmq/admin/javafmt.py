@@ -5,14 +5,14 @@ Java: ``String.format`` / ``PrintStream.printf``, ``UtilAll.timeMillisToHumanStr
 ``MessageExt#toString``, ``MQVersion#getVersionDesc``. Scripts grep these strings, so they are
 reproduced rather than approximated.
 """
+
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from pyrmq.remoting.bodies import java_double as _java_double
-from pyrmq.store.java_map import hashmap_order
-from pyrmq.store.message import StoredMessage, java_string_hash
+from pyrmq.common.java_lang import double_to_string, hashmap_order, java_string_hash
+from pyrmq.store.message import StoredMessage
 
 
 def jstr(v: Any) -> str:
@@ -24,7 +24,7 @@ def jstr(v: Any) -> str:
     if v is False:
         return "false"
     if isinstance(v, float):
-        return _java_double(v)
+        return double_to_string(v)
     if isinstance(v, dict):
         return "{" + ", ".join(f"{jstr(k)}={jstr(x)}" for k, x in v.items()) + "}"
     return str(v)
@@ -112,14 +112,16 @@ def message_ext_str(msg: StoredMessage, broker_name: str | None, props: dict[str
     crc = msg.body_crc - (1 << 32) if msg.body_crc >= 1 << 31 else msg.body_crc
     body = msg.uncompressed_body() or b""
     tx = props.get("__transactionId__")
-    return (f"MessageExt [brokerName={jstr(broker_name)}, queueId={msg.queue_id}, storeSize={msg.store_size}, "
-            f"queueOffset={msg.queue_offset}, sysFlag={msg.sys_flag}, bornTimestamp={msg.born_timestamp}, "
-            f"bornHost={host_str(msg.born_host)}, storeTimestamp={msg.store_timestamp}, "
-            f"storeHost={host_str(msg.store_host)}, msgId={msg.msg_id}, commitLogOffset={msg.commit_log_offset}, "
-            f"bodyCRC={crc}, reconsumeTimes={msg.reconsume_times}, "
-            f"preparedTransactionOffset={msg.prepared_transaction_offset}, "
-            f"toString()=Message{{topic='{msg.topic}', flag={msg.flag}, properties={jstr(props)}, "
-            f"body={java_bytes(body)}, transactionId='{jstr(tx)}'}}]")
+    return (
+        f"MessageExt [brokerName={jstr(broker_name)}, queueId={msg.queue_id}, storeSize={msg.store_size}, "
+        f"queueOffset={msg.queue_offset}, sysFlag={msg.sys_flag}, bornTimestamp={msg.born_timestamp}, "
+        f"bornHost={host_str(msg.born_host)}, storeTimestamp={msg.store_timestamp}, "
+        f"storeHost={host_str(msg.store_host)}, msgId={msg.msg_id}, commitLogOffset={msg.commit_log_offset}, "
+        f"bodyCRC={crc}, reconsumeTimes={msg.reconsume_times}, "
+        f"preparedTransactionOffset={msg.prepared_transaction_offset}, "
+        f"toString()=Message{{topic='{msg.topic}', flag={msg.flag}, properties={jstr(props)}, "
+        f"body={java_bytes(body)}, transactionId='{jstr(tx)}'}}]"
+    )
 
 
 def client_msg_id(msg: StoredMessage) -> str:
@@ -140,4 +142,4 @@ def hash_order(keys: list) -> list:
     n = 16
     while len(keys) > n * 3 // 4:
         n <<= 1
-    return sorted(keys, key=lambda k: ((mq_hash(k) ^ (mq_hash(k) >> 16)) & (n - 1)))
+    return sorted(keys, key=lambda k: (mq_hash(k) ^ (mq_hash(k) >> 16)) & (n - 1))

@@ -5,16 +5,31 @@ Java: ``tools/command/message/*`` with the pull consumer (group ``TOOLS_CONSUMER
 paths of the client (spec §1.5 end, §3.3, §3.9). Records are decoded by ``pyrmq.store.message``:
 the bytes a broker returns are the commit-log records.
 """
+
 from __future__ import annotations
 
 import os
 import time
 from dataclasses import dataclass
 
-from pyrmq.broker.admin.bodies import GroupList
-from pyrmq.broker.admin.headers import QueryTopicConsumeByWhoRequestHeader
-from pyrmq.broker.bodies import SubscriptionData
-from pyrmq.broker.headers import (
+from pyrmq.admin.base import Ctx, command, java_bool, java_int
+from pyrmq.admin.client import AdminError, MQBrokerError, MQClientError, select_addr
+from pyrmq.admin.javafmt import (
+    client_msg_id,
+    hash_order,
+    host_addr,
+    human_millis,
+    jstr,
+    message_ext_str,
+    message_props,
+    parse_human_date,
+)
+from pyrmq.admin.options import Opt, OptionSet
+from pyrmq.protocol.bodies.admin import GroupList
+from pyrmq.protocol.bodies.broker import SubscriptionData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.headers.admin import QueryTopicConsumeByWhoRequestHeader
+from pyrmq.protocol.headers.broker import (
     OffsetResponseHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
@@ -25,7 +40,6 @@ from pyrmq.broker.headers import (
     TopicQueueRequestHeader,
     ViewMessageRequestHeader,
 )
-from pyrmq.remoting.codes import RequestCode, ResponseCode
 from pyrmq.store.message import (
     MessageConst,
     MessageDecodeError,
@@ -35,20 +49,6 @@ from pyrmq.store.message import (
     decode_messages,
     message_properties_to_string,
 )
-
-from .base import Ctx, command, java_bool, java_int
-from .client import AdminError, MQBrokerError, MQClientError, select_addr
-from .javafmt import (
-    client_msg_id,
-    hash_order,
-    host_addr,
-    human_millis,
-    jstr,
-    message_ext_str,
-    message_props,
-    parse_human_date,
-)
-from .options import Opt, OptionSet
 
 TOOLS_CONSUMER = "TOOLS_CONSUMER"
 LONG_MAX = (1 << 63) - 1
@@ -107,37 +107,52 @@ async def offset_call(ctx: Ctx, q: Queue, code: int, ts: int | None = None) -> i
 async def pull(ctx: Ctx, q: Queue, expr: str, offset: int, n: int) -> PullResult:
     """DefaultMQPullConsumer.pull: one PULL_MESSAGE, tags filtered on the client like Java."""
     sd = SubscriptionData.build(q.topic, expr)
-    h = PullMessageRequestHeader(consumer_group=TOOLS_CONSUMER, topic=q.topic, queue_id=q.queue_id,
-                                 queue_offset=offset, max_msg_nums=n, sys_flag=FLAG_SUBSCRIPTION, commit_offset=0,
-                                 suspend_timeout_millis=20000, sub_version=0, subscription=sd.sub_string,
-                                 expression_type="TAG")
+    h = PullMessageRequestHeader(
+        consumer_group=TOOLS_CONSUMER,
+        topic=q.topic,
+        queue_id=q.queue_id,
+        queue_offset=offset,
+        max_msg_nums=n,
+        sys_flag=FLAG_SUBSCRIPTION,
+        commit_offset=0,
+        suspend_timeout_millis=20000,
+        sub_version=0,
+        subscription=sd.sub_string,
+        expression_type="TAG",
+    )
     r = await ctx.client.invoke(q.addr, RequestCode.PULL_MESSAGE, h, timeout_s=10)
-    status = {ResponseCode.SUCCESS: "FOUND", ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
-              ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
-              ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL"}.get(r.code)
+    status = {
+        ResponseCode.SUCCESS: "FOUND",
+        ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
+        ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
+        ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL",
+    }.get(r.code)
     if status is None:
         raise MQBrokerError.of(r.code, r.remark, q.addr)
     rh = PullMessageResponseHeader.from_command(r)
     msgs = []
     if status == "FOUND":
         codes = sd.tags_codes()
-        msgs = [m for m in decode_messages(r.body or b"")
-                if codes is None or (m.tags is not None and m.tags in sd.tags_set)]
+        msgs = [
+            m for m in decode_messages(r.body or b"") if codes is None or (m.tags is not None and m.tags in sd.tags_set)
+        ]
         if not msgs:
             status = "NO_MATCHED_MSG"
     return PullResult(status, rh.next_begin_offset, rh.min_offset, rh.max_offset, msgs)
 
 
 def pulled_props(msg: StoredMessage, res: PullResult) -> dict[str, str]:
-    return message_props(msg, {MessageConst.MIN_OFFSET: str(res.min_offset),
-                               MessageConst.MAX_OFFSET: str(res.max_offset)})
+    return message_props(
+        msg, {MessageConst.MIN_OFFSET: str(res.min_offset), MessageConst.MAX_OFFSET: str(res.max_offset)}
+    )
 
 
 def print_pulled(ctx: Ctx, q: Queue, res: PullResult, body: bool | None, charset: str = "utf-8") -> None:
     for m in res.msgs:
         text = (m.uncompressed_body() or b"").decode(charset, "replace") if body else "NOT PRINT BODY"
-        ctx.printf("MSGID: %s %s BODY: %s%n", client_msg_id(m), message_ext_str(m, q.broker_name, pulled_props(m, res)),
-                   text)
+        ctx.printf(
+            "MSGID: %s %s BODY: %s%n", client_msg_id(m), message_ext_str(m, q.broker_name, pulled_props(m, res)), text
+        )
 
 
 def timestamp_format(value: str) -> int:
@@ -152,15 +167,17 @@ def timestamp_format(value: str) -> int:
 
 
 TIME_HELP = "timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"
-PRINT_MSG = OptionSet([
-    Opt("t", "topic", True, "topic name", required=True),
-    Opt("c", "charsetName ", True, "CharsetName(eg: UTF-8,GBK)"),
-    Opt("s", "subExpression ", True, "Subscribe Expression(eg: TagA || TagB)"),
-    Opt("b", "beginTimestamp ", True, "Begin " + TIME_HELP),
-    Opt("e", "endTimestamp ", True, "End " + TIME_HELP),
-    Opt("d", "printBody ", True, "print body"),
-    Opt("l", "lmqParentTopic", True, "Lmq parent topic, lmq is used to find the route."),
-])
+PRINT_MSG = OptionSet(
+    [
+        Opt("t", "topic", True, "topic name", required=True),
+        Opt("c", "charsetName ", True, "CharsetName(eg: UTF-8,GBK)"),
+        Opt("s", "subExpression ", True, "Subscribe Expression(eg: TagA || TagB)"),
+        Opt("b", "beginTimestamp ", True, "Begin " + TIME_HELP),
+        Opt("e", "endTimestamp ", True, "End " + TIME_HELP),
+        Opt("d", "printBody ", True, "print body"),
+        Opt("l", "lmqParentTopic", True, "Lmq parent topic, lmq is used to find the route."),
+    ]
+)
 
 
 @command("printMsg", "Print Message Detail.", "PrintMessageSubCommand", PRINT_MSG)
@@ -196,18 +213,20 @@ async def print_msg(ctx: Ctx) -> None:
         ctx.printf("--------------------------------------------------------\n")
 
 
-PRINT_BY_QUEUE = OptionSet([
-    Opt("t", "topic", True, "topic name", required=True),
-    Opt("a", "brokerName ", True, "broker name", required=True),
-    Opt("i", "queueId ", True, "queue id", required=True),
-    Opt("c", "charsetName ", True, "CharsetName(eg: UTF-8,GBK)"),
-    Opt("s", "subExpression ", True, "Subscribe Expression(eg: TagA || TagB)"),
-    Opt("b", "beginTimestamp ", True, "Begin " + TIME_HELP),
-    Opt("e", "endTimestamp ", True, "End " + TIME_HELP),
-    Opt("p", "print msg", True, "print msg. eg: true | false(default)"),
-    Opt("d", "printBody ", True, "print body. eg: true | false(default)"),
-    Opt("f", "calculate", True, "calculate by tag. eg: true | false(default)"),
-])
+PRINT_BY_QUEUE = OptionSet(
+    [
+        Opt("t", "topic", True, "topic name", required=True),
+        Opt("a", "brokerName ", True, "broker name", required=True),
+        Opt("i", "queueId ", True, "queue id", required=True),
+        Opt("c", "charsetName ", True, "CharsetName(eg: UTF-8,GBK)"),
+        Opt("s", "subExpression ", True, "Subscribe Expression(eg: TagA || TagB)"),
+        Opt("b", "beginTimestamp ", True, "Begin " + TIME_HELP),
+        Opt("e", "endTimestamp ", True, "End " + TIME_HELP),
+        Opt("p", "print msg", True, "print msg. eg: true | false(default)"),
+        Opt("d", "printBody ", True, "print body. eg: true | false(default)"),
+        Opt("f", "calculate", True, "calculate by tag. eg: true | false(default)"),
+    ]
+)
 
 
 @command("printMsgByQueue", "Print Message Detail by queueId.", "PrintMessageByQueueCommand", PRINT_BY_QUEUE)
@@ -243,16 +262,18 @@ async def print_msg_by_queue(ctx: Ctx) -> None:
             ctx.printf("Tag: %-30s Count: %s%n", tag, n)
 
 
-CONSUME_MESSAGE = OptionSet([
-    Opt("t", "topic", True, "Topic name", required=True),
-    Opt("b", "brokerName", True, "Broker name"),
-    Opt("i", "queueId", True, "Queue Id"),
-    Opt("o", "offset", True, "Queue offset"),
-    Opt("g", "consumerGroup", True, "Consumer group name"),
-    Opt("s", "beginTimestamp ", True, "Begin " + TIME_HELP),
-    Opt("e", "endTimestamp ", True, "End " + TIME_HELP),
-    Opt("c", "MessageNumber", True, "Number of message to be consumed"),
-])
+CONSUME_MESSAGE = OptionSet(
+    [
+        Opt("t", "topic", True, "Topic name", required=True),
+        Opt("b", "brokerName", True, "Broker name"),
+        Opt("i", "queueId", True, "Queue Id"),
+        Opt("o", "offset", True, "Queue offset"),
+        Opt("g", "consumerGroup", True, "Consumer group name"),
+        Opt("s", "beginTimestamp ", True, "Begin " + TIME_HELP),
+        Opt("e", "endTimestamp ", True, "End " + TIME_HELP),
+        Opt("c", "MessageNumber", True, "Number of message to be consumed"),
+    ]
+)
 
 
 @command("consumeMessage", "Consume message.", "ConsumeMessageCommand", CONSUME_MESSAGE)
@@ -270,11 +291,13 @@ async def consume_message(ctx: Ctx) -> None:
         lo = await offset_call(ctx, q, RequestCode.GET_MIN_OFFSET)
         hi = await offset_call(ctx, q, RequestCode.GET_MAX_OFFSET)
         if ctx.has("s"):
-            lo = max(lo, await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                                           timestamp_format(ctx.get("s"))))
+            lo = max(
+                lo, await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.get("s")))
+            )
         if ctx.has("e"):
-            hi = min(hi, await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                                           timestamp_format(ctx.get("e"))))
+            hi = min(
+                hi, await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.get("e")))
+            )
         if single and ctx.has("o"):
             off = java_int(ctx.get("o"))
             if off < lo or off >= hi:
@@ -303,19 +326,24 @@ async def consume_message(ctx: Ctx) -> None:
             break
 
 
-SEND_MESSAGE = OptionSet([
-    Opt("t", "topic", True, "Topic name", required=True),
-    Opt("p", "body", True, "UTF-8 string format of the message body", required=True),
-    Opt("k", "key", True, "Message keys"),
-    Opt("c", "tags", True, "Message tags"),
-    Opt("b", "broker", True, "Send message to target broker"),
-    Opt("i", "qid", True, "Send message to target queue"),
-    Opt("m", "msgTraceEnable", True, "Message Trace Enable, Default: false"),
-])
+SEND_MESSAGE = OptionSet(
+    [
+        Opt("t", "topic", True, "Topic name", required=True),
+        Opt("p", "body", True, "UTF-8 string format of the message body", required=True),
+        Opt("k", "key", True, "Message keys"),
+        Opt("c", "tags", True, "Message tags"),
+        Opt("b", "broker", True, "Send message to target broker"),
+        Opt("i", "qid", True, "Send message to target queue"),
+        Opt("m", "msgTraceEnable", True, "Message Trace Enable, Default: false"),
+    ]
+)
 _UNIQ = UniqIdGenerator(seed=int(time.time()) & 0x7FFFFFFF)
-SEND_STATUS = {ResponseCode.SUCCESS: "SEND_OK", ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
-               ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
-               ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE"}
+SEND_STATUS = {
+    ResponseCode.SUCCESS: "SEND_OK",
+    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
+}
 
 
 @command("sendMessage", "Send a message.", "SendMessageCommand", SEND_MESSAGE)
@@ -347,9 +375,21 @@ async def send_message(ctx: Ctx) -> None:
     props[MessageConst.WAIT_STORE_MSG_OK] = "true"
     uniq = _UNIQ.create()
     props[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
-    h = SendMessageRequestHeaderV2(a=f"{int(time.time() * 1000)}", b=topic, c="TBW102", d=4, e=qid, f=0,
-                                   g=int(time.time() * 1000), h=0, i=message_properties_to_string(props), j=0,
-                                   k=False, m=False, n=name)
+    h = SendMessageRequestHeaderV2(
+        a=f"{int(time.time() * 1000)}",
+        b=topic,
+        c="TBW102",
+        d=4,
+        e=qid,
+        f=0,
+        g=int(time.time() * 1000),
+        h=0,
+        i=message_properties_to_string(props),
+        j=0,
+        k=False,
+        m=False,
+        n=name,
+    )
     r = await ctx.client.invoke(addrs[name], RequestCode.SEND_MESSAGE_V2, h, body)
     status = SEND_STATUS.get(r.code)
     if status is None:
@@ -367,7 +407,9 @@ async def track(ctx: Ctx, msg: StoredMessage) -> list[str]:
     """messageTrackDetail: per consuming group, NOT_ONLINE / PULL / CONSUMED / NOT_CONSUME_YET."""
     route = await ctx.client.route(msg.topic)
     addr = select_addr(route.broker_datas[0])
-    r = await ctx.client.broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(msg.topic))
+    r = await ctx.client.broker(
+        addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(msg.topic)
+    )
     out = []
     for g in GroupList.decode(r.body or b"{}").group_list:
         kind, desc = "UNKNOWN", None
@@ -430,21 +472,31 @@ def _body_file(msg: StoredMessage) -> str:
     return path
 
 
-async def print_found(ctx: Ctx, msg: StoredMessage | None, props: dict[str, str], charset: str | None = None,
-                      offset_id: bool = True) -> None:
+async def print_found(
+    ctx: Ctx, msg: StoredMessage | None, props: dict[str, str], charset: str | None = None, offset_id: bool = True
+) -> None:
     """QueryMsgByIdSubCommand.printMsg (the unique-key variant leaves out OffsetID)."""
     if msg is None:
         ctx.printf("%nMessage not found!")
         return
     path = _body_file(msg)
     rows = [("OffsetID:", msg.msg_id)] if offset_id else []
-    rows += [("Topic:", msg.topic), ("Tags:", f"[{jstr(msg.tags)}]"), ("Keys:", f"[{jstr(msg.keys)}]"),
-             ("Queue ID:", msg.queue_id), ("Queue Offset:", msg.queue_offset),
-             ("CommitLog Offset:", msg.commit_log_offset), ("Reconsume Times:", msg.reconsume_times),
-             ("Born Timestamp:", human_millis(msg.born_timestamp)),
-             ("Store Timestamp:", human_millis(msg.store_timestamp)),
-             ("Born Host:", host_addr(msg.born_host)), ("Store Host:", host_addr(msg.store_host)),
-             ("System Flag:", msg.sys_flag), ("Properties:", jstr(props)), ("Message Body Path:", path)]
+    rows += [
+        ("Topic:", msg.topic),
+        ("Tags:", f"[{jstr(msg.tags)}]"),
+        ("Keys:", f"[{jstr(msg.keys)}]"),
+        ("Queue ID:", msg.queue_id),
+        ("Queue Offset:", msg.queue_offset),
+        ("CommitLog Offset:", msg.commit_log_offset),
+        ("Reconsume Times:", msg.reconsume_times),
+        ("Born Timestamp:", human_millis(msg.born_timestamp)),
+        ("Store Timestamp:", human_millis(msg.store_timestamp)),
+        ("Born Host:", host_addr(msg.born_host)),
+        ("Store Host:", host_addr(msg.store_host)),
+        ("System Flag:", msg.sys_flag),
+        ("Properties:", jstr(props)),
+        ("Message Body Path:", path),
+    ]
     for k, v in rows:
         ctx.printf("%-20s %s%n", k, v)
     if charset:
@@ -473,8 +525,9 @@ async def view_message(ctx: Ctx, msg_id: str, topic: str | None) -> StoredMessag
     return next(iter(decode_messages(r.body or b"")))
 
 
-async def query_messages(ctx: Ctx, topic: str, key: str, max_num: int, begin: int, end: int, unique: bool,
-                         cluster: str | None = None) -> list[StoredMessage]:
+async def query_messages(
+    ctx: Ctx, topic: str, key: str, max_num: int, begin: int, end: int, unique: bool, cluster: str | None = None
+) -> list[StoredMessage]:
     """queryMessage / queryMessageByUniqKey: QUERY_MESSAGE to every broker of the route, filtered like Java."""
     route = await ctx.client.route(topic)
     ci = await ctx.client.cluster_info() if cluster else None
@@ -509,16 +562,18 @@ async def query_messages(ctx: Ctx, topic: str, key: str, max_num: int, begin: in
     return found
 
 
-QUERY_BY_ID = OptionSet([
-    Opt("i", "msgId", True, "Message Id", required=True),
-    Opt("g", "consumerGroup", True, "consumer group name"),
-    Opt("d", "clientId", True, "The consumer's client id"),
-    Opt("s", "sendMessage", True, "resend message"),
-    Opt("u", "unitName", True, "unit name"),
-    Opt("t", "topic", True, "topic name", required=True),
-    Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
-    Opt("f", "bodyFormat", True, "print message body by the specified format"),
-])
+QUERY_BY_ID = OptionSet(
+    [
+        Opt("i", "msgId", True, "Message Id", required=True),
+        Opt("g", "consumerGroup", True, "consumer group name"),
+        Opt("d", "clientId", True, "The consumer's client id"),
+        Opt("s", "sendMessage", True, "resend message"),
+        Opt("u", "unitName", True, "unit name"),
+        Opt("t", "topic", True, "topic name", required=True),
+        Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
+        Opt("f", "bodyFormat", True, "print message body by the specified format"),
+    ]
+)
 
 
 async def find_by_id(ctx: Ctx, topic: str, msg_id: str, cluster: str | None) -> StoredMessage:
@@ -533,23 +588,27 @@ async def find_by_id(ctx: Ctx, topic: str, msg_id: str, cluster: str | None) -> 
 async def query_msg_by_id(ctx: Ctx) -> None:
     topic = ctx.get("t")
     if ctx.has("s") or (ctx.has("g") and ctx.has("d")):
-        raise AdminError("resending (-s) and pushing to a consumer (-g -d) are not supported by pyrmq admin; "
-                         "use the official mqadmin for them")
+        raise AdminError(
+            "resending (-s) and pushing to a consumer (-g -d) are not supported by pyrmq admin; "
+            "use the official mqadmin for them"
+        )
     for msg_id in [x.strip() for x in (ctx.get("i") or "").split(",") if x.strip()]:
         msg = await find_by_id(ctx, topic, msg_id, ctx.get("c"))
         await print_found(ctx, msg, message_props(msg), ctx.get("f"))
 
 
-QUERY_BY_KEY = OptionSet([
-    Opt("t", "topic", True, "Topic name", required=True),
-    Opt("k", "msgKey", True, "Message Key", required=True),
-    Opt("b", "beginTimestamp", True, "Begin timestamp(ms). default:0, eg:1676730526212"),
-    Opt("e", "endTimestamp", True, "End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212"),
-    Opt("m", "maxNum", True, "The maximum number of messages returned by the query, default:64"),
-    Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
-    Opt("p", "keyType", True, "Index key type, default index key type is K, you can use K for keys OR T for tags"),
-    Opt("l", "lastKey", True, "Last Key"),
-])
+QUERY_BY_KEY = OptionSet(
+    [
+        Opt("t", "topic", True, "Topic name", required=True),
+        Opt("k", "msgKey", True, "Message Key", required=True),
+        Opt("b", "beginTimestamp", True, "Begin timestamp(ms). default:0, eg:1676730526212"),
+        Opt("e", "endTimestamp", True, "End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212"),
+        Opt("m", "maxNum", True, "The maximum number of messages returned by the query, default:64"),
+        Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
+        Opt("p", "keyType", True, "Index key type, default index key type is K, you can use K for keys OR T for tags"),
+        Opt("l", "lastKey", True, "Last Key"),
+    ]
+)
 
 
 @command("queryMsgByKey", "Query Message by Key.", "QueryMsgByKeySubCommand", QUERY_BY_KEY)
@@ -567,16 +626,18 @@ async def query_msg_by_key(ctx: Ctx) -> None:
         ctx.printf("%-50s %4d %40d %-200s%n", client_msg_id(m), m.queue_id, m.queue_offset, index_key)
 
 
-QUERY_BY_UNIQUE = OptionSet([
-    Opt("i", "msgId", True, "Message Id", required=True),
-    Opt("g", "consumerGroup", True, "consumer group name"),
-    Opt("d", "clientId", True, "The consumer's client id"),
-    Opt("t", "topic", True, "The topic of msg", required=True),
-    Opt("a", "showAll", False, "Print all message, the limit is 32"),
-    Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
-    Opt("s", "startTime", True, "startTime"),
-    Opt("e", "endTime", True, "endTime"),
-])
+QUERY_BY_UNIQUE = OptionSet(
+    [
+        Opt("i", "msgId", True, "Message Id", required=True),
+        Opt("g", "consumerGroup", True, "consumer group name"),
+        Opt("d", "clientId", True, "The consumer's client id"),
+        Opt("t", "topic", True, "The topic of msg", required=True),
+        Opt("a", "showAll", False, "Print all message, the limit is 32"),
+        Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
+        Opt("s", "startTime", True, "startTime"),
+        Opt("e", "endTime", True, "endTime"),
+    ]
+)
 
 
 @command("queryMsgByUniqueKey", "Query Message by Unique key.", "QueryMsgByUniqueKeySubCommand", QUERY_BY_UNIQUE)
@@ -591,14 +652,16 @@ async def query_msg_by_unique_key(ctx: Ctx) -> None:
         await print_found(ctx, m, message_props(m), offset_id=False)
 
 
-QUERY_BY_OFFSET = OptionSet([
-    Opt("t", "topic", True, "topic name", required=True),
-    Opt("b", "brokerName", True, "Broker Name", required=True),
-    Opt("i", "queueId", True, "Queue Id", required=True),
-    Opt("o", "offset", True, "Queue Offset", required=True),
-    Opt("f", "bodyFormat", True, "print message body by the specified format"),
-    Opt("r", "routeTopic", True, "the topic which is used to find route info"),
-])
+QUERY_BY_OFFSET = OptionSet(
+    [
+        Opt("t", "topic", True, "topic name", required=True),
+        Opt("b", "brokerName", True, "Broker Name", required=True),
+        Opt("i", "queueId", True, "Queue Id", required=True),
+        Opt("o", "offset", True, "Queue Offset", required=True),
+        Opt("f", "bodyFormat", True, "print message body by the specified format"),
+        Opt("r", "routeTopic", True, "the topic which is used to find route info"),
+    ]
+)
 
 
 @command("queryMsgByOffset", "Query Message by offset.", "QueryMsgByOffsetSubCommand", QUERY_BY_OFFSET)

@@ -5,22 +5,20 @@ Java: ``tools/command/offset/ResetOffsetByTimeCommand``, ``SkipAccumulationSubCo
 route; when a broker answers CONSUMER_NOT_ONLINE, the offset-by-offset path (consume stats,
 max/search offset, UPDATE_CONSUMER_OFFSET).
 """
+
 from __future__ import annotations
 
 import time
 
-from pyrmq.broker.admin.bodies import ResetOffsetBody
-from pyrmq.broker.admin.headers import GetConsumeStatsRequestHeader, ResetOffsetRequestHeader
-from pyrmq.broker.admin.bodies import ConsumeStats
-from pyrmq.broker.headers import UpdateConsumerOffsetRequestHeader
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-
-from .bodies import consume_stats, reset_offset_body
-from .base import Ctx, command, java_bool, java_int
-from .client import AdminError, MQClientError, ok
-from .javafmt import hash_order, parse_human_date
-from .message import Queue, offset_call
-from .options import Opt, OptionSet
+from pyrmq.admin.base import Ctx, command, java_bool, java_int
+from pyrmq.admin.client import AdminError, MQClientError, ok
+from pyrmq.admin.javafmt import hash_order, parse_human_date
+from pyrmq.admin.message import Queue, offset_call
+from pyrmq.admin.options import Opt, OptionSet
+from pyrmq.protocol.bodies.admin import consume_stats, reset_offset_body
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.headers.admin import GetConsumeStatsRequestHeader, ResetOffsetRequestHeader
+from pyrmq.protocol.headers.broker import UpdateConsumerOffsetRequestHeader
 
 
 async def reset_by_timestamp(ctx: Ctx, topic: str, group: str, ts: int, force: bool) -> dict:
@@ -31,8 +29,9 @@ async def reset_by_timestamp(ctx: Ctx, topic: str, group: str, ts: int, force: b
         addr = bd.broker_addrs.get(0)
         if addr is None:
             continue
-        r = await ctx.client.invoke(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
-                                    ResetOffsetRequestHeader(topic, group, ts, force))
+        r = await ctx.client.invoke(
+            addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ResetOffsetRequestHeader(topic, group, ts, force)
+        )
         if r.code == ResponseCode.SUCCESS and r.body:
             table.update(reset_offset_body(r.body).offset_table)
             continue
@@ -48,8 +47,12 @@ async def reset_old(ctx: Ctx, group: str, topic: str, ts: int, force: bool, skip
         addr = bd.broker_addrs.get(0)
         if addr is None:
             continue
-        r = ok(await ctx.client.invoke(addr, RequestCode.GET_CONSUME_STATS,
-                                       GetConsumeStatsRequestHeader(group, topic), timeout_s=15), addr)
+        r = ok(
+            await ctx.client.invoke(
+                addr, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(group, topic), timeout_s=15
+            ),
+            addr,
+        )
         cs = consume_stats(r.body)
         offsets = {mq.queue_id: o for mq, o in cs.offset_table.items() if mq.topic == topic}
         qd = next((q for q in route.queue_datas or [] if q.broker_name == bd.broker_name), None)
@@ -62,30 +65,49 @@ async def reset_old(ctx: Ctx, group: str, topic: str, ts: int, force: bool, skip
             else:
                 ts_off = await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ts)
             rollback = ts_off if force or ts_off < consumer_off else consumer_off
-            ok(await ctx.client.invoke(addr, RequestCode.UPDATE_CONSUMER_OFFSET,
-                                       UpdateConsumerOffsetRequestHeader(group, topic, qid, rollback)), addr)
+            ok(
+                await ctx.client.invoke(
+                    addr,
+                    RequestCode.UPDATE_CONSUMER_OFFSET,
+                    UpdateConsumerOffsetRequestHeader(group, topic, qid, rollback),
+                ),
+                addr,
+            )
             rows.append((bd.broker_name, qid, broker_off, consumer_off, ts_off, rollback))
     w = 20
-    ctx.printf(f"%-{w}s  %-{w}s  %-{w}s  %-{w}s  %-{w}s  %-{w}s%n", "#brokerName", "#queueId", "#brokerOffset",
-               "#consumerOffset", "#timestampOffset", "#rollbackOffset")
+    ctx.printf(
+        f"%-{w}s  %-{w}s  %-{w}s  %-{w}s  %-{w}s  %-{w}s%n",
+        "#brokerName",
+        "#queueId",
+        "#brokerOffset",
+        "#consumerOffset",
+        "#timestampOffset",
+        "#rollbackOffset",
+    )
     for row in rows:
         ctx.printf(f"%-{w}s  %-{w}d  %-{w}d  %-{w}d  %-{w}d  %-{w}d%n", *row)
 
 
-RESET = OptionSet([
-    Opt("g", "group", True, "set the consumer group", required=True),
-    Opt("t", "topic", True, "set the topic", required=True),
-    Opt("s", "timestamp", True, "set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]", required=True),
-    Opt("f", "force", True, "set the force rollback by timestamp switch[true|false]. Deprecated."),
-    Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
-    Opt("b", "broker", True, "broker addr"),
-    Opt("q", "queue", True, "queue id"),
-    Opt("o", "offset", True, "Expect queue offset, not support old version broker"),
-])
+RESET = OptionSet(
+    [
+        Opt("g", "group", True, "set the consumer group", required=True),
+        Opt("t", "topic", True, "set the topic", required=True),
+        Opt("s", "timestamp", True, "set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]", required=True),
+        Opt("f", "force", True, "set the force rollback by timestamp switch[true|false]. Deprecated."),
+        Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
+        Opt("b", "broker", True, "broker addr"),
+        Opt("q", "queue", True, "queue id"),
+        Opt("o", "offset", True, "Expect queue offset, not support old version broker"),
+    ]
+)
 
 
-@command("resetOffsetByTime", "Reset consumer offset by timestamp(without client restart).",
-         "ResetOffsetByTimeCommand", RESET)
+@command(
+    "resetOffsetByTime",
+    "Reset consumer offset by timestamp(without client restart).",
+    "ResetOffsetByTimeCommand",
+    RESET,
+)
 async def reset_offset_by_time(ctx: Ctx) -> None:
     group, topic, when = ctx.get("g"), ctx.get("t"), ctx.get("s")
     if when == "now":
@@ -97,22 +119,38 @@ async def reset_offset_by_time(ctx: Ctx) -> None:
             try:
                 ts = parse_human_date(when)
             except ValueError:
-                raise AdminError(f"cannot parse timestamp {when!r}: expected now, millis or "
-                                 "yyyy-MM-dd#HH:mm:ss:SSS") from None
+                raise AdminError(
+                    f"cannot parse timestamp {when!r}: expected now, millis or yyyy-MM-dd#HH:mm:ss:SSS"
+                ) from None
     force = java_bool(ctx.get("f")) if ctx.has("f") else True
     if ctx.has("b") and ctx.has("q") and java_int(ctx.get("q")) >= 0:
         addr, qid = ctx.get("b"), java_int(ctx.get("q"))
-        ctx.printf("start reset consumer offset by specified, group[%s], topic[%s], queueId[%s], broker[%s], "
-                   "timestamp(string)[%s], timestamp(long)[%s]%n", group, topic, qid, addr, when, ts)
+        ctx.printf(
+            "start reset consumer offset by specified, group[%s], topic[%s], queueId[%s], broker[%s], "
+            "timestamp(string)[%s], timestamp(long)[%s]%n",
+            group,
+            topic,
+            qid,
+            addr,
+            when,
+            ts,
+        )
         q = Queue(topic, "", qid, addr)
-        off = java_int(ctx.get("o")) if ctx.has("o") else await offset_call(
-            ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ts)
+        off = (
+            java_int(ctx.get("o"))
+            if ctx.has("o")
+            else await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ts)
+        )
         ctx.printf("reset consumer offset to %d%n", off)
         if off > 0:
-            await ctx.client.broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET,
-                                    UpdateConsumerOffsetRequestHeader(group, topic, qid, off))
-            await ctx.client.broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
-                                    ResetOffsetRequestHeader(topic, group, ts, force, qid, off))
+            await ctx.client.broker(
+                addr, RequestCode.UPDATE_CONSUMER_OFFSET, UpdateConsumerOffsetRequestHeader(group, topic, qid, off)
+            )
+            await ctx.client.broker(
+                addr,
+                RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+                ResetOffsetRequestHeader(topic, group, ts, force, qid, off),
+            )
         return
     try:
         table = await reset_by_timestamp(ctx, topic, group, ts, force)
@@ -121,23 +159,36 @@ async def reset_offset_by_time(ctx: Ctx) -> None:
             await reset_old(ctx, group, topic, ts, force, False)
             return
         raise
-    ctx.printf("start reset consumer offset by specified, group[%s], topic[%s], force[%s], timestamp(string)[%s], "
-               "timestamp(long)[%s]%n", group, topic, force, when, ts)
+    ctx.printf(
+        "start reset consumer offset by specified, group[%s], topic[%s], force[%s], timestamp(string)[%s], "
+        "timestamp(long)[%s]%n",
+        group,
+        topic,
+        force,
+        when,
+        ts,
+    )
     ctx.printf("%-40s  %-40s  %-40s%n", "#brokerName", "#queueId", "#offset")
     for mq in hash_order(list(table)):
         ctx.printf("%-40s  %-40d  %-40d%n", (mq.broker_name or "")[:32], mq.queue_id, table[mq])
 
 
-SKIP = OptionSet([
-    Opt("g", "group", True, "set the consumer group", required=True),
-    Opt("t", "topic", True, "set the topic", required=True),
-    Opt("f", "force", True, "set the force rollback by timestamp switch[true|false]"),
-    Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
-])
+SKIP = OptionSet(
+    [
+        Opt("g", "group", True, "set the consumer group", required=True),
+        Opt("t", "topic", True, "set the topic", required=True),
+        Opt("f", "force", True, "set the force rollback by timestamp switch[true|false]"),
+        Opt("c", "cluster", True, "Cluster name or lmq parent topic, lmq is used to find the route."),
+    ]
+)
 
 
-@command("skipAccumulatedMessage", "Skip all messages that are accumulated (not consumed) currently.",
-         "SkipAccumulationSubCommand", SKIP)
+@command(
+    "skipAccumulatedMessage",
+    "Skip all messages that are accumulated (not consumed) currently.",
+    "SkipAccumulationSubCommand",
+    SKIP,
+)
 async def skip_accumulated(ctx: Ctx) -> None:
     group, topic = ctx.get("g"), ctx.get("t")
     force = java_bool(ctx.get("f")) if ctx.has("f") else True

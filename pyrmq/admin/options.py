@@ -7,6 +7,7 @@ The rendering rules (sort by key ignoring case, ``[...]`` for optional options, 
 option groups, descriptions wrapped at 110 columns under their own column) are reimplemented
 here so that scripts and eyes see the same text.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -97,8 +98,10 @@ class OptionSet:
             if opt.group:
                 prev = chosen.get(opt.group)
                 if prev is not None and prev is not opt:
-                    raise UsageError(f"The option '{opt.key}' was specified but an option from this group "
-                                     f"has already been selected: '{prev.key}'")
+                    raise UsageError(
+                        f"The option '{opt.key}' was specified but an option from this group "
+                        f"has already been selected: '{prev.key}'"
+                    )
                 chosen[opt.group] = opt
             if opt.has_arg:
                 if inline is None:

@@ -3,42 +3,47 @@ topicClusterList, topicList.
 
 Java: ``tools/command/topic/*SubCommand`` (output formats in spec §3.4/§3.5).
 """
+
 from __future__ import annotations
 
 import dataclasses
 
-from pyrmq.broker.admin.bodies import GroupList, TopicStatsTable
-from pyrmq.broker.admin.headers import (
+from pyrmq.admin.base import Ctx, PrintHelp, command, java_bool, java_int
+from pyrmq.admin.client import AdminError, ok, select_addr
+from pyrmq.admin.javafmt import human_millis, jstr
+from pyrmq.admin.options import Opt, OptionSet
+from pyrmq.protocol.bodies.admin import GroupList, TopicStatsTable, topic_stats_table
+from pyrmq.protocol.bodies.broker import MessageQueue
+from pyrmq.protocol.bodies.namesrv import TopicList
+from pyrmq.protocol.codes import RequestCode
+from pyrmq.protocol.fastjson import bean_props as _bean_props
+from pyrmq.protocol.fastjson import fastjson_dumps
+from pyrmq.protocol.fastjson import is_bean as _is_bean
+from pyrmq.protocol.headers.admin import (
     DeleteTopicRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
-from pyrmq.broker.bodies import MessageQueue
-from pyrmq.broker.headers import CreateTopicRequestHeader
-from pyrmq.namesrv.headers import DeleteKVConfigRequestHeader, DeleteTopicFromNamesrvRequestHeader
-from pyrmq.remoting.bodies import TopicList, bean_props as _bean_props, is_bean as _is_bean, fastjson_dumps
-from pyrmq.remoting.codes import RequestCode
-
-from .bodies import topic_stats_table
-from .base import Ctx, PrintHelp, command, java_bool, java_int
-from .client import AdminError, ok, select_addr
-from .javafmt import human_millis, jstr
-from .options import Opt, OptionSet
+from pyrmq.protocol.headers.broker import CreateTopicRequestHeader
+from pyrmq.protocol.headers.namesrv import DeleteKVConfigRequestHeader, DeleteTopicFromNamesrvRequestHeader
 
 PERM_READ, PERM_WRITE, PERM_INHERIT = 4, 2, 1
 
 
 def perm_string(perm: int) -> str:
     """PermName.perm2String: ``RW-``."""
-    return (("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-")
-            + ("X" if perm & PERM_INHERIT else "-"))
+    return (
+        ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + ("X" if perm & PERM_INHERIT else "-")
+    )
 
 
 def topic_config_str(t: dict) -> str:
     """TopicConfig#toString."""
-    return (f"TopicConfig [topicName={t['topic']}, readQueueNums={t['r']}, writeQueueNums={t['w']}, "
-            f"perm={perm_string(t['perm'])}, topicFilterType=SINGLE_TAG, topicSysFlag={t['sys']}, "
-            f"order={jstr(t['order'])}, attributes={jstr(t['attrs'])}]")
+    return (
+        f"TopicConfig [topicName={t['topic']}, readQueueNums={t['r']}, writeQueueNums={t['w']}, "
+        f"perm={perm_string(t['perm'])}, topicFilterType=SINGLE_TAG, topicSysFlag={t['sys']}, "
+        f"order={jstr(t['order'])}, attributes={jstr(t['attrs'])}]"
+    )
 
 
 def parse_attributes(text: str) -> dict[str, str]:
@@ -68,24 +73,35 @@ def _attrs_header(attrs: dict[str, str]) -> str | None:
 
 
 async def create_topic(ctx: Ctx, addr: str, t: dict) -> None:
-    h = CreateTopicRequestHeader(topic=t["topic"], default_topic="TBW102", read_queue_nums=t["r"],
-                                 write_queue_nums=t["w"], perm=t["perm"], topic_filter_type="SINGLE_TAG",
-                                 topic_sys_flag=t["sys"], order=t["order"], attributes=_attrs_header(t["attrs"]))
+    h = CreateTopicRequestHeader(
+        topic=t["topic"],
+        default_topic="TBW102",
+        read_queue_nums=t["r"],
+        write_queue_nums=t["w"],
+        perm=t["perm"],
+        topic_filter_type="SINGLE_TAG",
+        topic_sys_flag=t["sys"],
+        order=t["order"],
+        attributes=_attrs_header(t["attrs"]),
+    )
     await ctx.client.broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, h)
 
 
-UPDATE_TOPIC = OptionSet([
-    Opt("b", "brokerAddr", True, "create topic to which broker", group="target"),
-    Opt("c", "clusterName", True, "create topic to which cluster", group="target"),
-    Opt("t", "topic", True, "topic name", required=True),
-    Opt("r", "readQueueNums", True, "set read queue nums"),
-    Opt("w", "writeQueueNums", True, "set write queue nums"),
-    Opt("p", "perm", True, "set topic's permission(2|4|6), intro[2:W 4:R; 6:RW]"),
-    Opt("o", "order", True, "set topic's order(true|false)"),
-    Opt("u", "unit", True, "is unit topic (true|false)"),
-    Opt("s", "hasUnitSub", True, "has unit sub (true|false)"),
-    Opt("a", "attributes", True, "attribute(+a=b,+c=d,-e)"),
-], required_groups=("target",))
+UPDATE_TOPIC = OptionSet(
+    [
+        Opt("b", "brokerAddr", True, "create topic to which broker", group="target"),
+        Opt("c", "clusterName", True, "create topic to which cluster", group="target"),
+        Opt("t", "topic", True, "topic name", required=True),
+        Opt("r", "readQueueNums", True, "set read queue nums"),
+        Opt("w", "writeQueueNums", True, "set write queue nums"),
+        Opt("p", "perm", True, "set topic's permission(2|4|6), intro[2:W 4:R; 6:RW]"),
+        Opt("o", "order", True, "set topic's order(true|false)"),
+        Opt("u", "unit", True, "is unit topic (true|false)"),
+        Opt("s", "hasUnitSub", True, "has unit sub (true|false)"),
+        Opt("a", "attributes", True, "attribute(+a=b,+c=d,-e)"),
+    ],
+    required_groups=("target",),
+)
 
 
 @command("updateTopic", "Update or create topic.", "UpdateTopicSubCommand", UPDATE_TOPIC)
@@ -137,14 +153,20 @@ async def _put_order_conf(ctx: Ctx, topic: str, conf: str, merge_broker: str | N
             items[merge_broker] = conf.split(":", 1)[1]
             conf = ";".join(f"{k}:{v}" for k, v in items.items())
     for addr in ctx.client.namesrv:
-        ok(await ctx.client.invoke(addr, RequestCode.PUT_KV_CONFIG,
-                                   {"namespace": "ORDER_TOPIC_CONFIG", "key": topic, "value": conf}), broker=False)
+        ok(
+            await ctx.client.invoke(
+                addr, RequestCode.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": topic, "value": conf}
+            ),
+            broker=False,
+        )
 
 
-DELETE_TOPIC = OptionSet([
-    Opt("t", "topic", True, "topic name", required=True),
-    Opt("c", "clusterName", True, "delete topic from which cluster", required=True),
-])
+DELETE_TOPIC = OptionSet(
+    [
+        Opt("t", "topic", True, "topic name", required=True),
+        Opt("c", "clusterName", True, "delete topic from which cluster", required=True),
+    ]
+)
 
 
 async def delete_topic(ctx: Ctx, cluster: str, topic: str) -> None:
@@ -153,8 +175,12 @@ async def delete_topic(ctx: Ctx, cluster: str, topic: str) -> None:
         await ctx.client.broker(addr, RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic))
     ctx.printf("delete topic [%s] from cluster [%s] success.%n", topic, cluster)
     for addr in ctx.client.namesrv:
-        ok(await ctx.client.invoke(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-                                   DeleteTopicFromNamesrvRequestHeader(topic, cluster)), broker=False)
+        ok(
+            await ctx.client.invoke(
+                addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader(topic, cluster)
+            ),
+            broker=False,
+        )
     ctx.printf("delete topic [%s] from NameServer success.%n", topic)
 
 
@@ -168,18 +194,25 @@ async def delete_topic_everywhere(ctx: Ctx, topic: str, cluster: str) -> None:
     for addr in await ctx.client.master_addrs(cluster, with_slaves=True):
         await ctx.client.broker(addr, RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic))
     for addr in ctx.client.namesrv:
-        ok(await ctx.client.invoke(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-                                   DeleteTopicFromNamesrvRequestHeader(topic)), broker=False)
-        await ctx.client.invoke(addr, RequestCode.DELETE_KV_CONFIG,
-                                DeleteKVConfigRequestHeader("ORDER_TOPIC_CONFIG", topic))
+        ok(
+            await ctx.client.invoke(
+                addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader(topic)
+            ),
+            broker=False,
+        )
+        await ctx.client.invoke(
+            addr, RequestCode.DELETE_KV_CONFIG, DeleteKVConfigRequestHeader("ORDER_TOPIC_CONFIG", topic)
+        )
 
 
-UPDATE_TOPIC_PERM = OptionSet([
-    Opt("b", "brokerAddr", True, "create topic to which broker"),
-    Opt("c", "clusterName", True, "create topic to which cluster"),
-    Opt("t", "topic", True, "topic name", required=True),
-    Opt("p", "perm", True, "set topic's permission(2|4|6), intro[2:W; 4:R; 6:RW]", required=True),
-])
+UPDATE_TOPIC_PERM = OptionSet(
+    [
+        Opt("b", "brokerAddr", True, "create topic to which broker"),
+        Opt("c", "clusterName", True, "create topic to which cluster"),
+        Opt("t", "topic", True, "topic name", required=True),
+        Opt("p", "perm", True, "set topic's permission(2|4|6), intro[2:W; 4:R; 6:RW]", required=True),
+    ]
+)
 
 
 @command("updateTopicPerm", "Update topic perm.", "UpdateTopicPermSubCommand", UPDATE_TOPIC_PERM)
@@ -190,8 +223,15 @@ async def update_topic_perm(ctx: Ctx) -> None:
     if qd is None:
         raise AdminError(f"topic {topic} has no queue data in its route")
     perm = java_int(ctx.get("p"))
-    t = {"topic": topic, "r": qd.read_queue_nums, "w": qd.write_queue_nums, "perm": perm,
-         "sys": qd.topic_sys_flag, "order": False, "attrs": {}}
+    t = {
+        "topic": topic,
+        "r": qd.read_queue_nums,
+        "w": qd.write_queue_nums,
+        "perm": perm,
+        "sys": qd.topic_sys_flag,
+        "order": False,
+        "attrs": {},
+    }
     if ctx.has("b"):
         addr = ctx.get("b")
         name = next((bd.broker_name for bd in route.broker_datas or [] if bd.broker_addrs.get(0) == addr), None)
@@ -218,10 +258,12 @@ async def update_topic_perm(ctx: Ctx) -> None:
     raise PrintHelp
 
 
-TOPIC_ROUTE = OptionSet([
-    Opt("t", "topic", True, "topic name", required=True),
-    Opt("l", "list", False, "Use list format to print data"),
-])
+TOPIC_ROUTE = OptionSet(
+    [
+        Opt("t", "topic", True, "topic name", required=True),
+        Opt("l", "list", False, "Use list format to print data"),
+    ]
+)
 
 
 def pretty_json(value, depth: int = 0) -> str:
@@ -249,8 +291,15 @@ def pretty_json(value, depth: int = 0) -> str:
 async def topic_route(ctx: Ctx) -> None:
     route = await ctx.client.route(ctx.get("t"))
     if ctx.has("l"):
-        ctx.printf("%-45s %-32s %-50s %-10s %-11s %-5s%n", "#ClusterName", "#BrokerName", "#BrokerAddrs",
-                   "#ReadQueue", "#WriteQueue", "#Perm")
+        ctx.printf(
+            "%-45s %-32s %-50s %-10s %-11s %-5s%n",
+            "#ClusterName",
+            "#BrokerName",
+            "#BrokerAddrs",
+            "#ReadQueue",
+            "#WriteQueue",
+            "#Perm",
+        )
         qds = {q.broker_name: q for q in route.queue_datas or []}
         tr = tw = 0
         for bd in sorted(route.broker_datas or [], key=lambda b: b.broker_name or ""):
@@ -258,8 +307,15 @@ async def topic_route(ctx: Ctx) -> None:
             if q is None:
                 raise AdminError(f"no queue data of broker {bd.broker_name} in the route")
             addrs = "{" + ", ".join(f"{k}={v}" for k, v in sorted(bd.broker_addrs.items())) + "}"
-            ctx.printf("%-45s %-32s %-50s %-10d %-11d %-5d%n", bd.cluster, bd.broker_name, addrs,
-                       q.read_queue_nums, q.write_queue_nums, q.perm)
+            ctx.printf(
+                "%-45s %-32s %-50s %-10d %-11d %-5d%n",
+                bd.cluster,
+                bd.broker_name,
+                addrs,
+                q.read_queue_nums,
+                q.write_queue_nums,
+                q.perm,
+            )
             tr += q.read_queue_nums
             tw += q.write_queue_nums
         ctx.printf("%n%-45s %-32s %-50s %-10d %-11d%n", "Total:", len(route.broker_datas or []), "", tr, tw)
@@ -269,10 +325,12 @@ async def topic_route(ctx: Ctx) -> None:
     ctx.printf("%s%n", pretty_json(route))
 
 
-TOPIC_STATUS = OptionSet([
-    Opt("t", "topic", True, "topic name", required=True),
-    Opt("c", "cluster", True, "cluster name or lmq parent topic, lmq is used to find the route."),
-])
+TOPIC_STATUS = OptionSet(
+    [
+        Opt("t", "topic", True, "topic name", required=True),
+        Opt("c", "cluster", True, "cluster name or lmq parent topic, lmq is used to find the route."),
+    ]
+)
 
 
 async def topic_stats(ctx: Ctx, topic: str, route_topic: str | None = None) -> TopicStatsTable:
@@ -297,13 +355,20 @@ def mq_key(mq: MessageQueue) -> tuple:
 @command("topicStatus", "Examine topic Status info.", "TopicStatusSubCommand", TOPIC_STATUS)
 async def topic_status(ctx: Ctx) -> None:
     table = await topic_stats(ctx, ctx.get("t"), ctx.get("c"))
-    ctx.printf("%-32s  %-4s  %-20s  %-20s    %s%n", "#Broker Name", "#QID", "#Min Offset", "#Max Offset",
-               "#Last Updated")
+    ctx.printf(
+        "%-32s  %-4s  %-20s  %-20s    %s%n", "#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"
+    )
     for mq in sorted(table.offset_table, key=mq_key):
         o = table.offset_table[mq]
         when = human_millis(o.last_update_timestamp) if o.last_update_timestamp > 0 else ""
-        ctx.printf("%-32s  %-4d  %-20d  %-20d    %s%n", (mq.broker_name or "")[:32], mq.queue_id,
-                   o.min_offset, o.max_offset, when)
+        ctx.printf(
+            "%-32s  %-4d  %-20d  %-20d    %s%n",
+            (mq.broker_name or "")[:32],
+            mq.queue_id,
+            o.min_offset,
+            o.max_offset,
+            when,
+        )
     ctx.printf("%n")
     ctx.printf("Topic Put TPS: %s%n", table.topic_put_tps)
 
@@ -348,8 +413,9 @@ async def topic_list(ctx: Ctx) -> None:
             cluster = clusters[0] if clusters else ""
             route = await ctx.client.route(t)
             addr = select_addr(route.broker_datas[0])
-            r = await ctx.client.broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
-                                        QueryTopicConsumeByWhoRequestHeader(t))
+            r = await ctx.client.broker(
+                addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(t)
+            )
             groups = GroupList.decode(r.body or b"{}").group_list or [""]
         except (AdminError, IndexError):
             pass

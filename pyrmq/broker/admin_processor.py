@@ -9,33 +9,16 @@ deleteExpiredCommitLog, cleanUnusedTopic, queryConsumeQueue). Group codes are in
 ``admin/group_processor.py``, relayed client calls in ``admin/client_forward.py``.
 Anything else falls through to the server's REQUEST_CODE_NOT_SUPPORTED.
 """
+
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
+from pyrmq.broker.admin.runtime_info import build_runtime_info
+from pyrmq.broker.topic_config_manager import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPIC_SET, TIMER_TOPIC, validate_topic
 from pyrmq.namesrv.config import load_properties
-from pyrmq.remoting.bodies import (
-    BodyDecodeError,
-    KVTable,
-    TopicConfig,
-    TopicConfigAndMappingSerializeWrapper,
-    TopicList,
-    lenient_loads,
-)
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import InvalidParameter
-from pyrmq.remoting.server import RequestContext, handles
-
-from .bodies import (
-    Connection,
-    ConsumerConnection,
-    LockBatchRequestBody,
-    LockBatchResponseBody,
-    UnlockBatchRequestBody,
-)
-from .admin.bodies import (
+from pyrmq.protocol.bodies.admin import (
     BrokerStatsData,
     BrokerStatsItem,
     ConsumeQueueData,
@@ -43,24 +26,36 @@ from .admin.bodies import (
     TopicOffset,
     TopicStatsTable,
 )
-from .admin.headers import (
+from pyrmq.protocol.bodies.broker import (
+    Connection,
+    ConsumerConnection,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+    UnlockBatchRequestBody,
+)
+from pyrmq.protocol.bodies.common import TopicConfig, TopicConfigAndMappingSerializeWrapper
+from pyrmq.protocol.bodies.namesrv import KVTable, TopicList
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import InvalidParameter
+from pyrmq.protocol.fastjson import BodyDecodeError, lenient_loads
+from pyrmq.protocol.headers.admin import (
     DeleteTopicRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryConsumeQueueRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
-from .admin.runtime_info import build_runtime_info
-from .bodies import MessageQueue
-from .headers import (
+from pyrmq.protocol.headers.broker import (
     CreateTopicRequestHeader,
     GetTopicConfigRequestHeader,
     SearchOffsetRequestHeader,
     TopicQueueRequestHeader,
 )
-from .topic_config_manager import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPIC_SET, TIMER_TOPIC, validate_topic
+from pyrmq.remoting.server import RequestContext, handles
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.admin")
 
@@ -87,7 +82,7 @@ def parse_attributes(text: str | None) -> dict[str, str]:
 
 
 def _language_name(code: int) -> str:
-    from pyrmq.remoting.codes import LanguageCode
+    from pyrmq.protocol.codes import LanguageCode
 
     try:
         return LanguageCode(code).name
@@ -156,7 +151,8 @@ class AdminBrokerProcessor:
         except BodyDecodeError as e:
             raise InvalidParameter(f"lock body is not readable: {e}") from None
         locked = self.controller.rebalance_lock_manager.try_lock_batch(
-            body.consumer_group or "", body.mq_set, body.client_id or "")
+            body.consumer_group or "", body.mq_set, body.client_id or ""
+        )
         # keep the request's order so the answer is stable
         ordered = [mq for mq in dict.fromkeys(body.mq_set) if mq in locked]
         return cmd.make_response(ResponseCode.SUCCESS, None, None, LockBatchResponseBody(ordered).encode())
@@ -167,8 +163,9 @@ class AdminBrokerProcessor:
             body = UnlockBatchRequestBody.decode(cmd.body or b"{}")
         except BodyDecodeError as e:
             raise InvalidParameter(f"unlock body is not readable: {e}") from None
-        self.controller.rebalance_lock_manager.unlock_batch(body.consumer_group or "", body.mq_set,
-                                                            body.client_id or "")
+        self.controller.rebalance_lock_manager.unlock_batch(
+            body.consumer_group or "", body.mq_set, body.client_id or ""
+        )
         return cmd.make_response(ResponseCode.SUCCESS)
 
     # ------------------------------------------------------------ topics and config
@@ -176,18 +173,26 @@ class AdminBrokerProcessor:
     @handles(RequestCode.UPDATE_AND_CREATE_TOPIC)
     async def update_and_create_topic(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = CreateTopicRequestHeader.from_ext_fields(cmd.ext_fields)
-        log.info("Broker receive request to update or create topic=%s, caller address=%s", h.topic,
-                 ctx.channel.remote_addr)
+        log.info(
+            "Broker receive request to update or create topic=%s, caller address=%s", h.topic, ctx.channel.remote_addr
+        )
         bad = validate_topic(h.topic)
         if bad is not None:
             return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
         if self._is_system_topic(h.topic):
-            return cmd.make_response(ResponseCode.INVALID_PARAMETER,
-                                     f"The topic[{h.topic}] is conflict with system topic.")
-        tc = TopicConfig(topic_name=h.topic, read_queue_nums=h.read_queue_nums, write_queue_nums=h.write_queue_nums,
-                         perm=h.perm, topic_filter_type=h.topic_filter_type or "SINGLE_TAG",
-                         topic_sys_flag=h.topic_sys_flag or 0, order=bool(h.order),
-                         attributes=parse_attributes(h.attributes))
+            return cmd.make_response(
+                ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic."
+            )
+        tc = TopicConfig(
+            topic_name=h.topic,
+            read_queue_nums=h.read_queue_nums,
+            write_queue_nums=h.write_queue_nums,
+            perm=h.perm,
+            topic_filter_type=h.topic_filter_type or "SINGLE_TAG",
+            topic_sys_flag=h.topic_sys_flag or 0,
+            order=bool(h.order),
+            attributes=parse_attributes(h.attributes),
+        )
         tcm = self.controller.topic_config_manager
         if tcm.select_topic_config(h.topic) == tc:
             return cmd.make_response(ResponseCode.SUCCESS)
@@ -229,8 +234,9 @@ class AdminBrokerProcessor:
             Connection(ci.client_id, getattr(ci.channel, "remote_addr", ""), _language_name(ci.language), ci.version)
             for ci in info.channel_info_table.values()
         ]
-        body = ConsumerConnection(conns, dict(info.subscription_table), info.consume_type, info.message_model,
-                                  info.consume_from_where).encode()
+        body = ConsumerConnection(
+            conns, dict(info.subscription_table), info.consume_type, info.message_model, info.consume_from_where
+        ).encode()
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
 
     @handles(RequestCode.GET_BROKER_CONFIG)
@@ -239,8 +245,6 @@ class AdminBrokerProcessor:
         body = c.config.properties_text().encode("utf-8")
         dv = c.config_data_version.encode().decode()
         return cmd.make_response(ResponseCode.SUCCESS, None, {"version": dv}, body)
-
-
 
     @handles(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST)
     async def update_and_create_topic_list(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -256,8 +260,9 @@ class AdminBrokerProcessor:
             if bad is not None:
                 return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
             if self._is_system_topic(tc.topic_name or ""):
-                return cmd.make_response(ResponseCode.INVALID_PARAMETER,
-                                         f"The topic[{tc.topic_name}] is conflict with system topic.")
+                return cmd.make_response(
+                    ResponseCode.INVALID_PARAMETER, f"The topic[{tc.topic_name}] is conflict with system topic."
+                )
         for tc in configs:
             self.controller.topic_config_manager.update_topic_config(tc)
         await self._register_now(configs)
@@ -268,13 +273,17 @@ class AdminBrokerProcessor:
         """Drop config, offsets, stats and the topic's consume queues (Java deleteTopic)."""
         c = self.controller
         h = DeleteTopicRequestHeader.from_ext_fields(cmd.ext_fields)
-        log.info("AdminBrokerProcessor#deleteTopic: broker receive request to delete topic=%s, caller=%s",
-                 h.topic, ctx.channel.remote_addr)
+        log.info(
+            "AdminBrokerProcessor#deleteTopic: broker receive request to delete topic=%s, caller=%s",
+            h.topic,
+            ctx.channel.remote_addr,
+        )
         if not h.topic or not h.topic.strip():
             return cmd.make_response(ResponseCode.INVALID_PARAMETER, "The specified topic is blank.")
         if self._is_system_topic(h.topic):
-            return cmd.make_response(ResponseCode.INVALID_PARAMETER,
-                                     f"The topic[{h.topic}] is conflict with system topic.")
+            return cmd.make_response(
+                ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic."
+            )
         try:
             c.topic_config_manager.delete_topic_config(h.topic)
             c.consumer_offset_manager.clean_offset_by_topic(h.topic)
@@ -297,8 +306,11 @@ class AdminBrokerProcessor:
         except (UnicodeDecodeError, ValueError):
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
         black = set(CONFIG_BLACK_LIST_BUILTIN)
-        black.update(k.strip() for k in str(c.config.get("configBlackList", "configBlackList;brokerConfigPath"))
-                     .split(";") if k.strip())
+        black.update(
+            k.strip()
+            for k in str(c.config.get("configBlackList", "configBlackList;brokerConfigPath")).split(";")
+            if k.strip()
+        )
         if any(k in black for k in props):
             return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         log.info("updateBrokerConfig, new config: [%s] client: %s", props, ctx.channel.remote_addr)
@@ -337,9 +349,13 @@ class AdminBrokerProcessor:
         when enabled, timer)."""
         c = self.controller.config
         cluster, broker = c["brokerClusterName"], c["brokerName"]
-        topics = set(SYSTEM_TOPIC_SET) | {cluster, broker, f"{cluster}_REPLY_TOPIC",
-                                          f"{SYSTEM_TOPIC_PREFIX}REVIVE_LOG_{cluster}",
-                                          f"{SYSTEM_TOPIC_PREFIX}SYNC_BROKER_MEMBER_{broker}"}
+        topics = set(SYSTEM_TOPIC_SET) | {
+            cluster,
+            broker,
+            f"{cluster}_REPLY_TOPIC",
+            f"{SYSTEM_TOPIC_PREFIX}REVIVE_LOG_{cluster}",
+            f"{SYSTEM_TOPIC_PREFIX}SYNC_BROKER_MEMBER_{broker}",
+        }
         if c["traceTopicEnable"]:
             topics.add(c["msgTraceTopicName"])
         if c["timerWheelEnable"]:
@@ -351,8 +367,7 @@ class AdminBrokerProcessor:
         return topic in self._system_topics() or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
     @handles(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
-    async def get_system_topic_list_from_broker(self, ctx: RequestContext, cmd: RemotingCommand
-                                                ) -> RemotingCommand:
+    async def get_system_topic_list_from_broker(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.make_response(ResponseCode.SUCCESS, None, None, TopicList(sorted(self._system_topics())).encode())
 
     @handles(RequestCode.VIEW_BROKER_STATS_DATA)
@@ -360,8 +375,7 @@ class AdminBrokerProcessor:
         h = ViewBrokerStatsDataRequestHeader.from_ext_fields(cmd.ext_fields)
         it = self.controller.broker_stats.get_stats_item(h.stats_name, h.stats_key)
         if it is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR,
-                                     f"The stats <{h.stats_name}> <{h.stats_key}> not exist")
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"The stats <{h.stats_name}> <{h.stats_key}> not exist")
 
         def item(s) -> BrokerStatsItem:
             return BrokerStatsItem(s.sum, s.tps, s.avgpt)
@@ -404,12 +418,12 @@ class AdminBrokerProcessor:
         h = QueryConsumeQueueRequestHeader.from_ext_fields(cmd.ext_fields)
         cq = c.message_store.get_consume_queue(h.topic, h.queue_id)
         if cq is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR,
-                                     f"{h.topic}:{h.queue_id} is not exist!")
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{h.topic}:{h.queue_id} is not exist!")
         store = c.message_store
         body = QueryConsumeQueueResponseBody(
             max_queue_index=store.get_max_offset_in_queue(h.topic, h.queue_id),
-            min_queue_index=store.get_min_offset_in_queue(h.topic, h.queue_id))
+            min_queue_index=store.get_min_offset_in_queue(h.topic, h.queue_id),
+        )
         if h.consumer_group:
             sub = c.consumer_manager.find_subscription_data(h.consumer_group, h.topic)
             body.subscription_data = sub

@@ -4,26 +4,26 @@ Java: ``broker/processor/ClientManageProcessor``. A heartbeat registers the
 channel's producer groups and consumer groups (with subscriptions), creating
 the group config and its ``%RETRY%<group>`` topic on the way (spec §5.1).
 """
+
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.bodies import BodyDecodeError
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import InvalidParameter
+from pyrmq.broker.client_manager import ClientChannelInfo
+from pyrmq.broker.filter.consumer_filter_manager import compile_expression
+from pyrmq.broker.filter.sql92 import FilterParseError
+from pyrmq.broker.topic_config_manager import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
+from pyrmq.protocol.bodies.broker import CheckClientRequestBody, HeartbeatData, SubscriptionData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import InvalidParameter
+from pyrmq.protocol.fastjson import BodyDecodeError
+from pyrmq.protocol.headers.broker import UnregisterClientRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 
-from .bodies import CheckClientRequestBody, HeartbeatData, SubscriptionData
-from .client_manager import ClientChannelInfo
-from .filter.consumer_filter_manager import compile_expression
-from .filter.sql92 import FilterParseError
-from .headers import UnregisterClientRequestHeader
-from .topic_config_manager import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
-
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.client")
 
@@ -31,7 +31,7 @@ log = logging.getLogger("pyrmq.broker.client")
 def normalise_subscription(sub: SubscriptionData) -> SubscriptionData:
     """Recompute tag codes from the tag strings: Go sends them as strings and hashes UTF-8 bytes."""
     if (sub.expression_type or "TAG").upper() == "TAG" and sub.tags_set:
-        from pyrmq.store.message import java_string_hash
+        from pyrmq.common.java_lang import java_string_hash
 
         sub.code_set = [java_string_hash(t) for t in sub.tags_set]
     return sub
@@ -60,23 +60,32 @@ class ClientManageProcessor:
                 notify = sg.notify_consumer_ids_changed_enable
                 sys_flag = 0x2 if cd.unit_mode else 0
                 c.topic_config_manager.create_topic_in_send_message_back_method(
-                    RETRY_GROUP_TOPIC_PREFIX + group, sg.retry_queue_nums, PERM_WRITE | PERM_READ, sys_flag)
+                    RETRY_GROUP_TOPIC_PREFIX + group, sg.retry_queue_nums, PERM_WRITE | PERM_READ, sys_flag
+                )
             subs = [normalise_subscription(s) for s in cd.subscription_data_set]
             changed = c.consumer_manager.register_consumer(
-                group, ClientChannelInfo(ctx.channel, info.client_id, cmd.language, cmd.version, now),
-                cd.consume_type, cd.message_model, cd.consume_from_where, subs,
-                notify and bool(c.config["notifyConsumerIdsChangedEnable"]) and cd.message_model != "BROADCASTING")
+                group,
+                ClientChannelInfo(ctx.channel, info.client_id, cmd.language, cmd.version, now),
+                cd.consume_type,
+                cd.message_model,
+                cd.consume_from_where,
+                subs,
+                notify and bool(c.config["notifyConsumerIdsChangedEnable"]) and cd.message_model != "BROADCASTING",
+            )
             if changed:
-                log.info("ClientManageProcessor: registerConsumer info changed, group=%s client=%s",
-                         group, info.client_id)
+                log.info(
+                    "ClientManageProcessor: registerConsumer info changed, group=%s client=%s", group, info.client_id
+                )
             c.consumer_filter_manager.register_group(group, subs)  # Java REGISTER event
         for pd in data.producer_data_set:
             if pd.group_name:
                 c.producer_manager.register_producer(
-                    pd.group_name, ClientChannelInfo(ctx.channel, info.client_id, cmd.language, cmd.version, now))
+                    pd.group_name, ClientChannelInfo(ctx.channel, info.client_id, cmd.language, cmd.version, now)
+                )
         # 5.x extras (4.9.x clients ignore them): heartbeat V2 supported; V1 always "changed"
-        return cmd.make_response(ResponseCode.SUCCESS, None,
-                                 {"IS_SUPPORT_HEART_BEAT_V2": "true", "IS_SUB_CHANGE": "true"})
+        return cmd.make_response(
+            ResponseCode.SUCCESS, None, {"IS_SUPPORT_HEART_BEAT_V2": "true", "IS_SUB_CHANGE": "true"}
+        )
 
     @handles(RequestCode.UNREGISTER_CLIENT)
     async def unregister_client(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -102,11 +111,17 @@ class ClientManageProcessor:
             if not c.config["enablePropertyFilter"]:
                 return cmd.make_response(
                     ResponseCode.SYSTEM_ERROR,
-                    f"The broker does not support consumer to filter message by {sub.expression_type}")
+                    f"The broker does not support consumer to filter message by {sub.expression_type}",
+                )
             try:
                 compile_expression(sub.expression_type, sub.sub_string)
             except FilterParseError as e:
-                log.warning("Client %s@%s filter message, but failed to compile expression! sub=%s, error=%s",
-                            body.client_id, body.group, sub.sub_string, e)
+                log.warning(
+                    "Client %s@%s filter message, but failed to compile expression! sub=%s, error=%s",
+                    body.client_id,
+                    body.group,
+                    sub.sub_string,
+                    e,
+                )
                 return cmd.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(e))
         return cmd.make_response(ResponseCode.SUCCESS)

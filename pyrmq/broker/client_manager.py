@@ -9,13 +9,15 @@ connection is dropped at once (``do_channel_close_event``). When a consumer
 group's membership or subscriptions change, ``on_ids_changed(group, channels)``
 runs (the controller sends NOTIFY_CONSUMER_IDS_CHANGED one-way to each).
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from .bodies import SubscriptionData
+from pyrmq.protocol.bodies.broker import SubscriptionData
 
 log = logging.getLogger("pyrmq.broker.client")
 
@@ -47,8 +49,9 @@ class ConsumerGroupInfo:
     def all_channels(self) -> list[Any]:
         return list(self.channel_info_table)
 
-    def update_channel(self, info: ClientChannelInfo, consume_type, message_model, consume_from_where,
-                       now: int) -> bool:
+    def update_channel(
+        self, info: ClientChannelInfo, consume_type, message_model, consume_from_where, now: int
+    ) -> bool:
         """True when the channel is new to the group (Java ConsumerGroupInfo#updateChannel)."""
         self.consume_type, self.message_model, self.consume_from_where = consume_type, message_model, consume_from_where
         old = self.channel_info_table.get(info.channel)
@@ -57,8 +60,12 @@ class ConsumerGroupInfo:
             self.channel_info_table[info.channel] = info
             updated = True
         elif old.client_id != info.client_id:
-            log.error("ConsumerGroupInfo: %s channel exists in broker, but clientId is not the same one, "
-                      "old=%s new=%s", self.group_name, old.client_id, info.client_id)
+            log.error(
+                "ConsumerGroupInfo: %s channel exists in broker, but clientId is not the same one, old=%s new=%s",
+                self.group_name,
+                old.client_id,
+                info.client_id,
+            )
             self.channel_info_table[info.channel] = info
         else:
             old.last_update_timestamp = now
@@ -94,8 +101,13 @@ IdsChangedListener = Callable[[str, list[Any]], None]
 
 
 class ConsumerManager:
-    def __init__(self, *, now: Callable[[], int], on_ids_changed: IdsChangedListener | None = None,
-                 channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> None:
+    def __init__(
+        self,
+        *,
+        now: Callable[[], int],
+        on_ids_changed: IdsChangedListener | None = None,
+        channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS,
+    ) -> None:
         self.now = now
         self.on_ids_changed = on_ids_changed
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
@@ -134,8 +146,16 @@ class ConsumerManager:
         except Exception:
             log.exception("consumer ids changed listener failed")
 
-    def register_consumer(self, group: str, info: ClientChannelInfo, consume_type, message_model,
-                          consume_from_where, sub_list: list[SubscriptionData], notify: bool = True) -> bool:
+    def register_consumer(
+        self,
+        group: str,
+        info: ClientChannelInfo,
+        consume_type,
+        message_model,
+        consume_from_where,
+        sub_list: list[SubscriptionData],
+        notify: bool = True,
+    ) -> bool:
         now = self.now()
         g = self.consumer_table.get(group)
         if g is None:
@@ -174,8 +194,11 @@ class ConsumerManager:
         for group, g in list(self.consumer_table.items()):
             for ch, info in list(g.channel_info_table.items()):
                 if now - info.last_update_timestamp > self.channel_expired_timeout_ms:
-                    log.warning("SCAN: remove expired channel from ConsumerManager consumerTable. channel=%s, "
-                                "consumerGroup=%s", getattr(ch, "remote_addr", ch), group)
+                    log.warning(
+                        "SCAN: remove expired channel from ConsumerManager consumerTable. channel=%s, consumerGroup=%s",
+                        getattr(ch, "remote_addr", ch),
+                        group,
+                    )
                     del g.channel_info_table[ch]
                     expired.append(ch)
             if not g.channel_info_table:

@@ -10,6 +10,7 @@ store keys are recognised through ``MessageStoreConfig``. Anything else is kept
 in ``file_properties`` (shown by GET_BROKER_CONFIG) and reported by
 ``unknown_keys``; it is never fatal.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,7 +25,7 @@ from pyrmq.store.store_config import FlushDiskType, MessageStoreConfig
 
 log = logging.getLogger("pyrmq.broker")
 
-__all__ = ["BrokerConfig", "BROKER_KEYS", "load_properties", "local_address", "STORE_KEYS"]
+__all__ = ["BROKER_KEYS", "STORE_KEYS", "BrokerConfig", "load_properties", "local_address"]
 
 
 def local_address() -> str:
@@ -167,14 +168,14 @@ class BrokerConfig:
         return self.values.get(key, default)
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "BrokerConfig":
+    def from_properties(cls, props: dict[str, str]) -> BrokerConfig:
         cfg = cls()
         cfg.apply(props)
         cfg.file_properties = dict(props)
         return cfg
 
     @classmethod
-    def from_file(cls, path: str) -> "BrokerConfig":
+    def from_file(cls, path: str) -> BrokerConfig:
         with open(path, encoding="utf-8") as f:
             return cls.from_properties(load_properties(f.read()))
 
@@ -204,9 +205,7 @@ class BrokerConfig:
         return unknown
 
     def unknown_keys(self) -> list[str]:
-        return sorted(
-            k for k in self.file_properties if ALIASES.get(k, k) not in BROKER_KEYS and k not in STORE_KEYS
-        )
+        return sorted(k for k in self.file_properties if ALIASES.get(k, k) not in BROKER_KEYS and k not in STORE_KEYS)
 
     # ----------------------------------------------------------- derived values
 

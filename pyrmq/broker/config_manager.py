@@ -4,6 +4,7 @@
 ``persist`` writes it the Java way. A manager says which wrapper class the file holds, how to
 build one from its tables and how to take one back.
 """
+
 from __future__ import annotations
 
 import logging

@@ -2,24 +2,24 @@
 
 Java: ``broker/processor/ConsumerManageProcessor`` (spec §5.4, §5.5).
 """
+
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.server import RequestContext, handles
-
-from .bodies import GetConsumerListByGroupResponseBody
-from .headers import (
+from pyrmq.protocol.bodies.broker import GetConsumerListByGroupResponseBody
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.broker import (
     GetConsumerListByGroupRequestHeader,
     QueryConsumerOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from pyrmq.remoting.server import RequestContext, handles
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.offset")
 
@@ -50,8 +50,9 @@ class ConsumerManageProcessor:
             return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.consumer_group} not exist!")
         if c.topic_config_manager.select_topic_config(h.topic) is None:
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} not exist!")
-        c.consumer_offset_manager.commit_offset(ctx.channel.remote_addr, h.consumer_group, h.topic, h.queue_id,
-                                                h.commit_offset)
+        c.consumer_offset_manager.commit_offset(
+            ctx.channel.remote_addr, h.consumer_group, h.topic, h.queue_id, h.commit_offset
+        )
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.QUERY_CONSUMER_OFFSET)
@@ -64,9 +65,11 @@ class ConsumerManageProcessor:
         store = c.message_store
         min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
         if h.set_zero_if_not_found is False:
-            return cmd.make_response(ResponseCode.QUERY_NOT_FOUND,
-                                     "Not found, do not set to zero, maybe this group boot first")
+            return cmd.make_response(
+                ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first"
+            )
         if min_offset <= 0 and c.check_in_mem_by_consume_offset(h.topic, h.queue_id, 0):
             return cmd.make_response(ResponseCode.SUCCESS, None, {"offset": "0"})
-        return cmd.make_response(ResponseCode.QUERY_NOT_FOUND,
-                                 "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+        return cmd.make_response(
+            ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
+        )

@@ -6,12 +6,13 @@ Keys are ``topic@group`` like Java; persisted as
 ``pyrmq.store.config.ConsumerOffsetSerializeWrapper`` (unquoted integer queue-id
 keys, ``pullOffsetTable`` like 5.5.0).
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
-from .config_manager import ConfigManager
+from pyrmq.broker.config_manager import ConfigManager
 from pyrmq.store.config import (
     ConsumerOffsetSerializeWrapper,
     DataVersion,
@@ -42,8 +43,9 @@ class ConsumerOffsetManager(ConfigManager):
             self.data_version = w.data_version
 
     def build_serialize_wrapper(self) -> ConsumerOffsetSerializeWrapper:
-        return ConsumerOffsetSerializeWrapper(offset_table=self.offset_table, data_version=self.data_version,
-                                              pull_offset_table=self.pull_offset_table)
+        return ConsumerOffsetSerializeWrapper(
+            offset_table=self.offset_table, data_version=self.data_version, pull_offset_table=self.pull_offset_table
+        )
 
     def persist(self) -> bool:
         if not super().persist():
@@ -96,8 +98,13 @@ class ConsumerOffsetManager(ConfigManager):
     def assign_reset_offset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
         """Java assignResetOffset: the next pull of that queue answers OFFSET_MOVED to ``offset``."""
         if not topic or not group or queue_id < 0 or offset < 0:
-            log.warning("Illegal arguments when assigning reset offset. Topic=%s, group=%s, queueId=%s, offset=%s",
-                        topic, group, queue_id, offset)
+            log.warning(
+                "Illegal arguments when assigning reset offset. Topic=%s, group=%s, queueId=%s, offset=%s",
+                topic,
+                group,
+                queue_id,
+                offset,
+            )
             return
         key = f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
         self.reset_offset_table.setdefault(key, {})[queue_id] = offset

@@ -11,28 +11,28 @@ maxReconsumeTimes`` (header, else the group's ``retryMaxTimes``, default 16),
 or a negative delayLevel, goes to ``%DLQ%<group>`` (one queue, read+write) with
 ``DELAY=0``.
 """
+
 from __future__ import annotations
 
 import logging
 import random
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
+from pyrmq.broker.topic_config_manager import PERM_READ, PERM_WRITE, dlq_topic, is_writeable, retry_topic
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.broker import ConsumerSendMsgBackRequestHeader
+from pyrmq.protocol.version import MQVersion
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store import message as m
 from pyrmq.store.results import PutMessageStatus
 
-from .headers import ConsumerSendMsgBackRequestHeader
-from .topic_config_manager import PERM_READ, PERM_WRITE, dlq_topic, is_writeable, retry_topic
-
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.sendback")
 
 DLQ_NUMS_PER_GROUP = 1
-_MQ_VERSION_V3_4_9 = 86  # MQVersion.Version.V3_4_9.ordinal(): maxReconsumeTimes honoured from here
 _SUBSCRIPTION_GROUP_NOT_EXIST_FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 _MC = m.MessageConst
 
@@ -47,24 +47,27 @@ class ConsumerSendMsgBackProcessor:
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         sg = c.subscription_group_manager.find_subscription_group_config(h.group)
         if sg is None:
-            return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                     f"subscription group not exist, {h.group} {_SUBSCRIPTION_GROUP_NOT_EXIST_FAQ}")
+            return cmd.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {h.group} {_SUBSCRIPTION_GROUP_NOT_EXIST_FAQ}",
+            )
         if not is_writeable(int(c.config["brokerPermission"])):
-            return cmd.make_response(ResponseCode.NO_PERMISSION,
-                                     f"the broker[{c.config.broker_ip}] sending message is forbidden")
+            return cmd.make_response(
+                ResponseCode.NO_PERMISSION, f"the broker[{c.config.broker_ip}] sending message is forbidden"
+            )
         if sg.retry_queue_nums <= 0:
             return cmd.make_response(ResponseCode.SUCCESS, None)
         new_topic = retry_topic(h.group)
         queue_id = random.randrange(sg.retry_queue_nums)
         topic_sys_flag = 0x2 if h.unit_mode else 0  # TopicSysFlag.buildSysFlag(false, true)
         tcm = c.topic_config_manager
-        tc = tcm.create_topic_in_send_message_back_method(new_topic, sg.retry_queue_nums, PERM_WRITE | PERM_READ,
-                                                          topic_sys_flag)
+        tc = tcm.create_topic_in_send_message_back_method(
+            new_topic, sg.retry_queue_nums, PERM_WRITE | PERM_READ, topic_sys_flag
+        )
         if tc is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
         if not is_writeable(tc.perm):
-            return cmd.make_response(ResponseCode.NO_PERMISSION,
-                                     f"the topic[{new_topic}] sending message is forbidden")
+            return cmd.make_response(ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
         msg = c.message_store.look_message_by_offset(h.offset)
         if msg is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
@@ -74,7 +77,7 @@ class ConsumerSendMsgBackProcessor:
         props[_MC.WAIT_STORE_MSG_OK] = "false"
         delay_level = h.delay_level
         max_times = sg.retry_max_times
-        if cmd.version >= _MQ_VERSION_V3_4_9 and h.max_reconsume_times is not None:
+        if cmd.version >= MQVersion.V3_4_9 and h.max_reconsume_times is not None:
             max_times = h.max_reconsume_times
         is_dlq = msg.reconsume_times >= max_times or delay_level < 0
         if is_dlq:
@@ -91,14 +94,26 @@ class ConsumerSendMsgBackProcessor:
         origin = props.get(_MC.ORIGIN_MESSAGE_ID)
         props[_MC.ORIGIN_MESSAGE_ID] = origin if origin and origin.strip() else msg.msg_id
         inner = m.MessageExtBrokerInner(
-            topic=new_topic, body=msg.body or b"", queue_id=queue_id, flag=msg.flag, properties=props,
-            sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
-            store_host=(c.config.broker_ip, c.port), reconsume_times=msg.reconsume_times + 1,
+            topic=new_topic,
+            body=msg.body or b"",
+            queue_id=queue_id,
+            flag=msg.flag,
+            properties=props,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_host=(c.config.broker_ip, c.port),
+            reconsume_times=msg.reconsume_times + 1,
         )
         result = await c.put_message(inner)
         if result.put_message_status is PutMessageStatus.PUT_OK:
             if is_dlq:
-                log.info("send msg to DLQ %s, originalTopic=%s, consumerId=%s, msgUniqKey=%s", new_topic,
-                         h.origin_topic, h.group, props.get(_MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+                log.info(
+                    "send msg to DLQ %s, originalTopic=%s, consumerId=%s, msgUniqKey=%s",
+                    new_topic,
+                    h.origin_topic,
+                    h.group,
+                    props.get(_MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                )
             return cmd.make_response(ResponseCode.SUCCESS, None)
         return cmd.make_response(ResponseCode.SYSTEM_ERROR, result.put_message_status.name)

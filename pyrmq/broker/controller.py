@@ -9,55 +9,53 @@ shutdown, registerBrokerAll / doRegisterBrokerAll), ``out/BrokerOuterAPI``
 Two listeners serve the same processors: ``listenPort`` and the VIP port
 ``listenPort - 2``, which lacks the pull family (spec §1.1).
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from pyrmq.namesrv.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
-from pyrmq.remoting.bodies import (
-    DataVersion,
-    RegisterBrokerBody,
-    TopicConfig,
-    TopicConfigAndMappingSerializeWrapper,
-)
+from pyrmq.broker.admin.client_forward import Broker2Client, ClientForwardProcessor
+from pyrmq.broker.admin.group_processor import GroupAdminProcessor
+from pyrmq.broker.admin_processor import AdminBrokerProcessor
+from pyrmq.broker.client_manage_processor import ClientManageProcessor
+from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
+from pyrmq.broker.config import BrokerConfig
+from pyrmq.broker.consumer_manage_processor import ConsumerManageProcessor
+from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
+from pyrmq.broker.consumer_send_msg_back import ConsumerSendMsgBackProcessor
+from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
+from pyrmq.broker.pull_processor import PullMessageProcessor
+from pyrmq.broker.pull_request_hold_service import PullRequestHoldService
+from pyrmq.broker.put_message_hook import handle_schedule_message
+from pyrmq.broker.query_processor import QueryMessageProcessor
+from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
+from pyrmq.broker.reply_processor import ReplyMessageProcessor
+from pyrmq.broker.schedule_message_service import RMQ_SYS_SCHEDULE_TOPIC, ScheduleMessageService
+from pyrmq.broker.send_processor import SendMessageProcessor
+from pyrmq.broker.stats import BrokerStatsManager
+from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
+from pyrmq.broker.timer_message_store import TIMER_TOPIC, TimerMessageStore
+from pyrmq.broker.topic_config_manager import PERM_READ, PERM_WRITE, TopicConfigManager
+from pyrmq.broker.transaction.check_listener import DefaultTransactionalMessageCheckListener
+from pyrmq.broker.transaction.check_service import TransactionalMessageCheckService
+from pyrmq.broker.transaction.end_transaction_processor import EndTransactionProcessor
+from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
+from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper
+from pyrmq.protocol.bodies.namesrv import RegisterBrokerBody
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
 from pyrmq.remoting.client import RemotingClient
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
 from pyrmq.remoting.server import RemotingServer
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore
 from pyrmq.store.results import PutMessageResult
-
-from .admin.client_forward import Broker2Client, ClientForwardProcessor
-from .admin.group_processor import GroupAdminProcessor
-from .admin_processor import AdminBrokerProcessor
-from .client_manage_processor import ClientManageProcessor
-from .client_manager import ConsumerManager, ProducerManager
-from .config import BrokerConfig
-from .consumer_manage_processor import ConsumerManageProcessor
-from .consumer_offset_manager import ConsumerOffsetManager
-from .pull_processor import PullMessageProcessor
-from .pull_request_hold_service import PullRequestHoldService
-from .query_processor import QueryMessageProcessor
-from .rebalance_lock_manager import RebalanceLockManager
-from .consumer_send_msg_back import ConsumerSendMsgBackProcessor
-from .put_message_hook import handle_schedule_message
-from .reply_processor import ReplyMessageProcessor
-from .schedule_message_service import RMQ_SYS_SCHEDULE_TOPIC, ScheduleMessageService
-from .timer_message_store import TIMER_TOPIC, TimerMessageStore
-from .send_processor import SendMessageProcessor
-from .filter.consumer_filter_manager import ConsumerFilterManager
-from .transaction.check_listener import DefaultTransactionalMessageCheckListener
-from .transaction.check_service import TransactionalMessageCheckService
-from .transaction.end_transaction_processor import EndTransactionProcessor
-from .transaction.transactional_message_service import TransactionalMessageService
-from .stats import BrokerStatsManager
-from .subscription_group_manager import SubscriptionGroupManager
-from .topic_config_manager import PERM_READ, PERM_WRITE, TopicConfigManager
 
 log = logging.getLogger("pyrmq.broker")
 
@@ -79,35 +77,42 @@ class BrokerController:
         self.store_config = config.store
         root = self.store_config.store_path_root_dir
         cfg_dir = os.path.join(root, "config")
-        self.topic_config_manager = TopicConfigManager(config, os.path.join(cfg_dir, "topics.json"), now=clock,
-                                                       on_change=self._topics_changed)
+        self.topic_config_manager = TopicConfigManager(
+            config, os.path.join(cfg_dir, "topics.json"), now=clock, on_change=self._topics_changed
+        )
         self.subscription_group_manager = SubscriptionGroupManager(
-            config, os.path.join(cfg_dir, "subscriptionGroup.json"), now=clock)
+            config, os.path.join(cfg_dir, "subscriptionGroup.json"), now=clock
+        )
         self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(cfg_dir, "consumerOffset.json"), now=clock)
         expiry = int(config["channelExpiredTimeout"])
-        self.consumer_manager = ConsumerManager(now=clock, on_ids_changed=self._consumer_ids_changed,
-                                                channel_expired_timeout_ms=expiry)
+        self.consumer_manager = ConsumerManager(
+            now=clock, on_ids_changed=self._consumer_ids_changed, channel_expired_timeout_ms=expiry
+        )
         self.producer_manager = ProducerManager(now=clock, channel_expired_timeout_ms=expiry)
         self.rebalance_lock_manager = RebalanceLockManager(now=clock)
         self.config_data_version = DataVersion()
         self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched)
         self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
         self.consumer_filter_manager = ConsumerFilterManager(
-            os.path.join(cfg_dir, "consumerFilter.json"), now=clock,
+            os.path.join(cfg_dir, "consumerFilter.json"),
+            now=clock,
             max_error_rate=int(config["maxErrorRateOfBloomFilter"]),
             expect_consumer_num=int(config["expectConsumerNumUseFilter"]),
-            clean_time_span_ms=int(config["filterDataCleanTimeSpan"]))
+            clean_time_span_ms=int(config["filterDataCleanTimeSpan"]),
+        )
         self.transactional_message_service = TransactionalMessageService(self)
         self.transactional_message_check_listener = DefaultTransactionalMessageCheckListener(self)
         self.transactional_message_check_service = TransactionalMessageCheckService(
-            self, self.transactional_message_service, self.transactional_message_check_listener)
+            self, self.transactional_message_service, self.transactional_message_check_listener
+        )
         self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
         self.broker2client = Broker2Client(self)
         self.schedule_message_service = ScheduleMessageService(self)
         self.timer_message_store = TimerMessageStore(self)
         self.pull_processor = PullMessageProcessor(self)
         self.pull_request_hold_service = PullRequestHoldService(
-            self.pull_processor.execute_request_when_wakeup, self.message_store.get_max_offset_in_queue)
+            self.pull_processor.execute_request_when_wakeup, self.message_store.get_max_offset_in_queue
+        )
         self.server: RemotingServer | None = None
         self.fast_server: RemotingServer | None = None
         self.outer_client = RemotingClient()
@@ -137,8 +142,9 @@ class BrokerController:
         self.timer_message_store.load()
 
     def _make_server(self, port: int, name: str, with_pull: bool) -> RemotingServer:
-        server = RemotingServer(self.host, port, name=name,
-                                idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]))
+        server = RemotingServer(
+            self.host, port, name=name, idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"])
+        )
         server.register(SendMessageProcessor(self))
         if with_pull:
             server.register(self.pull_processor)
@@ -201,10 +207,8 @@ class BrokerController:
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-            except (asyncio.CancelledError, Exception):
-                pass
         self._tasks = []
         await self.transactional_message_check_service.shutdown()
         await self.schedule_message_service.shutdown()
@@ -319,8 +323,9 @@ class BrokerController:
             self.consumer_filter_manager.unregister(group)  # Java UNREGISTER event
             return
         for ch in channels:
-            cmd = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group},
-                                          oneway=True)
+            cmd = RemotingCommand.request(
+                RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True
+            )
             try:
                 ch.send_oneway(cmd)
             except Exception:
@@ -341,7 +346,9 @@ class BrokerController:
         for tc in configs:
             pending[tc.topic_name or ""] = task
 
-        def _settled(t: asyncio.Task, names=[tc.topic_name or "" for tc in configs]) -> None:
+        def _settled(t: asyncio.Task, names=None) -> None:
+            if names is None:
+                names = [tc.topic_name or "" for tc in configs]
             for name in names:
                 if pending.get(name) is t:
                     del pending[name]
@@ -365,8 +372,16 @@ class BrokerController:
             return configs
         out = {}
         for name, tc in configs.items():
-            out[name] = TopicConfig(tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm & bp,
-                                    tc.topic_filter_type, tc.topic_sys_flag, tc.order, dict(tc.attributes))
+            out[name] = TopicConfig(
+                tc.topic_name,
+                tc.read_queue_nums,
+                tc.write_queue_nums,
+                tc.perm & bp,
+                tc.topic_filter_type,
+                tc.topic_sys_flag,
+                tc.order,
+                dict(tc.attributes),
+            )
         return out
 
     async def register_broker_all(self) -> None:
@@ -381,13 +396,18 @@ class BrokerController:
         addrs = self.config.namesrv_addrs
         if not addrs:
             return
-        wrapper = TopicConfigAndMappingSerializeWrapper(table, DataVersion(
-            data_version.counter, data_version.state_version, data_version.timestamp))
+        wrapper = TopicConfigAndMappingSerializeWrapper(
+            table, DataVersion(data_version.counter, data_version.state_version, data_version.timestamp)
+        )
         body = RegisterBrokerBody(wrapper, []).encode()
         header = RegisterBrokerRequestHeader(
-            broker_name=self.config["brokerName"], broker_addr=self.broker_addr,
-            cluster_name=self.config["brokerClusterName"], ha_server_addr=self.config.ha_server_addr,
-            broker_id=int(self.config["brokerId"]), enable_acting_master=False, compressed=False,
+            broker_name=self.config["brokerName"],
+            broker_addr=self.broker_addr,
+            cluster_name=self.config["brokerClusterName"],
+            ha_server_addr=self.config.ha_server_addr,
+            broker_id=int(self.config["brokerId"]),
+            enable_acting_master=False,
+            compressed=False,
             body_crc32=m.crc32(body),
         )
         ext = header.to_ext_fields()
@@ -410,14 +430,18 @@ class BrokerController:
 
     async def unregister_broker_all(self) -> None:
         header = UnRegisterBrokerRequestHeader(
-            broker_name=self.config["brokerName"], broker_addr=self.broker_addr,
-            cluster_name=self.config["brokerClusterName"], broker_id=int(self.config["brokerId"]))
+            broker_name=self.config["brokerName"],
+            broker_addr=self.broker_addr,
+            cluster_name=self.config["brokerClusterName"],
+            broker_id=int(self.config["brokerId"]),
+        )
         ext = header.to_ext_fields()
 
         async def one(addr: str) -> None:
             try:
-                resp = await self.outer_client.invoke(addr, RemotingCommand.request(
-                    RequestCode.UNREGISTER_BROKER, dict(ext)), 3)
+                resp = await self.outer_client.invoke(
+                    addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, dict(ext)), 3
+                )
                 if resp.code == ResponseCode.SUCCESS:
                     log.info("unregisterBroker OK, NamesrvAddr: %s", addr)
                 else:

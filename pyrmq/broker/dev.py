@@ -5,6 +5,7 @@ under ``./.pyrmq/store`` (``--store DIR``), brokerIP1 127.0.0.1, topic and
 group auto-creation on. Prints both addresses once ready; SIGTERM/SIGINT stop
 both cleanly.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,9 +25,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--broker-port", type=int, default=10911)
     p.add_argument("--store", default=os.path.join(".pyrmq", "store"), help="store directory (default ./.pyrmq/store)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind and advertise (default 127.0.0.1)")
-    p.add_argument("--advertise", default=None,
-                   help="address the broker registers (brokerIP1) when it differs from --host, e.g. in a "
-                        "container binding 0.0.0.0 (default: --host, or 127.0.0.1 for a wildcard --host)")
+    p.add_argument(
+        "--advertise",
+        default=None,
+        help="address the broker registers (brokerIP1) when it differs from --host, e.g. in a "
+        "container binding 0.0.0.0 (default: --host, or 127.0.0.1 for a wildcard --host)",
+    )
     p.add_argument("--cluster", default="DefaultCluster")
     p.add_argument("--broker-name", default="broker-a")
     p.add_argument("--log-level", default=os.environ.get("PYRMQ_LOG_LEVEL", "WARNING"))
@@ -34,11 +38,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> int:
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.broker.controller import BrokerController
     from pyrmq.namesrv.config import NamesrvConfig
     from pyrmq.namesrv.controller import NamesrvController
-
-    from .config import BrokerConfig
-    from .controller import BrokerController
 
     stop = stop or asyncio.Event()
     stop_on_signals(stop)
@@ -56,12 +59,20 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
         return 1
     advertise = getattr(args, "advertise", None) or ("127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host)
     ns_addr = f"{advertise}:{namesrv.port}"
-    b_cfg = BrokerConfig.from_properties({
-        "brokerClusterName": args.cluster, "brokerName": args.broker_name, "brokerId": "0",
-        "namesrvAddr": ns_addr, "listenPort": str(args.broker_port), "brokerIP1": advertise,
-        "bindAddress": args.host, "storePathRootDir": store, "autoCreateTopicEnable": "true",
-        "autoCreateSubscriptionGroup": "true",
-    })
+    b_cfg = BrokerConfig.from_properties(
+        {
+            "brokerClusterName": args.cluster,
+            "brokerName": args.broker_name,
+            "brokerId": "0",
+            "namesrvAddr": ns_addr,
+            "listenPort": str(args.broker_port),
+            "brokerIP1": advertise,
+            "bindAddress": args.host,
+            "storePathRootDir": store,
+            "autoCreateTopicEnable": "true",
+            "autoCreateSubscriptionGroup": "true",
+        }
+    )
     broker = BrokerController(b_cfg)
     try:
         await broker.start()

@@ -5,25 +5,25 @@ the commit-offset piggyback) and ``DefaultPullMessageResultHandler`` (body =
 the stored records concatenated; PULL_NOT_FOUND with the suspend flag on a
 first run is held in ``PullRequestHoldService`` and answered later). Spec §5.6.
 """
+
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import FLAG_RESPONSE, RemotingCommand
+from pyrmq.broker.filter.consumer_filter_manager import is_tag_type
+from pyrmq.broker.filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
+from pyrmq.broker.pull_request_hold_service import PullRequest
+from pyrmq.broker.topic_config_manager import is_readable
+from pyrmq.protocol.bodies.broker import SubscriptionData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import FLAG_RESPONSE, RemotingCommand
+from pyrmq.protocol.headers.broker import PullMessageRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store.results import GetMessageStatus
 
-from .bodies import SubscriptionData
-from .filter.consumer_filter_manager import is_tag_type
-from .filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
-from .headers import PullMessageRequestHeader
-from .pull_request_hold_service import PullRequest
-from .topic_config_manager import is_readable
-
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.pull")
 
@@ -64,25 +64,32 @@ class PullMessageProcessor:
             ext = {"forbiddenType": str(forbidden)}
         return cmd.make_response(code, remark, ext)
 
-    def process_request(self, ctx: RequestContext, cmd: RemotingCommand, broker_allow_suspend: bool
-                        ) -> RemotingCommand | None:
+    def process_request(
+        self, ctx: RequestContext, cmd: RemotingCommand, broker_allow_suspend: bool
+    ) -> RemotingCommand | None:
         """Java PullMessageProcessor#processRequest; None when the request was suspended."""
         c = self.controller
         cfg = c.config
         h = PullMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         if not is_readable(int(cfg["brokerPermission"])):
-            return self._error(cmd, ResponseCode.NO_PERMISSION,
-                               f"the broker[{cfg.broker_ip}] pulling message is forbidden", 1)
+            return self._error(
+                cmd, ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_ip}] pulling message is forbidden", 1
+            )
         if cmd.code == RequestCode.LITE_PULL_MESSAGE and not cfg["litePullMessageEnable"]:
-            return self._error(cmd, ResponseCode.NO_PERMISSION,
-                               f"the broker[{cfg.broker_ip}] for lite pull consumer is forbidden", 1)
+            return self._error(
+                cmd, ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_ip}] for lite pull consumer is forbidden", 1
+            )
         sg = c.subscription_group_manager.find_subscription_group_config(h.consumer_group)
         if sg is None:
-            return self._error(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                               f"subscription group [{h.consumer_group}] does not exist, {FAQ_SUGGEST}")
+            return self._error(
+                cmd,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{h.consumer_group}] does not exist, {FAQ_SUGGEST}",
+            )
         if not sg.consume_enable:
-            return self._error(cmd, ResponseCode.NO_PERMISSION,
-                               f"subscription group no permission, {h.consumer_group}", 2)
+            return self._error(
+                cmd, ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}", 2
+            )
         sys_flag = h.sys_flag
         has_suspend = bool(sys_flag & FLAG_SUSPEND)
         has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
@@ -91,63 +98,88 @@ class PullMessageProcessor:
         tc = c.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
             log.error("the topic %s not exist, consumer: %s", h.topic, ctx.channel.remote_addr)
-            return self._error(cmd, ResponseCode.TOPIC_NOT_EXIST,
-                               f"topic[{h.topic}] not exist, apply first please! {FAQ_SUGGEST}")
+            return self._error(
+                cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please! {FAQ_SUGGEST}"
+            )
         if not is_readable(tc.perm):
-            return self._error(cmd, ResponseCode.NO_PERMISSION,
-                               f"the topic[{h.topic}] pulling message is forbidden", 3)
+            return self._error(cmd, ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden", 3)
         if h.queue_id < 0 or h.queue_id >= tc.read_queue_nums:
             return self._error(
-                cmd, ResponseCode.INVALID_PARAMETER,
+                cmd,
+                ResponseCode.INVALID_PARAMETER,
                 f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
-                f"[{tc.read_queue_nums}] consumer:[{ctx.channel.remote_addr}]")
+                f"[{tc.read_queue_nums}] consumer:[{ctx.channel.remote_addr}]",
+            )
         filter_data = None
         if has_sub:
             sub = SubscriptionData.build(h.topic, h.subscription, h.expression_type, h.sub_version)
             if not is_tag_type(sub.expression_type):
                 # Java: a selector that does not compile leaves no filter data (its assert is off): all match
-                filter_data = c.consumer_filter_manager.build(h.topic, h.consumer_group, h.subscription or "",
-                                                              sub.expression_type, h.sub_version)
+                filter_data = c.consumer_filter_manager.build(
+                    h.topic, h.consumer_group, h.subscription or "", sub.expression_type, h.sub_version
+                )
         else:
             info = c.consumer_manager.get_consumer_group_info(h.consumer_group)
             if info is None:
-                return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                                   f"the consumer's group info not exist{FAQ_SUGGEST}")
+                return self._error(
+                    cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist{FAQ_SUGGEST}"
+                )
             if not sg.consume_broadcast_enable and info.message_model == "BROADCASTING":
-                return self._error(cmd, ResponseCode.NO_PERMISSION,
-                                   f"the consumer group[{h.consumer_group}] can not consume by broadcast way", 4)
+                return self._error(
+                    cmd,
+                    ResponseCode.NO_PERMISSION,
+                    f"the consumer group[{h.consumer_group}] can not consume by broadcast way",
+                    4,
+                )
             sub = info.find_subscription_data(h.topic)
             if sub is None:
-                return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                                   f"the consumer's subscription not exist{FAQ_SUGGEST}")
+                return self._error(
+                    cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist{FAQ_SUGGEST}"
+                )
             if sub.sub_version < h.sub_version:
-                return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST,
-                                   "the consumer's subscription not latest")
+                return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
             if not is_tag_type(sub.expression_type):
                 filter_data = c.consumer_filter_manager.get(h.topic, h.consumer_group)
                 if filter_data is None:
-                    return self._error(cmd, ResponseCode.FILTER_DATA_NOT_EXIST,
-                                       "The broker's consumer filter data is not exist!Your expression may be wrong!")
+                    return self._error(
+                        cmd,
+                        ResponseCode.FILTER_DATA_NOT_EXIST,
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!",
+                    )
                 if filter_data.client_version < h.sub_version:
-                    return self._error(cmd, ResponseCode.FILTER_DATA_NOT_LATEST,
-                                       "the consumer's consumer filter data not latest")
+                    return self._error(
+                        cmd, ResponseCode.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest"
+                    )
         if (sub.expression_type or "TAG").upper() != "TAG" and not cfg["enablePropertyFilter"]:
-            return self._error(cmd, ResponseCode.SYSTEM_ERROR,
-                               f"The broker does not support consumer to filter message by {sub.expression_type}")
+            return self._error(
+                cmd,
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {sub.expression_type}",
+            )
         tags_codes = None if sub.class_filter_mode else sub.tags_codes()
         reset_to = c.consumer_offset_manager.query_then_erase_reset_offset(h.topic, h.consumer_group, h.queue_id)
         if reset_to is not None and cfg["useServerSideResetOffset"]:
             store = c.message_store
-            ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": str(reset_to),
-                   "minOffset": str(store.get_min_offset_in_queue(h.topic, h.queue_id)),
-                   "maxOffset": str(store.get_max_offset_in_queue(h.topic, h.queue_id)),
-                   "topicSysFlag": str(tc.topic_sys_flag), "groupSysFlag": str(sg.group_sys_flag)}
+            ext = {
+                "suggestWhichBrokerId": "0",
+                "nextBeginOffset": str(reset_to),
+                "minOffset": str(store.get_min_offset_in_queue(h.topic, h.queue_id)),
+                "maxOffset": str(store.get_max_offset_in_queue(h.topic, h.queue_id)),
+                "topicSysFlag": str(tc.topic_sys_flag),
+                "groupSysFlag": str(sg.group_sys_flag),
+            }
             return cmd.make_response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", ext)
         store = c.message_store
         max_nums = h.max_msg_nums
         filter_cls = ExpressionForRetryMessageFilter if cfg["filterSupportRetry"] else ExpressionMessageFilter
-        result = store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, max_nums,
-                                   filter_cls(sub, filter_data, c.consumer_filter_manager))
+        result = store.get_message(
+            h.consumer_group,
+            h.topic,
+            h.queue_id,
+            h.queue_offset,
+            max_nums,
+            filter_cls(sub, filter_data, c.consumer_filter_manager),
+        )
         status = result.status
         code = _STATUS_CODE.get(status)
         next_begin = result.next_begin_offset
@@ -174,21 +206,28 @@ class PullMessageProcessor:
         finally:
             result.release()
         if code == ResponseCode.SUCCESS:
-            c.broker_stats.on_get(h.topic, h.consumer_group, len(result.message_queue_offset) or 1,
-                                  len(body or b""), system=h.topic.startswith(("%RETRY%", "rmq_sys_")))
+            c.broker_stats.on_get(
+                h.topic,
+                h.consumer_group,
+                len(result.message_queue_offset) or 1,
+                len(body or b""),
+                system=h.topic.startswith(("%RETRY%", "rmq_sys_")),
+            )
         else:
             c.broker_stats.on_get_miss()
         if code == ResponseCode.SUCCESS:
             response.body = body
         elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:
             polling_ms = suspend_ms if cfg["longPollingEnable"] else int(cfg["shortPollingTimeMills"])
-            c.pull_request_hold_service.suspend_pull_request(PullRequest(
-                ctx, cmd, h.topic, h.queue_id, h.queue_offset, c.now(), polling_ms, tags_codes))
+            c.pull_request_hold_service.suspend_pull_request(
+                PullRequest(ctx, cmd, h.topic, h.queue_id, h.queue_offset, c.now(), polling_ms, tags_codes)
+            )
             response = None
         # commit offset piggyback (first processing only, masters only)
         if broker_allow_suspend and has_commit and c.config.is_master:
-            c.consumer_offset_manager.commit_offset(ctx.channel.remote_addr, h.consumer_group, h.topic,
-                                                    h.queue_id, h.commit_offset)
+            c.consumer_offset_manager.commit_offset(
+                ctx.channel.remote_addr, h.consumer_group, h.topic, h.queue_id, h.commit_offset
+            )
         return response
 
     def execute_request_when_wakeup(self, request: PullRequest) -> None:
@@ -208,4 +247,3 @@ class PullMessageProcessor:
         response.flag |= FLAG_RESPONSE
         response.serialize_type = cmd.serialize_type
         ch.send(response)
-

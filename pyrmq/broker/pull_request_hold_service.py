@@ -8,12 +8,15 @@ queue's max offset and whose filter matches the tags code. Each request also
 has a deadline timer: no busy polling. Waking means re-running the pull
 without permission to suspend again and sending whatever it finds.
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger("pyrmq.broker.longpolling")
 
@@ -59,10 +62,8 @@ class PullRequestHoldService:
         key = (request.topic, request.queue_id)
         reqs = self.pull_request_table.get(key)
         if reqs is not None:
-            try:
+            with contextlib.suppress(ValueError):
                 reqs.remove(request)
-            except ValueError:
-                pass
             if not reqs:
                 del self.pull_request_table[key]
         try:

@@ -8,18 +8,18 @@ non-transactional and commit records, a timer message (5.x) is diverted to
 runs in ``BrokerController.put_message_async`` (the broker's single put path,
 used by the send, send-back, schedule and timer code).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyrmq.broker.schedule_message_service import delay_time_level
+from pyrmq.broker.timer_message_store import TIMER_TOPIC, check_if_timer_message, transform_timer_message
 from pyrmq.store import message as m
 from pyrmq.store.results import PutMessageStatus
 
-from .schedule_message_service import delay_time_level
-from .timer_message_store import TIMER_TOPIC, check_if_timer_message, transform_timer_message
-
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 _NOT_TYPE = m.MessageSysFlag.TRANSACTION_NOT_TYPE
 _COMMIT_TYPE = m.MessageSysFlag.TRANSACTION_COMMIT_TYPE
@@ -36,8 +36,9 @@ def handle_schedule_message(controller: BrokerController, msg: m.MessageExtBroke
         cfg = controller.config
         if not cfg["timerWheelEnable"]:
             return PutMessageStatus.WHEEL_TIMER_NOT_ENABLE
-        bad = transform_timer_message(msg, controller.now(), max(int(cfg["timerPrecisionMs"]), 1),
-                                      int(cfg["timerMaxDelaySec"]))
+        bad = transform_timer_message(
+            msg, controller.now(), max(int(cfg["timerPrecisionMs"]), 1), int(cfg["timerMaxDelaySec"])
+        )
         if bad is not None:
             return bad
     if level > 0:

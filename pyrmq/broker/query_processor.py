@@ -1,16 +1,16 @@
 """QUERY_MESSAGE (12) and VIEW_MESSAGE_BY_ID (33). Java: ``broker/processor/QueryMessageProcessor`` (spec §5.9)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.broker import QueryMessageRequestHeader, ViewMessageRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 
-from .headers import QueryMessageRequestHeader, ViewMessageRequestHeader
-
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 
@@ -39,8 +39,9 @@ class QueryMessageProcessor:
                     if isinstance(b, memoryview):
                         b.release()
             return cmd.make_response(ResponseCode.SUCCESS, None, ext, body)
-        return cmd.make_response(ResponseCode.QUERY_NOT_FOUND,
-                                 "can not find message, maybe time range not correct", ext)
+        return cmd.make_response(
+            ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", ext
+        )
 
     @handles(RequestCode.VIEW_MESSAGE_BY_ID)
     async def view_message_by_id(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:

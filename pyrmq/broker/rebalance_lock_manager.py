@@ -4,14 +4,15 @@ A lock is held by a clientId per (group, message queue) and expires
 ``lock_max_live_time_ms`` (60 s, ``rocketmq.broker.rebalance.lockMaxLiveTime``)
 after its last renewal; an expired lock may be taken by another client.
 """
+
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
-from .bodies import MessageQueue
+from pyrmq.protocol.bodies.broker import MessageQueue
 
 log = logging.getLogger("pyrmq.broker.lock")
 

@@ -9,51 +9,36 @@ answers SUCCESS only when the requester acknowledged the push. With
 ``storeReplyMessageEnable`` (default true) the reply is also stored; the
 answer then carries the stored msgId / queueOffset.
 """
+
 from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.headers import RemotingHeader
+from pyrmq.broker.send_processor import SendMessageProcessor, parse_send_header
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.broker import ReplyMessageRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store import message as m
 from pyrmq.store.results import PutMessageStatus
 
-from .send_processor import SendMessageProcessor, parse_send_header
-
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.reply")
 
 #: Java Broker2Client#callClient
 PUSH_TIMEOUT_S = 10.0
-_PUT_OK = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                     PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
-
-
-@dataclass(slots=True)
-class ReplyMessageRequestHeader(RemotingHeader):
-    """Java remoting/protocol/header/ReplyMessageRequestHeader (broker -> requester, code 326)."""
-
-    producer_group: str
-    topic: str
-    default_topic: str
-    default_topic_queue_nums: int
-    queue_id: int
-    sys_flag: int
-    born_timestamp: int
-    flag: int
-    born_host: str
-    store_host: str
-    store_timestamp: int
-    properties: str | None = None
-    reconsume_times: int | None = None
-    unit_mode: bool = False
+_PUT_OK = frozenset(
+    {
+        PutMessageStatus.PUT_OK,
+        PutMessageStatus.FLUSH_DISK_TIMEOUT,
+        PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus.SLAVE_NOT_AVAILABLE,
+    }
+)
 
 
 def _host_str(host: tuple[str, int]) -> str:
@@ -84,9 +69,16 @@ class ReplyMessageProcessor:
         born_host = send._born_host(ctx)
         store_host = (c.config.broker_ip, c.port)
         msg = m.MessageExtBrokerInner(
-            topic=h.topic, body=body, queue_id=queue_id, flag=h.flag, properties=dict(props),
-            properties_string=h.properties or "", born_timestamp=h.born_timestamp, born_host=born_host,
-            store_host=store_host, reconsume_times=h.reconsume_times or 0,
+            topic=h.topic,
+            body=body,
+            queue_id=queue_id,
+            flag=h.flag,
+            properties=dict(props),
+            properties_string=h.properties or "",
+            born_timestamp=h.born_timestamp,
+            born_host=born_host,
+            store_host=store_host,
+            reconsume_times=h.reconsume_times or 0,
         )
         push_ok, remark = await self._push_reply_message(h, props, body, born_host, store_host)
         extra: dict[str, str] = {}
@@ -104,8 +96,9 @@ class ReplyMessageProcessor:
                 log.warning("process reply message, store putMessage failed: %s", result.put_message_status.name)
         return send._response(cmd, code, remark, extra)
 
-    async def _push_reply_message(self, h, props: dict[str, str], body: bytes, born_host, store_host
-                                  ) -> tuple[bool, str | None]:
+    async def _push_reply_message(
+        self, h, props: dict[str, str], body: bytes, born_host, store_host
+    ) -> tuple[bool, str | None]:
         """Java ReplyMessageProcessor#pushReplyMessage: (pushed OK, remark when not)."""
         c = self.controller
         sender = props.get(m.MessageConst.MESSAGE_REPLY_TO_CLIENT)
@@ -120,11 +113,19 @@ class ReplyMessageProcessor:
         push_props = dict(props)
         push_props[m.MessageConst.PUSH_REPLY_TIME] = str(c.now())
         header = ReplyMessageRequestHeader(
-            producer_group=h.producer_group, topic=h.topic, default_topic=h.default_topic,
-            default_topic_queue_nums=h.default_topic_queue_nums, queue_id=h.queue_id, sys_flag=h.sys_flag,
-            born_timestamp=h.born_timestamp, flag=h.flag, born_host=_host_str(born_host),
-            store_host=_host_str(store_host), store_timestamp=c.now(),
-            properties=m.message_properties_to_string(push_props), reconsume_times=h.reconsume_times,
+            producer_group=h.producer_group,
+            topic=h.topic,
+            default_topic=h.default_topic,
+            default_topic_queue_nums=h.default_topic_queue_nums,
+            queue_id=h.queue_id,
+            sys_flag=h.sys_flag,
+            born_timestamp=h.born_timestamp,
+            flag=h.flag,
+            born_host=_host_str(born_host),
+            store_host=_host_str(store_host),
+            store_timestamp=c.now(),
+            properties=m.message_properties_to_string(push_props),
+            reconsume_times=h.reconsume_times,
             unit_mode=bool(h.unit_mode),
         )
         req = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, header.to_ext_fields(), body)

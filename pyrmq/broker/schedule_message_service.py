@@ -12,9 +12,11 @@ its real topic and moves the offset on only after the put succeeded. Offsets
 are persisted every ``flushDelayOffsetInterval`` and at shutdown, like Java: a
 crash re-delivers at most what was delivered since the last persist, never loses.
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -23,7 +25,7 @@ from pyrmq.store.config import DataVersion, DelayOffsetSerializeWrapper, load_co
 from pyrmq.store.results import PutMessageStatus
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.schedule")
 
@@ -71,9 +73,16 @@ def message_time_up(msg: m.StoredMessage) -> m.MessageExtBrokerInner:
         props.pop(k, None)
     props[_MC.WAIT_STORE_MSG_OK] = "false"
     return m.MessageExtBrokerInner(
-        topic=props.get(_MC.REAL_TOPIC, ""), body=msg.body or b"", queue_id=int(props.get(_MC.REAL_QUEUE_ID, "0")),
-        flag=msg.flag, properties=props, properties_string=stored, sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp, born_host=msg.born_host, store_host=msg.store_host,
+        topic=props.get(_MC.REAL_TOPIC, ""),
+        body=msg.body or b"",
+        queue_id=int(props.get(_MC.REAL_QUEUE_ID, "0")),
+        flag=msg.flag,
+        properties=props,
+        properties_string=stored,
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host,
+        store_host=msg.store_host,
         reconsume_times=msg.reconsume_times,
     )
 
@@ -138,8 +147,9 @@ class ScheduleMessageService:
         if self.offset_table != self._persisted:
             self.data_version.next_version(self.controller.now())
             self._persisted = dict(self.offset_table)
-        wrapper = DelayOffsetSerializeWrapper(offset_table=dict(sorted(self.offset_table.items())),
-                                              data_version=self.data_version)
+        wrapper = DelayOffsetSerializeWrapper(
+            offset_table=dict(sorted(self.offset_table.items())), data_version=self.data_version
+        )
         persist_config(self._root, wrapper)
 
     # ------------------------------------------------------------------ lifecycle
@@ -163,10 +173,8 @@ class ScheduleMessageService:
         for t in tasks:
             t.cancel()
         for t in tasks:
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-            except (asyncio.CancelledError, Exception):
-                pass
         self._tasks.clear()
         self._persist_task = None
         try:
@@ -254,8 +262,12 @@ class ScheduleMessageService:
                 else:
                     result = await c.put_message(inner)
                     if result.put_message_status is not PutMessageStatus.PUT_OK:
-                        log.warning("ScheduleMessageService put message failed: %s (level %d, offset %d)",
-                                    result.put_message_status.name, level, offset)
+                        log.warning(
+                            "ScheduleMessageService put message failed: %s (level %d, offset %d)",
+                            result.put_message_status.name,
+                            level,
+                            offset,
+                        )
                         self.offset_table[level] = offset
                         return DELAY_FOR_A_WHILE_MS / 1000
             offset += 1

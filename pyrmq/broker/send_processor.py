@@ -7,6 +7,7 @@ body is a batch is decided by the header's ``batch`` flag, not the code (spec
 §4.1). SEND_OK is answered only once the store acknowledged the put under the
 flush mode: the store's future is awaited without blocking the loop.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,17 +15,8 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.server import RequestContext, handles
-from pyrmq.store import message as m
-from pyrmq.store.commitlog import MessageExtBatch
-from pyrmq.store.java_map import hashmap_order
-from pyrmq.store.results import AppendMessageStatus, PutMessageResult, PutMessageStatus
-
-from .headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from .stats import record_put
-from .topic_config_manager import (
+from pyrmq.broker.stats import record_put
+from pyrmq.broker.topic_config_manager import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPIC_SET,
     PERM_READ,
@@ -33,15 +25,23 @@ from .topic_config_manager import (
     is_writeable,
     validate_topic,
 )
+from pyrmq.common.java_lang import hashmap_order
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from pyrmq.protocol.version import MQVersion
+from pyrmq.remoting.server import RequestContext, handles
+from pyrmq.store import message as m
+from pyrmq.store.commitlog import MessageExtBatch
+from pyrmq.store.results import AppendMessageStatus, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.send")
 
 FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 DLQ_NUMS_PER_GROUP = 1
-_MQ_VERSION_V3_4_9 = 86  # MQVersion.Version.V3_4_9.ordinal(): maxReconsumeTimes honoured from here
 
 _PROPERTY_CLUSTER = m.MessageConst.CLUSTER
 _PROPERTY_UNIQ = m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
@@ -57,17 +57,27 @@ _STATUS_CODES: dict[PutMessageStatus, tuple[int, str | None, bool]] = {
     PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None, True),
     PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH: (ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough", False),
     PutMessageStatus.CREATE_MAPPED_FILE_FAILED: (
-        ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken.", False),
+        ResponseCode.SYSTEM_ERROR,
+        "create mapped file failed, server is busy or broken.",
+        False,
+    ),
     PutMessageStatus.SERVICE_NOT_AVAILABLE: (
         ResponseCode.SERVICE_NOT_AVAILABLE,
         "service not available now. It may be caused by one of the following reasons: the broker's disk is full "
-        "[{disk}], messages are put to the slave, message store has been shut down, etc.", False),
+        "[{disk}], messages are put to the slave, message store has been shut down, etc.",
+        False,
+    ),
     PutMessageStatus.OS_PAGE_CACHE_BUSY: (
-        ResponseCode.SYSTEM_BUSY, "[PC_SYNCHRONIZED]broker busy, start flow control for a while", False),
+        ResponseCode.SYSTEM_BUSY,
+        "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+        False,
+    ),
     PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR", False),
 }
-_ILLEGAL_REMARK = ("the message is illegal, maybe msg body or properties length not matched. msg body length "
-                   "limit {max}B, msg properties length limit 32KB.")
+_ILLEGAL_REMARK = (
+    "the message is illegal, maybe msg body or properties length not matched. msg body length "
+    "limit {max}B, msg properties length limit 32KB."
+)
 
 
 def parse_send_header(cmd: RemotingCommand) -> SendMessageRequestHeader:
@@ -93,8 +103,9 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------------ helpers
 
-    def _response(self, cmd: RemotingCommand, code: int, remark: str | None = None,
-                  extra: dict[str, str] | None = None) -> RemotingCommand:
+    def _response(
+        self, cmd: RemotingCommand, code: int, remark: str | None = None, extra: dict[str, str] | None = None
+    ) -> RemotingCommand:
         ext = dict(extra) if extra else {}
         ext.update(self._ext)
         return cmd.make_response(code, remark, ext)
@@ -122,47 +133,55 @@ class SendMessageProcessor:
         c = self.controller
         tcm = c.topic_config_manager
         if not is_writeable(int(c.config["brokerPermission"])) and tcm.is_order_topic(h.topic):
-            return None, self._response(cmd, ResponseCode.NO_PERMISSION,
-                                        f"the broker[{c.config.broker_ip}] sending message is forbidden")
+            return None, self._response(
+                cmd, ResponseCode.NO_PERMISSION, f"the broker[{c.config.broker_ip}] sending message is forbidden"
+            )
         bad = validate_topic(h.topic)
         if bad is not None:
             return None, self._response(cmd, ResponseCode.INVALID_PARAMETER, bad)
         if h.topic in NOT_ALLOWED_SEND_TOPIC_SET:
-            return None, self._response(cmd, ResponseCode.NO_PERMISSION,
-                                        f"Sending message to topic[{h.topic}] is forbidden.")
+            return None, self._response(
+                cmd, ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden."
+            )
         tc = tcm.select_topic_config(h.topic)
         if tc is None:
             sys_flag = 0
             if h.unit_mode:
                 sys_flag = 0x2 if h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else 0x1
             log.warning("the topic %s not exist, producer: %s", h.topic, ctx.channel.remote_addr)
-            tc = tcm.create_topic_in_send_message_method(h.topic, h.default_topic, h.default_topic_queue_nums,
-                                                         sys_flag)
+            tc = tcm.create_topic_in_send_message_method(h.topic, h.default_topic, h.default_topic_queue_nums, sys_flag)
             if tc is None and h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 tc = tcm.create_topic_in_send_message_back_method(h.topic, 1, PERM_WRITE | PERM_READ, sys_flag)
             if tc is None:
-                return None, self._response(cmd, ResponseCode.TOPIC_NOT_EXIST,
-                                            f"topic[{h.topic}] not exist, apply first please!{FAQ_SUGGEST}")
+                return None, self._response(
+                    cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!{FAQ_SUGGEST}"
+                )
         valid = max(tc.write_queue_nums, tc.read_queue_nums)
         if h.queue_id >= valid:
             return None, self._response(
-                cmd, ResponseCode.INVALID_PARAMETER,
-                f"request queueId[{h.queue_id}] is illegal, {_topic_config_str(tc)} Producer: {ctx.channel.remote_addr}")
+                cmd,
+                ResponseCode.INVALID_PARAMETER,
+                f"request queueId[{h.queue_id}] is illegal, {_topic_config_str(tc)} Producer: {ctx.channel.remote_addr}",
+            )
         return tc, None
 
-    def _handle_retry_and_dlq(self, cmd: RemotingCommand, h: SendMessageRequestHeader, msg: m.MessageExtBrokerInner,
-                              tc, props: dict[str, str]):
+    def _handle_retry_and_dlq(
+        self, cmd: RemotingCommand, h: SendMessageRequestHeader, msg: m.MessageExtBrokerInner, tc, props: dict[str, str]
+    ):
         """Java handleRetryAndDLQ: (topic config, None) or (None, error response)."""
         topic = h.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             c = self.controller
-            group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
             sg = c.subscription_group_manager.find_subscription_group_config(group)
             if sg is None:
-                return None, self._response(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                            f"subscription group not exist, {group} {FAQ_SUGGEST}")
+                return None, self._response(
+                    cmd,
+                    ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                    f"subscription group not exist, {group} {FAQ_SUGGEST}",
+                )
             max_times = sg.retry_max_times
-            if cmd.version >= _MQ_VERSION_V3_4_9 and h.max_reconsume_times is not None:
+            if cmd.version >= MQVersion.V3_4_9 and h.max_reconsume_times is not None:
                 max_times = h.max_reconsume_times
             reconsume = h.reconsume_times or 0
             to_dlq = not c.rebalance_lock_manager.is_lock_all_expired(group)
@@ -170,7 +189,8 @@ class SendMessageProcessor:
                 props[m.MessageConst.DELAY_TIME_LEVEL] = "-1"
                 new_topic = DLQ_GROUP_TOPIC_PREFIX + group
                 tc = c.topic_config_manager.create_topic_in_send_message_back_method(
-                    new_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ, 0)
+                    new_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ, 0
+                )
                 msg.topic = new_topic
                 msg.queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
         sys_flag = h.sys_flag
@@ -179,12 +199,16 @@ class SendMessageProcessor:
         msg.sys_flag = sys_flag
         return tc, None
 
-    def _put_result_response(self, cmd: RemotingCommand, result: PutMessageResult, queue_id: int,
-                             uniq_key: str | None) -> RemotingCommand:
+    def _put_result_response(
+        self, cmd: RemotingCommand, result: PutMessageResult, queue_id: int, uniq_key: str | None
+    ) -> RemotingCommand:
         status = result.put_message_status
         if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
-            return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL,
-                                  _ILLEGAL_REMARK.format(max=self.controller.store_config.max_message_size))
+            return self._response(
+                cmd,
+                ResponseCode.MESSAGE_ILLEGAL,
+                _ILLEGAL_REMARK.format(max=self.controller.store_config.max_message_size),
+            )
         timer = _timer_status_response(self.controller, status)
         if timer is not None:
             return self._response(cmd, *timer)
@@ -214,8 +238,7 @@ class SendMessageProcessor:
         h = parse_send_header(cmd)
         start = int(c.config["startAcceptSendRequestTimeStamp"])
         if start and c.now() < start:
-            return self._response(cmd, ResponseCode.SYSTEM_ERROR,
-                                  f"broker unable to service, until {start}")
+            return self._response(cmd, ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {start}")
         if h.batch:
             return await self._send_batch(ctx, cmd, h)
         tc, err = await self._msg_check_registered(ctx, cmd, h)
@@ -223,8 +246,9 @@ class SendMessageProcessor:
             return err
         body = cmd.body or b""
         if len(body) > c.store_config.max_message_size:
-            return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL,
-                                  _ILLEGAL_REMARK.format(max=c.store_config.max_message_size))
+            return self._response(
+                cmd, ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK.format(max=c.store_config.max_message_size)
+            )
         queue_id = h.queue_id
         if queue_id < 0:
             queue_id = random.randrange(max(tc.write_queue_nums, 1))
@@ -241,11 +265,17 @@ class SendMessageProcessor:
         props[_PROPERTY_CLUSTER] = self._cluster
         tran = props.get(_PROPERTY_TRAN)
         # Java: TRAN_MSG=true makes a half message (except a pre-4.6.1 client's retried delayed message)
-        prepare = (tran is not None and tran.lower() == "true"
-                   and not ((h.reconsume_times or 0) > 0 and _delay_level(props) > 0))
+        prepare = (
+            tran is not None
+            and tran.lower() == "true"
+            and not ((h.reconsume_times or 0) > 0 and _delay_level(props) > 0)
+        )
         if prepare and c.config["rejectTransactionMessage"]:
-            return self._response(cmd, ResponseCode.NO_PERMISSION,
-                                  f"the broker[{c.config.broker_ip}] sending transaction message is forbidden")
+            return self._response(
+                cmd,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{c.config.broker_ip}] sending transaction message is forbidden",
+            )
         msg.properties = hashmap_order(props)  # Java re-serialises them from a HashMap(128)
         msg.born_timestamp = h.born_timestamp
         msg.born_host = self._born_host(ctx)
@@ -259,19 +289,20 @@ class SendMessageProcessor:
         record_put(c.broker_stats, msg.topic, result)
         return self._put_result_response(cmd, result, queue_id, uniq)
 
-    async def _send_batch(self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader
-                          ) -> RemotingCommand:
+    async def _send_batch(
+        self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader
+    ) -> RemotingCommand:
         """Java sendBatchMessage: every element one record, one queue, consecutive offsets."""
         c = self.controller
         tc, err = await self._msg_check_registered(ctx, cmd, h)
         if err is not None:
             return err
         if len(h.topic) > 127:
-            return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL,
-                                  f"message topic length too long {len(h.topic)}")
+            return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(h.topic)}")
         if h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group "
-                                  + h.topic)
+            return self._response(
+                cmd, ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + h.topic
+            )
         queue_id = h.queue_id
         if queue_id < 0:
             queue_id = random.randrange(max(tc.write_queue_nums, 1))
@@ -282,8 +313,13 @@ class SendMessageProcessor:
         wait = props.get(m.MessageConst.WAIT_STORE_MSG_OK)
         # pyrmq keeps each element's own properties (incl. its UNIQ_KEY) and adds CLUSTER (spec §4.5)
         batch = MessageExtBatch(
-            topic=h.topic, body=cmd.body or b"", queue_id=queue_id, sys_flag=sys_flag,
-            born_timestamp=h.born_timestamp, born_host=self._born_host(ctx), store_host=self._store_host,
+            topic=h.topic,
+            body=cmd.body or b"",
+            queue_id=queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=h.born_timestamp,
+            born_host=self._born_host(ctx),
+            store_host=self._store_host,
             reconsume_times=h.reconsume_times or 0,
             properties_string=f"{_PROPERTY_CLUSTER}{_NAME_SEP}{self._cluster}{_PROP_SEP}",
             wait_store_msg_ok=wait is None or wait.lower() == "true",
@@ -296,8 +332,9 @@ class SendMessageProcessor:
         if appended is not None and appended.status is AppendMessageStatus.MESSAGE_SIZE_EXCEEDED:
             # Java's batch encoder throws here (MessageExtEncoder#encode(MessageExtBatch)); the remoting
             # layer turns the exception into SYSTEM_ERROR, which the client retries, then gives up.
-            return self._response(cmd, ResponseCode.SYSTEM_ERROR,
-                                  "java.lang.RuntimeException: message body size exceeded")
+            return self._response(
+                cmd, ResponseCode.SYSTEM_ERROR, "java.lang.RuntimeException: message body size exceeded"
+            )
         record_put(c.broker_stats, h.topic, result)
         return self._put_result_response(cmd, result, queue_id, None)
 
@@ -308,10 +345,12 @@ def _timer_status_response(c, status: PutMessageStatus) -> tuple[int, str] | Non
         return ResponseCode.MESSAGE_ILLEGAL, (
             "timer message illegal, the delay time should not be bigger than the max delay "
             f"{int(c.config['timerMaxDelaySec']) * 1000}ms; or if set del msg, the delay time should be bigger "
-            "than the current time")
+            "than the current time"
+        )
     if status is PutMessageStatus.WHEEL_TIMER_NOT_ENABLE:
         return ResponseCode.SYSTEM_ERROR, (
-            f"accurate timer message is not enabled, timerWheelEnable is {str(bool(c.config['timerWheelEnable'])).lower()}")
+            f"accurate timer message is not enabled, timerWheelEnable is {str(bool(c.config['timerWheelEnable'])).lower()}"
+        )
     if status is PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL:
         return ResponseCode.SYSTEM_ERROR, "timer message is under flow control"
     return None
@@ -327,10 +366,12 @@ def _delay_level(props: dict[str, str]) -> int:
 
 def _topic_config_str(tc) -> str:
     """Java TopicConfig#toString (used in the queueId remark)."""
-    return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
-            f"writeQueueNums={tc.write_queue_nums}, perm={_perm_str(tc.perm)}, topicFilterType="
-            f"{tc.topic_filter_type}, topicSysFlag={tc.topic_sys_flag}, order={'true' if tc.order else 'false'}, "
-            f"attributes={tc.attributes or {}}]")
+    return (
+        f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
+        f"writeQueueNums={tc.write_queue_nums}, perm={_perm_str(tc.perm)}, topicFilterType="
+        f"{tc.topic_filter_type}, topicSysFlag={tc.topic_sys_flag}, order={'true' if tc.order else 'false'}, "
+        f"attributes={tc.attributes or {}}]"
+    )
 
 
 def _perm_str(perm: int) -> str:

@@ -8,6 +8,7 @@ broker[<name>, <ip:port>] boot success. serializeType=JSON and name server is
 (unregister from the name servers, persist offsets and configs, store
 shutdown removes the abort file) and exit 0.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,9 +17,8 @@ import logging
 import os
 import sys
 
+from pyrmq.broker.config import BrokerConfig
 from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
-
-from .config import BrokerConfig
 
 log = logging.getLogger("pyrmq.broker")
 
@@ -26,7 +26,9 @@ log = logging.getLogger("pyrmq.broker")
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pyrmq broker", description="Run a RocketMQ-compatible Broker.")
     p.add_argument("-c", "--configFile", metavar="FILE", help="Broker config properties file")
-    p.add_argument("-n", "--namesrvAddr", metavar="ADDR", help="Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'")
+    p.add_argument(
+        "-n", "--namesrvAddr", metavar="ADDR", help="Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'"
+    )
     p.add_argument("-p", "--printConfigItem", action="store_true", help="Print all config items")
     p.add_argument("--host", metavar="HOST", help="address to bind (config key bindAddress/listenHost)")
     p.add_argument("--log-level", default=os.environ.get("PYRMQ_LOG_LEVEL", "INFO"), help="logging level")
@@ -50,7 +52,7 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
 
 
 async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
     stop = stop or asyncio.Event()
     stop_on_signals(stop)
@@ -64,8 +66,11 @@ async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
         print(f"pyrmq broker: cannot start: {why} ({e})", file=sys.stderr)
         await controller.shutdown()
         return 1
-    print(f"The broker[{cfg['brokerName']}, {controller.broker_addr}] boot success. serializeType=JSON and "
-          f"name server is {cfg['namesrvAddr']}", flush=True)
+    print(
+        f"The broker[{cfg['brokerName']}, {controller.broker_addr}] boot success. serializeType=JSON and "
+        f"name server is {cfg['namesrvAddr']}",
+        flush=True,
+    )
     try:
         await stop.wait()
     finally:
@@ -90,4 +95,4 @@ def main(argv: list[str] | None = None) -> int:
     return asyncio.run(serve(cfg))
 
 
-__all__ = ["main", "serve", "build_config"]
+__all__ = ["build_config", "main", "serve"]

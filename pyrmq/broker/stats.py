@@ -11,12 +11,13 @@ takes the minute/hour/day snapshots on timers; here a snapshot is taken on the
 first tick at or after the interval, which gives the same numbers to within
 one tick.
 """
+
 from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 # stats names (common/stats/Stats.java, BrokerStatsManager)
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
@@ -98,11 +99,11 @@ class StatsItem:
 
 
 def _java_tps(v: float) -> str:
-    from pyrmq.remoting.bodies import java_double as _java_double
+    from pyrmq.common.java_lang import double_to_string
 
     if v != v or v in (float("inf"), float("-inf")):
         v = 0.0
-    return _java_double(float(v))
+    return double_to_string(float(v))
 
 
 def _local_midnight(now_ms: int) -> int:
@@ -198,8 +199,15 @@ class BrokerStatsManager:
             for it in table.values():
                 it.tick(now)
         if now - self._last_sample >= 1000 or not self._samples:
-            self._samples.append((now, self.put_message_times_total, self.get_found_total, self.get_miss_total,
-                                  self.get_transferred_total))
+            self._samples.append(
+                (
+                    now,
+                    self.put_message_times_total,
+                    self.get_found_total,
+                    self.get_miss_total,
+                    self.get_transferred_total,
+                )
+            )
             self._last_sample = now
         midnight = _local_midnight(now)
         if midnight > self._midnight:
@@ -258,9 +266,22 @@ class BrokerStatsManager:
         return self.tps_text(4)
 
     def put_distribute_text(self) -> str:
-        labels = ("<=0ms", "0~10ms", "10~50ms", "50~100ms", "100~200ms", "200~500ms", "500ms~1s", "1~2s",
-                  "2~3s", "3~4s", "4~5s", "5~10s", "10s~")
-        return "".join(f"[{lb}]:{n} " for lb, n in zip(labels, self.put_buckets))
+        labels = (
+            "<=0ms",
+            "0~10ms",
+            "10~50ms",
+            "50~100ms",
+            "100~200ms",
+            "200~500ms",
+            "500ms~1s",
+            "1~2s",
+            "2~3s",
+            "3~4s",
+            "4~5s",
+            "5~10s",
+            "10s~",
+        )
+        return "".join(f"[{lb}]:{n} " for lb, n in zip(labels, self.put_buckets, strict=False))
 
 
 def _bucket(ms: int) -> int:
@@ -274,7 +295,7 @@ def record_put(stats: BrokerStatsManager, topic: str, result) -> None:
     """Count one send request's PutMessageResult (Java SendMessageProcessor#handlePutMessageResult)."""
     amr = getattr(result, "append_message_result", None)
     if result is not None and amr is not None and result.is_ok():
-        from .topic_config_manager import is_system_topic
+        from pyrmq.broker.topic_config_manager import is_system_topic
 
         stats.on_put(topic, max(int(amr.msg_num), 1), int(amr.wrote_bytes), 0, system=is_system_topic(topic))
     else:

@@ -4,12 +4,13 @@ and ``remoting/protocol/subscription/SubscriptionGroupConfig``.
 Persisted as ``<storePathRootDir>/config/subscriptionGroup.json``
 (``{"dataVersion":...,"subscriptionGroupTable":{group: config}}``).
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
-from .config_manager import ConfigManager
+from pyrmq.broker.config_manager import ConfigManager
 from pyrmq.store.config import (
     DataVersion,
     GroupRetryPolicy,
@@ -19,12 +20,18 @@ from pyrmq.store.config import (
 
 log = logging.getLogger("pyrmq.broker.subscription")
 
-__all__ = ["GroupRetryPolicy", "SubscriptionGroupConfig", "SubscriptionGroupManager", "SYSTEM_GROUPS"]
+__all__ = ["SYSTEM_GROUPS", "GroupRetryPolicy", "SubscriptionGroupConfig", "SubscriptionGroupManager"]
 
 #: groups a Java 5.5.0 broker creates at start, in its order (SubscriptionGroupManager#init; MixAll names)
 SYSTEM_GROUPS = (
-    "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL",
-    "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRANS",
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+    "CID_RMQ_SYS_TRANS",
 )
 
 
@@ -52,12 +59,11 @@ class SubscriptionGroupManager(ConfigManager):
     def build_serialize_wrapper(self) -> SubscriptionGroupSerializeWrapper:
         return SubscriptionGroupSerializeWrapper(dict(self.table), self.forbidden_table, self.data_version)
 
-
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, auto-created when ``autoCreateSubscriptionGroup`` (Java, same name)."""
         cfg = self.table.get(group)
         if cfg is None and self.broker_config["autoCreateSubscriptionGroup"]:
-            from .topic_config_manager import validate_group
+            from pyrmq.broker.topic_config_manager import validate_group
 
             if validate_group(group) is not None:
                 return None

@@ -18,22 +18,23 @@ masterTimerQueueOffset): a Java broker started on the store resumes from that
 offset. After a crash, timers above the low water that were already delivered
 are delivered again (at least once, like Java's own recovery).
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import os
 from typing import TYPE_CHECKING
 
+from pyrmq.broker.schedule_message_service import set_event_threadsafe
 from pyrmq.store import message as m
 from pyrmq.store.checkpoint import TimerCheckpoint
 from pyrmq.store.results import PutMessageStatus
 
-from .schedule_message_service import set_event_threadsafe
-
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.timer")
 
@@ -48,11 +49,17 @@ _MC = m.MessageConst
 FLUSH_INTERVAL_S = 1.0
 IDLE_RECHECK_S = 1.0
 #: put statuses Java's TimerMessageStore#doPut retries
-_RETRY_STATUSES = frozenset({
-    PutMessageStatus.SERVICE_NOT_AVAILABLE, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
-    PutMessageStatus.OS_PAGE_CACHE_BUSY, PutMessageStatus.CREATE_MAPPED_FILE_FAILED,
-    PutMessageStatus.SLAVE_NOT_AVAILABLE, PutMessageStatus.UNKNOWN_ERROR,
-})
+_RETRY_STATUSES = frozenset(
+    {
+        PutMessageStatus.SERVICE_NOT_AVAILABLE,
+        PutMessageStatus.FLUSH_DISK_TIMEOUT,
+        PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus.OS_PAGE_CACHE_BUSY,
+        PutMessageStatus.CREATE_MAPPED_FILE_FAILED,
+        PutMessageStatus.SLAVE_NOT_AVAILABLE,
+        PutMessageStatus.UNKNOWN_ERROR,
+    }
+)
 
 
 def check_if_timer_message(msg: m.MessageExtBrokerInner, delay_level: int) -> bool:
@@ -68,8 +75,9 @@ def check_if_timer_message(msg: m.MessageExtBrokerInner, delay_level: int) -> bo
     return _MC.TIMER_DELIVER_MS in props or _MC.TIMER_DELAY_MS in props or _MC.TIMER_DELAY_SEC in props
 
 
-def transform_timer_message(msg: m.MessageExtBrokerInner, now_ms: int, precision_ms: int,
-                            max_delay_sec: int) -> PutMessageStatus | None:
+def transform_timer_message(
+    msg: m.MessageExtBrokerInner, now_ms: int, precision_ms: int, max_delay_sec: int
+) -> PutMessageStatus | None:
     """Java HookUtils#transformTimerMessage: divert to rmq_sys_wheel_timer, or an error status."""
     props = msg.properties
     try:
@@ -112,9 +120,17 @@ def convert_message(msg: m.StoredMessage, enqueue_ms: int, now_ms: int) -> m.Mes
     queue_id = int(props.pop(_MC.REAL_QUEUE_ID, "0"))
     props[_MC.WAIT_STORE_MSG_OK] = "false"
     return m.MessageExtBrokerInner(
-        topic=topic, body=msg.body or b"", queue_id=queue_id, flag=msg.flag, properties=props,
-        properties_string=stored, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
-        store_host=msg.store_host, reconsume_times=msg.reconsume_times,
+        topic=topic,
+        body=msg.body or b"",
+        queue_id=queue_id,
+        flag=msg.flag,
+        properties=props,
+        properties_string=stored,
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host,
+        store_host=msg.store_host,
+        reconsume_times=msg.reconsume_times,
     )
 
 
@@ -156,8 +172,9 @@ class TimerMessageStore:
 
     def _java_timer_log_has_files(self) -> bool:
         try:
-            return any(os.path.getsize(os.path.join(self._java_timer_log, f)) > 0
-                       for f in os.listdir(self._java_timer_log))
+            return any(
+                os.path.getsize(os.path.join(self._java_timer_log, f)) > 0 for f in os.listdir(self._java_timer_log)
+            )
         except OSError:
             return False
 
@@ -177,10 +194,8 @@ class TimerMessageStore:
         for t in (self._task, self._flush_task):
             if t is not None:
                 t.cancel()
-                try:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
-                except (asyncio.CancelledError, Exception):
-                    pass
         self._task = self._flush_task = None
         self.flush_checkpoint(force=True)
 

@@ -7,14 +7,15 @@ and ``common/topic/TopicValidator``. The table is persisted as
 Changes bump the DataVersion and call ``on_change(topic_configs)`` so the
 controller registers them with the name servers (incremental registration).
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import re
-from typing import Callable
+from collections.abc import Callable
 
-from .config_manager import ConfigManager
+from pyrmq.broker.config_manager import ConfigManager
 from pyrmq.store.config import (
     DataVersion,
     TopicConfig,
@@ -46,16 +47,32 @@ RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SCHEDULE_TOPIC_QUEUE_NUM = 18
 
-SYSTEM_TOPIC_SET = frozenset({
-    AUTO_CREATE_TOPIC_KEY_TOPIC, RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_BENCHMARK_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC,
-    RMQ_SYS_TRACE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-    RMQ_SYS_SELF_TEST_TOPIC, RMQ_SYS_OFFSET_MOVED_EVENT, RMQ_SYS_ROCKSDB_OFFSET_TOPIC,
-    RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC, RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC,
-})
-NOT_ALLOWED_SEND_TOPIC_SET = frozenset({
-    RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC,
-    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_SELF_TEST_TOPIC, RMQ_SYS_OFFSET_MOVED_EVENT,
-})
+SYSTEM_TOPIC_SET = frozenset(
+    {
+        AUTO_CREATE_TOPIC_KEY_TOPIC,
+        RMQ_SYS_SCHEDULE_TOPIC,
+        RMQ_SYS_BENCHMARK_TOPIC,
+        RMQ_SYS_TRANS_HALF_TOPIC,
+        RMQ_SYS_TRACE_TOPIC,
+        RMQ_SYS_TRANS_OP_HALF_TOPIC,
+        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+        RMQ_SYS_SELF_TEST_TOPIC,
+        RMQ_SYS_OFFSET_MOVED_EVENT,
+        RMQ_SYS_ROCKSDB_OFFSET_TOPIC,
+        RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC,
+        RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC,
+    }
+)
+NOT_ALLOWED_SEND_TOPIC_SET = frozenset(
+    {
+        RMQ_SYS_SCHEDULE_TOPIC,
+        RMQ_SYS_TRANS_HALF_TOPIC,
+        RMQ_SYS_TRANS_OP_HALF_TOPIC,
+        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+        RMQ_SYS_SELF_TEST_TOPIC,
+        RMQ_SYS_OFFSET_MOVED_EVENT,
+    }
+)
 
 TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 120
@@ -79,8 +96,10 @@ def validate_topic(topic: str | None) -> str | None:
         return f"The specified topic: {topic}, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
         if len(topic) > RETRY_OR_DLQ_TOPIC_MAX_LENGTH:
-            return (f"The specified topic is DLQ or Retry topic: {topic}, and it's longer than topic max "
-                    f"length: {RETRY_OR_DLQ_TOPIC_MAX_LENGTH}")
+            return (
+                f"The specified topic is DLQ or Retry topic: {topic}, and it's longer than topic max "
+                f"length: {RETRY_OR_DLQ_TOPIC_MAX_LENGTH}"
+            )
     elif len(topic) > TOPIC_MAX_LENGTH:
         return f"The specified topic: {topic}, is longer than topic max length: {TOPIC_MAX_LENGTH}"
     return None
@@ -114,8 +133,14 @@ class TopicConfigManager(ConfigManager):
 
     """topic -> TopicConfig with a DataVersion; ``now`` gives ms for the version stamps."""
 
-    def __init__(self, broker_config, path: str | None, *, now: Callable[[], int],
-                 on_change: Callable[[list[TopicConfig]], None] | None = None) -> None:
+    def __init__(
+        self,
+        broker_config,
+        path: str | None,
+        *,
+        now: Callable[[], int],
+        on_change: Callable[[list[TopicConfig]], None] | None = None,
+    ) -> None:
         self.broker_config = broker_config
         self.path = path
         self.now = now
@@ -127,8 +152,9 @@ class TopicConfigManager(ConfigManager):
     # --------------------------------------------------------------------- init / load
 
     def _put(self, name: str, read: int = 16, write: int = 16, perm: int = PERM_READ | PERM_WRITE) -> None:
-        self.topic_config_table[name] = TopicConfig(topic_name=name, read_queue_nums=read,
-                                                    write_queue_nums=write, perm=perm)
+        self.topic_config_table[name] = TopicConfig(
+            topic_name=name, read_queue_nums=read, write_queue_nums=write, perm=perm
+        )
 
     def _init_system_topics(self) -> None:
         """The topics a Java 5.x broker creates at start (TopicConfigManager#init)."""
@@ -165,7 +191,6 @@ class TopicConfigManager(ConfigManager):
             self.topic_config_table[name] = tc
         self.data_version = wrapper.data_version
 
-
     def build_serialize_wrapper(self) -> TopicConfigSerializeWrapper:
         return TopicConfigSerializeWrapper(dict(self.topic_config_table), self.data_version)
 
@@ -189,9 +214,9 @@ class TopicConfigManager(ConfigManager):
             except Exception:
                 log.exception("topic change listener failed")
 
-    def create_topic_in_send_message_method(self, topic: str, default_topic: str | None,
-                                            client_default_queue_nums: int, topic_sys_flag: int = 0
-                                            ) -> TopicConfig | None:
+    def create_topic_in_send_message_method(
+        self, topic: str, default_topic: str | None, client_default_queue_nums: int, topic_sys_flag: int = 0
+    ) -> TopicConfig | None:
         """Auto-create ``topic`` from the template ``default_topic`` (TBW102) if it inherits."""
         tc = self.topic_config_table.get(topic)
         if tc is not None:
@@ -207,15 +232,22 @@ class TopicConfigManager(ConfigManager):
             log.warning("Create new topic failed, because the default topic[%s] has no perm [%d]", default_topic, perm)
             return None
         n = max(0, min(int(client_default_queue_nums), template.write_queue_nums))
-        tc = TopicConfig(topic_name=topic, read_queue_nums=n, write_queue_nums=n, perm=perm & ~PERM_INHERIT,
-                         topic_filter_type=template.topic_filter_type, topic_sys_flag=topic_sys_flag)
+        tc = TopicConfig(
+            topic_name=topic,
+            read_queue_nums=n,
+            write_queue_nums=n,
+            perm=perm & ~PERM_INHERIT,
+            topic_filter_type=template.topic_filter_type,
+            topic_sys_flag=topic_sys_flag,
+        )
         log.info("Create new topic by default topic:[%s] config:[%s]", default_topic, tc)
         self.topic_config_table[topic] = tc
         self._changed([tc])
         return tc
 
-    def create_topic_in_send_message_back_method(self, topic: str, queue_nums: int, perm: int,
-                                                 topic_sys_flag: int = 0, is_order: bool = False) -> TopicConfig:
+    def create_topic_in_send_message_back_method(
+        self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0, is_order: bool = False
+    ) -> TopicConfig:
         """Retry/DLQ topics (Java createTopicInSendMessageBackMethod); returns the existing one if any."""
         tc = self.topic_config_table.get(topic)
         if tc is not None:
@@ -223,8 +255,14 @@ class TopicConfigManager(ConfigManager):
                 tc.order = is_order
                 self._changed([tc])
             return tc
-        tc = TopicConfig(topic_name=topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=perm,
-                         topic_sys_flag=topic_sys_flag, order=is_order)
+        tc = TopicConfig(
+            topic_name=topic,
+            read_queue_nums=queue_nums,
+            write_queue_nums=queue_nums,
+            perm=perm,
+            topic_sys_flag=topic_sys_flag,
+            order=is_order,
+        )
         self.topic_config_table[topic] = tc
         self._changed([tc])
         return tc

@@ -15,6 +15,7 @@ kept as typed Python values in ``NamesrvConfig.values``. Keys pyrmq adds:
 Unknown keys are kept (Java keeps the whole file in ``Configuration.allConfigs``
 and shows it in GET_NAMESRV_CONFIG) and reported by ``unknown_keys``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -209,7 +210,7 @@ class NamesrvConfig:
         self.values[key] = value
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "NamesrvConfig":
+    def from_properties(cls, props: dict[str, str]) -> NamesrvConfig:
         cfg = cls()
         cfg.apply(props)
         cfg.file_properties = dict(props)

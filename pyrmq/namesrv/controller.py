@@ -3,18 +3,19 @@
 Java: ``namesrv/NamesrvController`` and ``routeinfo/BrokerHousekeepingService``
 (a closed connection unregisters the broker that registered on it at once).
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
+from pyrmq.namesrv.config import NamesrvConfig, properties_text
+from pyrmq.namesrv.kv_config import KVConfigManager
+from pyrmq.namesrv.processor import ClientRequestProcessor, DefaultRequestProcessor
+from pyrmq.namesrv.route_info_manager import RouteInfoManager, now_ms
 from pyrmq.remoting.server import RemotingServer
-
-from .config import NamesrvConfig, properties_text
-from .kv_config import KVConfigManager
-from .processor import ClientRequestProcessor, DefaultRequestProcessor
-from .route_info_manager import RouteInfoManager, now_ms
 
 log = logging.getLogger("pyrmq.namesrv")
 
@@ -99,10 +100,8 @@ class NamesrvController:
     async def shutdown(self) -> None:
         if self._scan_task is not None:
             self._scan_task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._scan_task
-            except asyncio.CancelledError:
-                pass
             self._scan_task = None
         if self.server is not None:
             await self.server.close()

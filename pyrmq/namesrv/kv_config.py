@@ -6,14 +6,15 @@ Persisted after every change to ``kvConfigPath`` as
 a missing file is an empty table, an unreadable one is logged and ignored
 (Java logs and starts empty).
 """
+
 from __future__ import annotations
 
 import logging
 import os
 
-from pyrmq.remoting.bodies import BodyDecodeError, KVTable, fastjson_dumps, lenient_loads
-
-from .config import write_file_atomically
+from pyrmq.namesrv.config import write_file_atomically
+from pyrmq.protocol.bodies.namesrv import KVTable
+from pyrmq.protocol.fastjson import BodyDecodeError, fastjson_dumps, lenient_loads
 
 log = logging.getLogger("pyrmq.namesrv")
 
@@ -98,4 +99,4 @@ class KVConfigManager:
         return KVTable(_present(kv)).encode()
 
 
-__all__ = ["KVConfigManager", "NAMESPACE_ORDER_TOPIC_CONFIG"]
+__all__ = ["NAMESPACE_ORDER_TOPIC_CONFIG", "KVConfigManager"]

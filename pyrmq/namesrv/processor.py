@@ -5,29 +5,23 @@ config) and ``ClientRequestProcessor`` (GET_ROUTEINFO_BY_TOPIC), plus
 ``namesrv/route/ZoneRouteRPCHook``. Responses carry Java's codes and remarks;
 anything not listed here is answered REQUEST_CODE_NOT_SUPPORTED by the server.
 """
+
 from __future__ import annotations
 
 import logging
 import zlib
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.bodies import (
-    MQ_VERSION_V3_0_11,
-    MQ_VERSION_V4_9_4,
-    BodyDecodeError,
-    DataVersion,
-    GetBrokerMemberGroupResponseBody,
-    RegisterBrokerBody,
-    TopicConfigSerializeWrapper,
-    TopicRouteData,
-)
-from pyrmq.remoting.channel import RequestContext, handles
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import SystemError_
-
-from .config import load_properties
-from .headers import (
+from pyrmq.namesrv.config import load_properties
+from pyrmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
+from pyrmq.namesrv.route_info_manager import MASTER_ID
+from pyrmq.protocol.bodies.common import DataVersion, TopicConfigSerializeWrapper
+from pyrmq.protocol.bodies.namesrv import GetBrokerMemberGroupResponseBody, RegisterBrokerBody, TopicRouteData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import SystemError_
+from pyrmq.protocol.fastjson import BodyDecodeError
+from pyrmq.protocol.headers.namesrv import (
     ZONE_MODE,
     ZONE_NAME,
     AddWritePermOfBrokerRequestHeader,
@@ -51,11 +45,11 @@ from .headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
-from .route_info_manager import MASTER_ID
+from pyrmq.protocol.version import MQVersion
+from pyrmq.remoting.channel import RequestContext, handles
 
 if TYPE_CHECKING:
-    from .controller import NamesrvController
+    from pyrmq.namesrv.controller import NamesrvController
 
 log = logging.getLogger("pyrmq.namesrv")
 
@@ -71,7 +65,7 @@ def _remote(ctx: RequestContext | None) -> str:
 class DefaultRequestProcessor:
     """Every NameServer code except the route lookup. Java: DefaultRequestProcessor."""
 
-    def __init__(self, controller: "NamesrvController") -> None:
+    def __init__(self, controller: NamesrvController) -> None:
         self.controller = controller
 
     @property
@@ -102,9 +96,7 @@ class DefaultRequestProcessor:
         value = self.kv.get_kv_config(h.namespace, h.key)
         if value is not None:
             return cmd.make_response(ext_fields=GetKVConfigResponseHeader(value).to_ext_fields())
-        return cmd.make_response(
-            ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace} Key: {h.key}"
-        )
+        return cmd.make_response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace} Key: {h.key}")
 
     @handles(RequestCode.DELETE_KV_CONFIG)
     async def delete_kv_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -133,7 +125,7 @@ class DefaultRequestProcessor:
 
         filter_server_list: list[str] | None = None
         try:
-            if cmd.version >= MQ_VERSION_V3_0_11:
+            if cmd.version >= MQVersion.V3_0_11:
                 body = RegisterBrokerBody.decode_request(cmd.body, h.compressed, cmd.version)
                 wrapper: TopicConfigSerializeWrapper = body.topic_config_serialize_wrapper
                 filter_server_list = body.filter_server_list
@@ -267,9 +259,7 @@ class DefaultRequestProcessor:
         return cmd.make_response(body=self.route.get_has_unit_sub_topic_list().encode())
 
     @handles(RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST)
-    async def get_has_unit_sub_un_unit_topic_list(
-        self, ctx: RequestContext, cmd: RemotingCommand
-    ) -> RemotingCommand:
+    async def get_has_unit_sub_un_unit_topic_list(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         if not self.config["enableTopicList"]:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "disable")
         return cmd.make_response(body=self.route.get_has_unit_sub_un_unit_topic_list().encode())
@@ -300,7 +290,7 @@ class DefaultRequestProcessor:
 class ClientRequestProcessor:
     """GET_ROUTEINFO_BY_TOPIC. Java: ClientRequestProcessor + ZoneRouteRPCHook."""
 
-    def __init__(self, controller: "NamesrvController") -> None:
+    def __init__(self, controller: NamesrvController) -> None:
         self.controller = controller
 
     @handles(RequestCode.GET_ROUTEINFO_BY_TOPIC)
@@ -319,7 +309,7 @@ class ClientRequestProcessor:
             )
         if c.config["orderMessageEnable"]:
             route.order_topic_conf = c.kv_config_manager.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, h.topic)
-        standard = cmd.version >= MQ_VERSION_V4_9_4 or bool(h.accept_standard_json_only)
+        standard = cmd.version >= MQVersion.V4_9_4 or bool(h.accept_standard_json_only)
         zone = cmd.ext(ZONE_NAME)
         if (cmd.ext(ZONE_MODE) or "").lower() == "true" and zone and zone.strip():
             route = filter_by_zone_name(route, zone)

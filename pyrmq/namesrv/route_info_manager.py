@@ -19,22 +19,26 @@ through ``BatchUnregistrationService`` (same end state, no queue to overflow),
 and NOTIFY_MIN_BROKER_ID_CHANGE is not pushed to brokers (it is only used with
 ``notifyMinBrokerIdChanged`` + acting-master clusters).
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from pyrmq.remoting.bodies import (
+from pyrmq.protocol.bodies.common import (
+    DataVersion,
+    TopicConfig,
+    TopicConfigAndMappingSerializeWrapper,
+    TopicConfigSerializeWrapper,
+)
+from pyrmq.protocol.bodies.namesrv import (
     BrokerData,
     BrokerMemberGroup,
     ClusterInfo,
-    DataVersion,
     QueueData,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
-    TopicConfigAndMappingSerializeWrapper,
     TopicList,
     TopicRouteData,
 )
@@ -156,7 +160,11 @@ class RouteInfoManager:
             if old_info is not None and old_info.data_version.state_version > new_version.state_version:
                 log.warning(
                     "registering broker conflicts with the existing one, ignored: %s %s id=%s old=%s new=%s",
-                    cluster_name, broker_name, broker_id, old_addr, broker_addr,
+                    cluster_name,
+                    broker_name,
+                    broker_id,
+                    old_addr,
+                    broker_addr,
                 )
                 self.broker_live_table.pop(BrokerAddrInfo(cluster_name, broker_addr), None)
                 return result
@@ -165,7 +173,9 @@ class RouteInfoManager:
         if broker_id not in addrs and len(table) == 1:
             log.warning(
                 "can't register one topic %s: broker[%s]=%s has not registered yet",
-                list(table), broker_id, broker_addr,
+                list(table),
+                broker_id,
+                broker_addr,
             )
             return None
 
@@ -429,8 +439,10 @@ class RouteInfoManager:
         if not broker_datas:
             return None
         route = TopicRouteData(
-            queue_datas=[QueueData(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag)
-                         for q in qmap.values()],
+            queue_datas=[
+                QueueData(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag)
+                for q in qmap.values()
+            ],
             broker_datas=broker_datas,
             filter_server_table=filter_servers,
             topic_queue_mapping_by_broker=self.topic_queue_mapping_info_table.get(topic),

@@ -6,6 +6,7 @@ Java), ``-h``; plus ``--host`` to bind another address (tests use 127.0.0.1).
 Prints ``The Name Server boot success...`` once listening; SIGTERM/SIGINT
 shut down gracefully (KV config persisted, connections closed, exit 0).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,9 +16,8 @@ import logging
 import os
 import sys
 
+from pyrmq.namesrv.config import NAMESRV_KEYS, NamesrvConfig, format_value, load_properties
 from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
-
-from .config import NAMESRV_KEYS, NamesrvConfig, format_value, load_properties
 
 log = logging.getLogger("pyrmq.namesrv")
 
@@ -58,7 +58,7 @@ def print_config(cfg: NamesrvConfig) -> None:
 
 async def serve(cfg: NamesrvConfig, stop: asyncio.Event | None = None) -> int:
     """Run until SIGTERM/SIGINT (or ``stop`` is set)."""
-    from .controller import NamesrvController
+    from pyrmq.namesrv.controller import NamesrvController
 
     stop = stop or asyncio.Event()
     stop_on_signals(stop)
@@ -97,4 +97,4 @@ def main(argv: list[str] | None = None) -> int:
     return asyncio.run(serve(cfg))
 
 
-__all__ = ["main", "serve", "build_config"]
+__all__ = ["build_config", "main", "serve"]

@@ -1,1 +1,1 @@
-"""Remoting protocol: codes, commands, framing (sans-IO) and the asyncio transport."""
+"""Remoting transport: connections, request dispatch and the client, over the sans-IO codec in pyrmq.protocol."""

@@ -12,22 +12,19 @@ completes pending futures with responses.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
-from .codes import ResponseCode
-from .command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand, encode_parts, next_opaque
-from .errors import (
-    RemotingError,
-    RemotingProtocolError,
-    RemotingSendRequestError,
-    RemotingTimeout,
-)
-from .framing import MAX_FRAME_LENGTH, FrameDecoder
+from pyrmq.protocol.codes import ResponseCode
+from pyrmq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand, encode_parts, next_opaque
+from pyrmq.protocol.errors import RemotingError, RemotingProtocolError, RemotingSendRequestError, RemotingTimeout
+from pyrmq.protocol.framing import MAX_FRAME_LENGTH, FrameDecoder
 
 log = logging.getLogger("pyrmq.remoting")
 
@@ -142,10 +139,8 @@ class Channel(asyncio.BufferedProtocol):
         self.transport = transport  # type: ignore[assignment]
         sock = transport.get_extra_info("socket")
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
         self.remote_addr = _format_addr(transport.get_extra_info("peername"))
         self.local_addr = _format_addr(transport.get_extra_info("sockname"))
         self.last_activity = time.monotonic()
@@ -331,6 +326,6 @@ __all__ = [
     "Channel",
     "ProcessorTable",
     "RequestContext",
-    "handles",
     "call_listener",
+    "handles",
 ]

@@ -14,10 +14,10 @@ import asyncio
 import logging
 from typing import Any
 
-from .channel import Channel, Handler, ProcessorTable
-from .command import RemotingCommand
-from .errors import RemotingConnectError
-from .framing import MAX_FRAME_LENGTH
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import RemotingConnectError
+from pyrmq.protocol.framing import MAX_FRAME_LENGTH
+from pyrmq.remoting.channel import Channel, Handler, ProcessorTable
 
 log = logging.getLogger("pyrmq.remoting.client")
 
@@ -25,7 +25,7 @@ __all__ = ["RemotingClient", "parse_addr"]
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
-    """"host:port" or "[v6]:port" -> (host, port)."""
+    """ "host:port" or "[v6]:port" -> (host, port)."""
     host, sep, port = addr.rpartition(":")
     if not sep or not port.isdigit():
         raise ValueError(f"bad address {addr!r}, expected host:port")

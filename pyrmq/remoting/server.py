@@ -15,12 +15,20 @@ import logging
 import time
 from typing import Any
 
-from .channel import Channel, CloseListener, Handler, ProcessorTable, RequestContext, call_listener, handles
-from .framing import MAX_FRAME_LENGTH
+from pyrmq.protocol.framing import MAX_FRAME_LENGTH
+from pyrmq.remoting.channel import (
+    Channel,
+    CloseListener,
+    Handler,
+    ProcessorTable,
+    RequestContext,
+    call_listener,
+    handles,
+)
 
 log = logging.getLogger("pyrmq.remoting.server")
 
-__all__ = ["RemotingServer", "RequestContext", "Channel", "handles"]
+__all__ = ["Channel", "RemotingServer", "RequestContext", "handles"]
 
 
 class RemotingServer:

@@ -15,7 +15,8 @@ import os
 import sys
 from typing import Any
 
-from pyrmq.store.index import build_key, index_key_hash as _index_key_hash
+from pyrmq.store.index import build_key
+from pyrmq.store.index import index_key_hash as _index_key_hash
 
 SOURCE_NAMES = ("rocketmq", "rocketmq_consumequeue", "rocketmq_index", "rocketmq_offsets")
 
@@ -65,7 +66,7 @@ def register(spark) -> CorruptRecords:
     skipped corrupt-record log for `rocketmq` reads made through this registration."""
     from pyspark.accumulators import AccumulatorParam
 
-    from . import sources
+    from pyrmq.spark import sources
 
     class _ListParam(AccumulatorParam):
         def zero(self, value):

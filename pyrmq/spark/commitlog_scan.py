@@ -27,8 +27,8 @@ import os
 import re
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from pyrmq.store import message as m
 
@@ -49,8 +49,9 @@ class CorruptRecordError(ValueError):
     """A record that fails its checks in the middle of the log (not the unwritten tail)."""
 
     def __init__(self, file: str, file_pos: int, offset: int, reason: str) -> None:
-        super().__init__(f"corrupt commit-log record in {file} at file position {file_pos} "
-                         f"(commit-log offset {offset}): {reason}")
+        super().__init__(
+            f"corrupt commit-log record in {file} at file position {file_pos} (commit-log offset {offset}): {reason}"
+        )
         self.file, self.file_pos, self.offset, self.reason = file, file_pos, offset, reason
 
 
@@ -120,7 +121,7 @@ def check_record(buf, pos: int, limit: int, check_crc: bool = True) -> tuple[m.S
     """Header-only decode plus BODYCRC (over the stored bytes, no copy). (msg, '') or (None, why)."""
     if pos + 8 > limit:
         return None, "truncated"
-    total, magic = _HEAD.unpack_from(buf, pos)
+    total, _magic = _HEAD.unpack_from(buf, pos)
     if pos + max(total, 8) > limit:
         return None, f"total size {total} runs past the data"
     try:
@@ -129,7 +130,7 @@ def check_record(buf, pos: int, limit: int, check_crc: bool = True) -> tuple[m.S
         return None, str(e)
     if check_crc:
         body_pos = body_position(pos, msg.sys_flag)
-        with memoryview(buf)[body_pos: body_pos + msg.body_length] as body:
+        with memoryview(buf)[body_pos : body_pos + msg.body_length] as body:
             if zlib.crc32(body) & 0x7FFFFFFF != msg.body_crc:
                 return None, "body CRC mismatch"
     return msg, ""
@@ -173,8 +174,11 @@ def find_data_end(buf, base: int, size: int, chunk: int = TAIL_PROBE_CHUNK) -> i
     lo, hi, last = 0, n - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
-        b = 0 if mid == 0 and _is_boundary(buf, base, 0, size) else next_boundary(
-            buf, base, mid * chunk, min(size, (mid + 1) * chunk), size)
+        b = (
+            0
+            if mid == 0 and _is_boundary(buf, base, 0, size)
+            else next_boundary(buf, base, mid * chunk, min(size, (mid + 1) * chunk), size)
+        )
         if b is not None:
             last, lo = b, mid + 1
         else:
@@ -266,8 +270,9 @@ class ScanStats:
     corrupt: list[tuple[str, int, int, str]] = field(default_factory=list)  # (file, pos, offset, why)
 
 
-def iter_split(split: Split, *, check_crc: bool = True, corrupt: str = "fail",
-               stats: ScanStats | None = None) -> Iterator[tuple[memoryview | mmap.mmap, int, m.StoredMessage]]:
+def iter_split(
+    split: Split, *, check_crc: bool = True, corrupt: str = "fail", stats: ScanStats | None = None
+) -> Iterator[tuple[memoryview | mmap.mmap, int, m.StoredMessage]]:
     """(buffer, position, header-decoded record) for each valid record owned by `split`.
 
     corrupt="fail" raises CorruptRecordError; "skip" records it in `stats` and resumes at the next

@@ -9,15 +9,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyrmq.spark import index_key_hash
 from pyrmq.store.message import decode_message_id
-
-from . import index_key_hash
 
 
 def messages(spark: SparkSession, store: str, **options: str | int | None) -> DataFrame:
@@ -30,38 +29,61 @@ def messages(spark: SparkSession, store: str, **options: str | int | None) -> Da
 
 
 # --- topic statistics ------------------------------------------------------------------------------
-def topic_stats(spark: SparkSession, store: str, topic: str | None = None,
-                split_size: int | None = None) -> tuple[DataFrame, DataFrame]:
+def topic_stats(
+    spark: SparkSession, store: str, topic: str | None = None, split_size: int | None = None
+) -> tuple[DataFrame, DataFrame]:
     """(per topic and queue, per topic): messages, storeBytes (whole records), bodyBytes (as
     stored), firstStoreTime, lastStoreTime, minQueueOffset, maxQueueOffset. Header-only scan."""
     cols = "topic,queueId,queueOffset,storeSize,bodySize,storeTimestamp"
     df = messages(spark, store, columns=cols, topic=topic, splitSize=split_size)
-    aggs = [F.count(F.lit(1)).alias("messages"), F.sum("storeSize").alias("storeBytes"),
-            F.sum("bodySize").alias("bodyBytes"), F.min("storeTimestamp").alias("firstStoreTime"),
-            F.max("storeTimestamp").alias("lastStoreTime")]
-    by_queue = (df.groupBy("topic", "queueId")
-                .agg(*aggs, F.min("queueOffset").alias("minQueueOffset"), F.max("queueOffset").alias("maxQueueOffset"))
-                .orderBy("topic", "queueId"))
-    by_topic = (by_queue.groupBy("topic")
-                .agg(F.sum("messages").alias("messages"), F.sum("storeBytes").alias("storeBytes"),
-                     F.sum("bodyBytes").alias("bodyBytes"), F.min("firstStoreTime").alias("firstStoreTime"),
-                     F.max("lastStoreTime").alias("lastStoreTime"), F.count(F.lit(1)).alias("queues"))
-                .orderBy("topic"))
+    aggs = [
+        F.count(F.lit(1)).alias("messages"),
+        F.sum("storeSize").alias("storeBytes"),
+        F.sum("bodySize").alias("bodyBytes"),
+        F.min("storeTimestamp").alias("firstStoreTime"),
+        F.max("storeTimestamp").alias("lastStoreTime"),
+    ]
+    by_queue = (
+        df.groupBy("topic", "queueId")
+        .agg(*aggs, F.min("queueOffset").alias("minQueueOffset"), F.max("queueOffset").alias("maxQueueOffset"))
+        .orderBy("topic", "queueId")
+    )
+    by_topic = (
+        by_queue.groupBy("topic")
+        .agg(
+            F.sum("messages").alias("messages"),
+            F.sum("storeBytes").alias("storeBytes"),
+            F.sum("bodyBytes").alias("bodyBytes"),
+            F.min("firstStoreTime").alias("firstStoreTime"),
+            F.max("lastStoreTime").alias("lastStoreTime"),
+            F.count(F.lit(1)).alias("queues"),
+        )
+        .orderBy("topic")
+    )
     return by_queue, by_topic
 
 
 # --- find messages -----------------------------------------------------------------------------
-def find_messages(spark: SparkSession, store: str, *, key: str | None = None, msg_id: str | None = None,
-                  topic: str | None = None, with_body: bool = False, use_index: bool = True,
-                  index_options: dict[str, str] | None = None) -> DataFrame:
+def find_messages(
+    spark: SparkSession,
+    store: str,
+    *,
+    key: str | None = None,
+    msg_id: str | None = None,
+    topic: str | None = None,
+    with_body: bool = False,
+    use_index: bool = True,
+    index_options: dict[str, str] | None = None,
+) -> DataFrame:
     """Records whose KEYS contain `key` or whose UNIQ_KEY is `key`, or with message id `msg_id`
     (a UNIQ_KEY, or an offsetMsgId: then one record is read at its offset). With a topic and an
     index, candidates come from the index (keyHash), and are checked against the record."""
     cols = None if with_body else ",".join(c for c in _MESSAGE_COLUMNS_NO_BODY)
     if msg_id is not None:
         # 32/56 hex chars is an offsetMsgId or a UNIQ_KEY alike: look both ways
-        by_uniq = find_messages(spark, store, key=msg_id, topic=topic, with_body=with_body, use_index=use_index,
-                                index_options=index_options).where(F.col("msgId") == msg_id)
+        by_uniq = find_messages(
+            spark, store, key=msg_id, topic=topic, with_body=with_body, use_index=use_index, index_options=index_options
+        ).where(F.col("msgId") == msg_id)
         try:
             offset = decode_message_id(msg_id).offset
         except ValueError:
@@ -75,8 +97,14 @@ def find_messages(spark: SparkSession, store: str, *, key: str | None = None, ms
         reader = spark.read.format("rocketmq_index")
         for k, v in (index_options or {}).items():
             reader = reader.option(k, v)
-        offsets = [r.phyOffset for r in reader.load(store).where(F.col("keyHash") == index_key_hash(topic, key))
-                   .select("phyOffset").distinct().collect()]
+        offsets = [
+            r.phyOffset
+            for r in reader.load(store)
+            .where(F.col("keyHash") == index_key_hash(topic, key))
+            .select("phyOffset")
+            .distinct()
+            .collect()
+        ]
         if not offsets:
             return messages(spark, store, columns=cols, offsets="-1").where(F.lit(False))
         df = messages(spark, store, columns=cols, offsets=",".join(map(str, sorted(offsets))), topic=topic)
@@ -85,18 +113,46 @@ def find_messages(spark: SparkSession, store: str, *, key: str | None = None, ms
 
 
 _MESSAGE_COLUMNS_NO_BODY = (
-    "topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "offsetMsgId", "msgId", "keys", "tags",
-    "properties", "bodySize", "flag", "sysFlag", "bodyCRC", "reconsumeTimes", "preparedTransactionOffset",
-    "bornHost", "storeHost", "bornTimestamp", "storeTimestamp", "version", "file")
+    "topic",
+    "queueId",
+    "queueOffset",
+    "commitLogOffset",
+    "storeSize",
+    "offsetMsgId",
+    "msgId",
+    "keys",
+    "tags",
+    "properties",
+    "bodySize",
+    "flag",
+    "sysFlag",
+    "bodyCRC",
+    "reconsumeTimes",
+    "preparedTransactionOffset",
+    "bornHost",
+    "storeHost",
+    "bornTimestamp",
+    "storeTimestamp",
+    "version",
+    "file",
+)
 
 
 # --- export ------------------------------------------------------------------------------------
-def export_parquet(spark: SparkSession, store: str, out: str, *, topic: str | None = None,
-                   start_time: str | None = None, end_time: str | None = None, columns: str | None = None,
-                   corrupt: str = "fail", partition_by_topic: bool = True) -> int:
+def export_parquet(
+    spark: SparkSession,
+    store: str,
+    out: str,
+    *,
+    topic: str | None = None,
+    start_time: str | None = None,
+    end_time: str | None = None,
+    columns: str | None = None,
+    corrupt: str = "fail",
+    partition_by_topic: bool = True,
+) -> int:
     """Write the selected records to Parquet (overwrite); returns the number of rows written."""
-    df = messages(spark, store, topic=topic, startTime=start_time, endTime=end_time, columns=columns,
-                  corrupt=corrupt)
+    df = messages(spark, store, topic=topic, startTime=start_time, endTime=end_time, columns=columns, corrupt=corrupt)
     df = df.cache()
     try:
         n = df.count()
@@ -133,28 +189,45 @@ def consumer_lag(spark: SparkSession, store: str, group: str | None = None) -> D
     seen = cq_max.select("topic", "queueId").unionByName(offsets.select("topic", "queueId")).distinct()
     unconfigured = seen.where(~F.col("topic").isin(list(configured) or ["\x00"]))
     queues = pairs.join(conf_df.unionByName(unconfigured).distinct(), "topic")
-    lag = (queues.join(offsets, ["group", "topic", "queueId"], "left")
-           .join(cq_max, ["topic", "queueId"], "left")
-           .select("group", "topic", "queueId",
-                   F.coalesce("brokerOffset", F.lit(0)).cast("bigint").alias("brokerOffset"),
-                   F.greatest(F.coalesce("consumerOffset", F.lit(0)), F.lit(0)).cast("bigint").alias("consumerOffset")))
+    lag = (
+        queues.join(offsets, ["group", "topic", "queueId"], "left")
+        .join(cq_max, ["topic", "queueId"], "left")
+        .select(
+            "group",
+            "topic",
+            "queueId",
+            F.coalesce("brokerOffset", F.lit(0)).cast("bigint").alias("brokerOffset"),
+            F.greatest(F.coalesce("consumerOffset", F.lit(0)), F.lit(0)).cast("bigint").alias("consumerOffset"),
+        )
+    )
     lag = lag.withColumn("lag", F.col("brokerOffset") - F.col("consumerOffset"))
     # store time of the message at consumerOffset - 1 (ConsumeQueue entry -> commit-log record)
-    last = cq.select(F.col("topic").alias("_t"), F.col("queueId").alias("_q"), F.col("queueOffset").alias("_o"),
-                     "commitLogOffset")
-    lag = (lag.join(last, (lag.topic == last._t) & (lag.queueId == last._q) & (last._o == lag.consumerOffset - 1),
-                    "left").drop("_t", "_q", "_o"))
-    offs = [r.commitLogOffset for r in lag.where(F.col("commitLogOffset").isNotNull())
-            .select("commitLogOffset").distinct().collect()]
+    last = cq.select(
+        F.col("topic").alias("_t"), F.col("queueId").alias("_q"), F.col("queueOffset").alias("_o"), "commitLogOffset"
+    )
+    lag = lag.join(
+        last, (lag.topic == last._t) & (lag.queueId == last._q) & (last._o == lag.consumerOffset - 1), "left"
+    ).drop("_t", "_q", "_o")
+    offs = [
+        r.commitLogOffset
+        for r in lag.where(F.col("commitLogOffset").isNotNull()).select("commitLogOffset").distinct().collect()
+    ]
     if offs:
-        times = messages(spark, store, columns="commitLogOffset,storeTimestamp",
-                         offsets=",".join(map(str, sorted(offs))))
+        times = messages(
+            spark, store, columns="commitLogOffset,storeTimestamp", offsets=",".join(map(str, sorted(offs)))
+        )
         lag = lag.join(times, "commitLogOffset", "left")
     else:
         lag = lag.withColumn("storeTimestamp", F.lit(None).cast("timestamp"))
-    return (lag.select("group", "topic", "queueId", "brokerOffset", "consumerOffset", "lag",
-                       F.col("storeTimestamp").alias("lastTimestamp"))
-            .orderBy("group", "topic", "queueId"))
+    return lag.select(
+        "group",
+        "topic",
+        "queueId",
+        "brokerOffset",
+        "consumerOffset",
+        "lag",
+        F.col("storeTimestamp").alias("lastTimestamp"),
+    ).orderBy("group", "topic", "queueId")
 
 
 def _read_queue_nums(store: str, cfg) -> dict[str, int]:

@@ -10,8 +10,8 @@ import mmap
 import os
 import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from pyrmq.store import config as cfg
 from pyrmq.store import consume_queue as cq
@@ -96,13 +96,16 @@ def index_layout(file_size: int, hash_slot_num: int | None, index_num: int | Non
     if hash_slot_num is None:
         hash_slot_num = (file_size - ix.INDEX_HEADER_SIZE - index_num * ix.INDEX_SIZE) // ix.HASH_SLOT_SIZE
     if ix.INDEX_HEADER_SIZE + hash_slot_num * ix.HASH_SLOT_SIZE + index_num * ix.INDEX_SIZE != file_size:
-        raise ValueError(f"index file of {file_size} bytes does not fit maxHashSlotNum={hash_slot_num}, "
-                         f"maxIndexNum={index_num}; pass the broker's values as options")
+        raise ValueError(
+            f"index file of {file_size} bytes does not fit maxHashSlotNum={hash_slot_num}, "
+            f"maxIndexNum={index_num}; pass the broker's values as options"
+        )
     return hash_slot_num, index_num
 
 
-def iter_index_file(path: str, hash_slot_num: int | None = None, index_num: int | None = None
-                    ) -> Iterator[tuple[int, int, int, int, int, int, int, int, int]]:
+def iter_index_file(
+    path: str, hash_slot_num: int | None = None, index_num: int | None = None
+) -> Iterator[tuple[int, int, int, int, int, int, int, int, int]]:
     """(keyHash, phyOffset, timeDiff, store time ms, prevIndex, slot, entry number, file begin ms,
     file end ms) for entries 1..indexCount-1 (entry 0 is never used, IndexHeader starts at 1)."""
     with open(path, "rb") as f:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from . import commitlog_scan as scan
-from . import other_scans as other
-from .columns import (
+from pyrmq.spark import commitlog_scan as scan
+from pyrmq.spark import other_scans as other
+from pyrmq.spark.columns import (
     CONSUME_QUEUE_COLUMNS,
     INDEX_COLUMNS,
     MESSAGE_COLUMNS,
@@ -40,7 +41,7 @@ except ImportError:  # pragma: no cover - pyspark 4.0: no pushdown, options only
     EqualTo = GreaterThan = GreaterThanOrEqual = In = LessThan = LessThanOrEqual = ()  # type: ignore
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 # --- options -------------------------------------------------------------------------------------
@@ -65,7 +66,7 @@ def parse_time_ms(text: str) -> int:
         return int(t)
     d = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
     if d.tzinfo is None:
-        d = d.replace(tzinfo=_dt.timezone.utc)
+        d = d.replace(tzinfo=_dt.UTC)
     return int((d - _EPOCH) / _dt.timedelta(milliseconds=1))
 
 
@@ -73,7 +74,7 @@ def _to_us(value: Any) -> int | None:
     """A pushed timestamp literal as epoch microseconds (Spark's own resolution)."""
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
         return (value - _EPOCH) // _dt.timedelta(microseconds=1)
     return None
 
@@ -190,8 +191,11 @@ class CommitLogReader(DataSourceReader):
     def partitions(self):
         if self.offsets is not None:
             return [_Partition(s) for s in scan.plan_offset_splits(self.path, self.offsets)]
-        opts = scan.PlanOptions(split_size=self.split_size, min_offset=self.filter.min_offset,
-                                max_offset=None if self.filter.max_offset is None else self.filter.max_offset + 1)
+        opts = scan.PlanOptions(
+            split_size=self.split_size,
+            min_offset=self.filter.min_offset,
+            max_offset=None if self.filter.max_offset is None else self.filter.max_offset + 1,
+        )
         return [_Partition(s) for s in scan.plan_splits(self.path, opts)]
 
     def read(self, partition) -> Iterator:
@@ -264,8 +268,9 @@ class ConsumeQueueReader(DataSourceReader):
                 yield flt
 
     def partitions(self):
-        return [_Partition(q) for q in other.list_consume_queues(self.path)
-                if self.topics is None or q.topic in self.topics]
+        return [
+            _Partition(q) for q in other.list_consume_queues(self.path) if self.topics is None or q.topic in self.topics
+        ]
 
     def read(self, partition) -> Iterator:
         import pyarrow as pa
@@ -274,8 +279,15 @@ class ConsumeQueueReader(DataSourceReader):
         if q is None:
             return
         arrow_schema = _arrow_schema(self.schema)
-        rows = {"topic": [], "queueId": [], "queueOffset": [], "commitLogOffset": [], "size": [],
-                "tagsCode": [], "file": []}
+        rows = {
+            "topic": [],
+            "queueId": [],
+            "queueOffset": [],
+            "commitLogOffset": [],
+            "size": [],
+            "tagsCode": [],
+            "file": [],
+        }
         for qo, off, size, tags, fpath in other.iter_consume_queue(q):
             rows["queueOffset"].append(qo)
             rows["commitLogOffset"].append(off)
@@ -288,7 +300,8 @@ class ConsumeQueueReader(DataSourceReader):
         rows["topic"] = [q.topic] * n
         rows["queueId"] = [q.queue_id] * n
         yield pa.RecordBatch.from_arrays(
-            [pa.array(rows[c], type=arrow_schema.field(c).type) for c in self.names], schema=arrow_schema)
+            [pa.array(rows[c], type=arrow_schema.field(c).type) for c in self.names], schema=arrow_schema
+        )
 
 
 class ConsumeQueuePushdownReader(ConsumeQueueReader):
@@ -331,11 +344,20 @@ class IndexReader(DataSourceReader):
         if path is None:
             return
         arrow_schema = _arrow_schema(self.schema)
-        order = ["keyHash", "phyOffset", "timeDiff", "storeTimestamp", "prevIndex", "slot", "entry",
-                 "fileBeginTimestamp", "fileEndTimestamp"]
+        order = [
+            "keyHash",
+            "phyOffset",
+            "timeDiff",
+            "storeTimestamp",
+            "prevIndex",
+            "slot",
+            "entry",
+            "fileBeginTimestamp",
+            "fileEndTimestamp",
+        ]
         cols: dict[str, list] = {c: [] for c in order}
         for row in other.iter_index_file(path, self.slots, self.entries):
-            for c, v in zip(order, row):
+            for c, v in zip(order, row, strict=False):
                 cols[c].append(v)
         n = len(cols["entry"])
         if not n:
@@ -344,7 +366,8 @@ class IndexReader(DataSourceReader):
             cols[c] = [v * 1000 for v in cols[c]]
         cols["file"] = [os.path.basename(path)] * n
         yield pa.RecordBatch.from_arrays(
-            [pa.array(cols[c], type=arrow_schema.field(c).type) for c in self.names], schema=arrow_schema)
+            [pa.array(cols[c], type=arrow_schema.field(c).type) for c in self.names], schema=arrow_schema
+        )
 
 
 class IndexDataSource(DataSource):

@@ -14,6 +14,7 @@ Java: store.StoreCheckpoint, store.timer.TimerCheckpoint, DefaultMessageStore#cr
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import mmap
 import os
@@ -55,8 +56,13 @@ class StoreCheckpoint:
 
     def flush(self) -> None:
         CHECKPOINT_LAYOUT.pack_into(
-            self._mm, 0, self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp,
-            self.master_flushed_offset, self.confirm_phy_offset,
+            self._mm,
+            0,
+            self.physic_msg_timestamp,
+            self.logics_msg_timestamp,
+            self.index_msg_timestamp,
+            self.master_flushed_offset,
+            self.confirm_phy_offset,
         )
         self._mm.flush()
 
@@ -89,10 +95,8 @@ def abort_file_exists(path: str) -> bool:
 
 
 def delete_abort_file(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 class StoreLockedError(RuntimeError):
@@ -112,9 +116,7 @@ class StoreLock:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
         except OSError as e:
             os.close(fd)
-            raise StoreLockedError(
-                f"Lock failed, MQ already started: {self.path} is locked by another process"
-            ) from e
+            raise StoreLockedError(f"Lock failed, MQ already started: {self.path} is locked by another process") from e
         os.pwrite(fd, b"lock", 0)
         self._fd = fd
 
@@ -152,12 +154,26 @@ class TimerCheckpoint:
             return
         if len(data) == TIMER_CHECKPOINT_LAYOUT.size:
             self.existed = True
-            (self.last_read_time_ms, self.last_timer_log_flush_pos, self.last_timer_queue_offset,
-             self.master_timer_queue_offset, self.state_version, self.timestamp, self.counter) = TIMER_CHECKPOINT_LAYOUT.unpack(data)
+            (
+                self.last_read_time_ms,
+                self.last_timer_log_flush_pos,
+                self.last_timer_queue_offset,
+                self.master_timer_queue_offset,
+                self.state_version,
+                self.timestamp,
+                self.counter,
+            ) = TIMER_CHECKPOINT_LAYOUT.unpack(data)
 
     def encode(self) -> bytes:
-        return TIMER_CHECKPOINT_LAYOUT.pack(self.last_read_time_ms, self.last_timer_log_flush_pos, self.last_timer_queue_offset,
-                                self.master_timer_queue_offset, self.state_version, self.timestamp, self.counter)
+        return TIMER_CHECKPOINT_LAYOUT.pack(
+            self.last_read_time_ms,
+            self.last_timer_log_flush_pos,
+            self.last_timer_queue_offset,
+            self.master_timer_queue_offset,
+            self.state_version,
+            self.timestamp,
+            self.counter,
+        )
 
     def flush(self) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)

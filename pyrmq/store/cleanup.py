@@ -22,16 +22,18 @@ One round (every ``cleanResourceInterval`` ms, first after 60 s):
 
 Disk usage, the clock and the local hour are injectable for tests.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
-from .running_flags import RunningFlag, RunningFlags
+from pyrmq.store.running_flags import RunningFlag, RunningFlags
 
 log = logging.getLogger("pyrmq.store")
 
@@ -90,8 +92,12 @@ def _local_hour(now_ms: int) -> int:
 
 class _MappedFileQueue(Protocol):
     def delete_expired_file_by_time(
-        self, expired_time_ms: int, delete_files_interval_ms: int, clean_immediately: bool,
-        delete_file_batch_max: int = 10, now_ms: Callable[[], int] | None = None,
+        self,
+        expired_time_ms: int,
+        delete_files_interval_ms: int,
+        clean_immediately: bool,
+        delete_file_batch_max: int = 10,
+        now_ms: Callable[[], int] | None = None,
     ) -> int: ...
 
 
@@ -190,10 +196,14 @@ class StoreCleaner:
     def _mark_disk_ok(self, logic: bool, ratio: float) -> None:
         flags = self.store.running_flags
         if flags.get_and_make_logic_disk_ok() if logic else flags.get_and_make_disk_ok():
-            log.info("%s disk space OK (%.2f used); accepting writes again",
-                     "consume queue" if logic else "commit log", ratio)
-        self._disk_full = self.store.running_flags.is_set(RunningFlag.DISK_FULL) or \
-            self.store.running_flags.is_set(RunningFlag.LOGIC_DISK_FULL)
+            log.info(
+                "%s disk space OK (%.2f used); accepting writes again",
+                "consume queue" if logic else "commit log",
+                ratio,
+            )
+        self._disk_full = self.store.running_flags.is_set(RunningFlag.DISK_FULL) or self.store.running_flags.is_set(
+            RunningFlag.LOGIC_DISK_FULL
+        )
         if not self._disk_full:
             self.disk_full_reason = ""
 
@@ -226,8 +236,7 @@ class StoreCleaner:
         if physic > warning:
             self._mark_disk_full(
                 False,
-                f"commit log partition of {path} is {physic:.0%} used, above "
-                f"diskSpaceWarningLevelRatio {warning:.0%}"
+                f"commit log partition of {path} is {physic:.0%} used, above diskSpaceWarningLevelRatio {warning:.0%}",
             )
             r.clean_immediately = True
             return True
@@ -240,8 +249,7 @@ class StoreCleaner:
         r.logics_ratio = logics
         if logics > warning:
             self._mark_disk_full(
-                True,
-                f"consume queue partition is {logics:.0%} used, above diskSpaceWarningLevelRatio {warning:.0%}"
+                True, f"consume queue partition is {logics:.0%} used, above diskSpaceWarningLevelRatio {warning:.0%}"
             )
             r.clean_immediately = True
             return True
@@ -273,7 +281,11 @@ class StoreCleaner:
         clean_at_once = c.clean_file_forcibly_enable and r.clean_immediately
         log.info(
             "deleting commit log files older than %d h (time up %s, space %s, manual %s, at once %s)",
-            c.file_reserved_time, r.time_up, r.space_to_delete, r.manual, clean_at_once,
+            c.file_reserved_time,
+            r.time_up,
+            r.space_to_delete,
+            r.manual,
+            clean_at_once,
         )
         r.commit_log_files_deleted = self.store.commit_log.mapped_file_queue.delete_expired_file_by_time(
             c.file_reserved_time * 3600 * 1000,
@@ -315,9 +327,7 @@ class StoreCleaner:
         if self._thread is not None:
             return
         self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._loop, args=(initial_delay_ms,), name="StoreCleaner", daemon=True
-        )
+        self._thread = threading.Thread(target=self._loop, args=(initial_delay_ms,), name="StoreCleaner", daemon=True)
         self._thread.start()
 
     def _loop(self, initial_delay_ms: int) -> None:

@@ -14,6 +14,7 @@ Files are opened read-only and mapped, so neither command needs memory in
 proportion to the store, and both can run next to a live broker (a live store
 may show a partly written tail).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,22 +26,25 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
-from . import config as cfg
-from .checkpoint import CHECKPOINT_FILE_SIZE, CHECKPOINT_LAYOUT
-from .consume_queue import CQ_STORE_UNIT_SIZE, decode_entry
-from .index import (
+from pyrmq.store import config as cfg
+from pyrmq.store.checkpoint import CHECKPOINT_FILE_SIZE, CHECKPOINT_LAYOUT
+from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, decode_entry
+from pyrmq.store.index import (
     HASH_SLOT_LAYOUT,
     HASH_SLOT_SIZE,
     INDEX_ENTRY_LAYOUT,
     INDEX_HEADER_LAYOUT,
     INDEX_HEADER_SIZE,
     INDEX_SIZE,
+    build_key,
+    build_tag_key,
+    index_key_hash,
 )
-from .index import build_key, build_tag_key, index_key_hash
-from .message import (
+from pyrmq.store.message import (
     BLANK_MAGIC_CODE,
     MessageConst,
     MessageDecodeError,
@@ -50,7 +54,7 @@ from .message import (
     peek_total_size_and_magic,
     tags_string_to_tags_code,
 )
-from .store_config import MessageStoreConfig
+from pyrmq.store.store_config import MessageStoreConfig
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 PRE_BLANK_SIZE = 0x7FFFFFFF  # ConsumeQueue#fillPreBlank filler entry size
@@ -148,7 +152,9 @@ def list_log_dir(directory: str, report: Report | None, expected_size: int | Non
             continue
         if not _FILE_NAME.match(name):
             if report:
-                report.problem(p, None, "stray file: not a 20-digit offset name; the Java broker refuses to load this directory")
+                report.problem(
+                    p, None, "stray file: not a 20-digit offset name; the Java broker refuses to load this directory"
+                )
             continue
         files.append(LogFile(p, int(name), os.path.getsize(p), None))
     if not files:
@@ -159,15 +165,19 @@ def list_log_dir(directory: str, report: Report | None, expected_size: int | Non
             if report:
                 last_empty = f.size == 0 and i == len(files) - 1
                 (report.warn if last_empty else report.problem)(
-                    f.path, None, f"length {f.size} != {size} (mapped file size); Java refuses to load it"
-                    if not last_empty else "empty last file (5.x deletes it at start)",
+                    f.path,
+                    None,
+                    f"length {f.size} != {size} (mapped file size); Java refuses to load it"
+                    if not last_empty
+                    else "empty last file (5.x deletes it at start)",
                 )
             continue
-        if f.start % size:
-            if report:
-                report.problem(f.path, None, f"name {f.start} is not a multiple of the file size {size}")
+        if f.start % size and report:
+            report.problem(f.path, None, f"name {f.start} is not a multiple of the file size {size}")
         if i and f.start != files[i - 1].start + size and report:
-            report.problem(f.path, None, f"gap: previous file starts at {files[i - 1].start}, expected {files[i - 1].start + size}")
+            report.problem(
+                f.path, None, f"gap: previous file starts at {files[i - 1].start}, expected {files[i - 1].start + size}"
+            )
         f.mm = _map(f.path, f.size)
     return [f for f in files if f.mm is not None]
 
@@ -212,7 +222,9 @@ class CommitLogView:
             f.close()
 
 
-def scan_file(f: LogFile, *, check_crc: bool, read_body: bool = False) -> Iterator[tuple[int, StoredMessage | Exception | None]]:
+def scan_file(
+    f: LogFile, *, check_crc: bool, read_body: bool = False
+) -> Iterator[tuple[int, StoredMessage | Exception | None]]:
     """(position, record) for each record of a commit log file; a blank record ends the file.
 
     Yields (pos, exception) for a record that cannot be decoded and stops, as
@@ -410,7 +422,7 @@ def _read_checkpoint(root: str) -> dict[str, Any] | None:
         return None
     data = data.ljust(CHECKPOINT_LAYOUT.size, b"\0")
     names = ("physicMsgTimestamp", "logicsMsgTimestamp", "indexMsgTimestamp", "masterFlushedOffset", "confirmPhyOffset")
-    return dict(zip(names, CHECKPOINT_LAYOUT.unpack_from(data, 0)))
+    return dict(zip(names, CHECKPOINT_LAYOUT.unpack_from(data, 0), strict=False))
 
 
 def _config_summary(root: str) -> dict[str, Any]:
@@ -437,7 +449,9 @@ def _config_summary(root: str) -> dict[str, Any]:
         except cfg.ConfigFileError as e:
             info["error"] = str(e)
         out[name] = info
-    others = sorted(n for n in (os.listdir(d) if os.path.isdir(d) else []) if n.split(".bak")[0] not in cfg.CONFIG_FILES)
+    others = sorted(
+        n for n in (os.listdir(d) if os.path.isdir(d) else []) if n.split(".bak")[0] not in cfg.CONFIG_FILES
+    )
     if others:
         out["other"] = others
     return out
@@ -484,7 +498,7 @@ def inspect_store(root: str, *, commitlog_dir: str | None = None) -> dict[str, A
                     if isinstance(m, StoredMessage):
                         end_pos, last_msg = pos + m.store_size, m
                 if last_msg is not None or f is cl_files[0]:
-                    total, magic = peek_total_size_and_magic(f.mm, end_pos) if f.size - end_pos >= 8 else (0, 0)
+                    _total, magic = peek_total_size_and_magic(f.mm, end_pos) if f.size - end_pos >= 8 else (0, 0)
                     blank = magic == BLANK_MAGIC_CODE
                     max_offset = f.start + (f.size if blank else end_pos)
                     last = last_msg
@@ -510,7 +524,7 @@ def inspect_store(root: str, *, commitlog_dir: str | None = None) -> dict[str, A
             with open(p, "rb") as fh:
                 head = fh.read(INDEX_HEADER_SIZE)
             if len(head) == INDEX_HEADER_SIZE:
-                b_ts, e_ts, _b, _e, _slots, count = INDEX_HEADER_LAYOUT.unpack(head)
+                _b_ts, _e_ts, _b, _e, _slots, count = INDEX_HEADER_LAYOUT.unpack(head)
                 entries += max(count - 1, 0)
         idx_info["entries"] = entries
         info["index"] = idx_info
@@ -620,7 +634,9 @@ def verify_store(
     total = sum(f.size for f in cl_files)
     for _t, _q, p in cq_paths:
         if os.path.isdir(p):
-            total += sum(os.path.getsize(os.path.join(p, n)) for n in os.listdir(p) if os.path.isfile(os.path.join(p, n)))
+            total += sum(
+                os.path.getsize(os.path.join(p, n)) for n in os.listdir(p) if os.path.isfile(os.path.join(p, n))
+            )
     bar = Progress(total + sum(os.path.getsize(p) for p in idx_paths), progress)
     try:
         # 1. commit log: records, CRCs and the chain of offsets
@@ -631,7 +647,8 @@ def verify_store(
                 total_, magic = peek_total_size_and_magic(f.mm, 0)
                 if total_ or magic:
                     report.problem(
-                        f.path, 0,
+                        f.path,
+                        0,
                         f"data after the end of the commit log (valid data stopped at offset {ended_at}); "
                         "recovery would delete this file",
                     )
@@ -653,7 +670,8 @@ def verify_store(
                 stats.bytes += m.store_size
                 if m.commit_log_offset != f.start + pos:
                     report.problem(
-                        f.path, pos,
+                        f.path,
+                        pos,
                         f"record says PHYSICALOFFSET {m.commit_log_offset}, it sits at {f.start + pos}",
                     )
                 if _dispatched_to_cq(m.sys_flag):
@@ -687,8 +705,14 @@ def verify_store(
 
 
 def _verify_cq(
-    topic: str, qid: int, files: list[LogFile], cl: CommitLogView, report: Report, stats: VerifyStats,
-    delay_table: dict[int, int], bar: Progress,
+    topic: str,
+    qid: int,
+    files: list[LogFile],
+    cl: CommitLogView,
+    report: Report,
+    stats: VerifyStats,
+    delay_table: dict[int, int],
+    bar: Progress,
 ) -> None:
     last_qoff = None
     for f, pos, qoff, phy, size, tags in iter_cq_entries(files):
@@ -723,7 +747,8 @@ def _verify_cq(
     if rec_max > cq_max:
         where = files[-1].path if files else os.path.join(report.root, "consumequeue", topic, str(qid))
         report.warn(
-            where, None,
+            where,
+            None,
             f"consume queue ends at offset {cq_max} but the commit log holds queue offsets up to {rec_max - 1} "
             "(not dispatched yet; the broker rebuilds this at start)",
         )
@@ -735,14 +760,18 @@ def _verify_index(
     size = os.path.getsize(path)
     geo = index_geometry(size, slots_flag, entries_flag)
     if geo is None:
-        report.warn(path, None, f"cannot tell the slot/entry counts of a {size}-byte index file; "
-                    "pass --max-hash-slot-num / --max-index-num to check it")
+        report.warn(
+            path,
+            None,
+            f"cannot tell the slot/entry counts of a {size}-byte index file; "
+            "pass --max-hash-slot-num / --max-index-num to check it",
+        )
         return
     slots, max_entries = geo
     with open(path, "rb") as fh:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        b_ts, e_ts, b_phy, e_phy, slot_count, count = INDEX_HEADER_LAYOUT.unpack_from(mm, 0)
+        _b_ts, _e_ts, _b_phy, _e_phy, slot_count, count = INDEX_HEADER_LAYOUT.unpack_from(mm, 0)
         count = max(count, 1)
         if count > max_entries:
             report.problem(path, 32 + 4, f"indexCount {count} > maxIndexNum {max_entries}")
@@ -754,12 +783,16 @@ def _verify_index(
             if head:
                 used_slots += 1
                 if head < 0 or head >= count:
-                    report.problem(path, INDEX_HEADER_SIZE + s * HASH_SLOT_SIZE, f"slot {s} points at entry {head} (indexCount {count})")
+                    report.problem(
+                        path,
+                        INDEX_HEADER_SIZE + s * HASH_SLOT_SIZE,
+                        f"slot {s} points at entry {head} (indexCount {count})",
+                    )
         if used_slots != slot_count:
             report.warn(path, 32, f"hashSlotCount {slot_count} but {used_slots} slots are in use")
         for n in range(1, count):
             pos = base + n * INDEX_SIZE
-            key_hash, phy, time_diff, prev = INDEX_ENTRY_LAYOUT.unpack_from(mm, pos)
+            key_hash, phy, _time_diff, prev = INDEX_ENTRY_LAYOUT.unpack_from(mm, pos)
             stats.index_entries += 1
             if prev < 0 or prev >= n:
                 report.problem(path, pos, f"entry {n}: prevIndex {prev} does not point to an older entry")
@@ -789,7 +822,9 @@ def _verify_index(
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pyrmq store", description="Inspect or verify a RocketMQ store directory (read-only).")
+    p = argparse.ArgumentParser(
+        prog="pyrmq store", description="Inspect or verify a RocketMQ store directory (read-only)."
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     i = sub.add_parser("inspect", help="summary: commit log, topics and queues, index, checkpoint, config files")
     i.add_argument("dir", help="the store root (storePathRootDir)")
@@ -819,9 +854,13 @@ def main(argv: list[str] | None = None) -> int:
                 _print_inspect(info, out)
             return EXIT_OK
         report, stats = verify_store(
-            args.dir, commitlog_dir=args.commitlog, check_index=not args.no_index,
-            max_hash_slot_num=args.max_hash_slot_num, max_index_num=args.max_index_num,
-            progress=args.progress or sys.stderr.isatty(), limit=args.max_problems,
+            args.dir,
+            commitlog_dir=args.commitlog,
+            check_index=not args.no_index,
+            max_hash_slot_num=args.max_hash_slot_num,
+            max_index_num=args.max_index_num,
+            progress=args.progress or sys.stderr.isatty(),
+            limit=args.max_problems,
         )
     except NotAStoreError as e:
         sys.stderr.write(f"pyrmq store: {e}\n")
@@ -832,13 +871,20 @@ def main(argv: list[str] | None = None) -> int:
     summary = dataclasses.asdict(stats)
     summary.pop("queue_max")
     if args.json:
-        out.write(json.dumps({
-            "ok": report.problem_count == 0,
-            "problem_count": report.problem_count,
-            "problems": [dataclasses.asdict(p) for p in report.problems],
-            "warnings": [dataclasses.asdict(p) for p in report.warnings],
-            "stats": summary,
-        }, indent=2, ensure_ascii=False) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "ok": report.problem_count == 0,
+                    "problem_count": report.problem_count,
+                    "problems": [dataclasses.asdict(p) for p in report.problems],
+                    "warnings": [dataclasses.asdict(p) for p in report.warnings],
+                    "stats": summary,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
     else:
         for p in report.problems:
             out.write(f"PROBLEM {p}\n")

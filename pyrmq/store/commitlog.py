@@ -11,26 +11,27 @@ msync covered its last byte; a failed msync fails the waiting puts (UNKNOWN_ERRO
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import logging
 import struct
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
-from typing import Callable
 
-from . import message as m
-from .mapped_file import MappedFile, MappedFileQueue, SyncFn
-from .results import (
+from pyrmq.store import message as m
+from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
+from pyrmq.store.results import (
     AppendMessageResult,
     AppendMessageStatus,
     DispatchRequest,
     PutMessageResult,
     PutMessageStatus,
 )
-from .store_config import MessageStoreConfig
+from pyrmq.store.store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +63,8 @@ class MessageExtBatch:
 
 
 def _complete(fut: Future, value) -> None:
-    try:
+    with contextlib.suppress(InvalidStateError):
         fut.set_result(value)
-    except InvalidStateError:
-        pass
 
 
 _DONE_CONDITION = threading.Condition()  # shared: a finished Future never waits or notifies
@@ -119,9 +118,7 @@ class CommitLog:
 
     def start(self) -> None:
         self._sync_flush = self.config.sync_flush
-        self._flush_service = (
-            GroupCommitService(self) if self._sync_flush else FlushRealTimeService(self)
-        )
+        self._flush_service = GroupCommitService(self) if self._sync_flush else FlushRealTimeService(self)
         self._flush_service.start()
 
     def shutdown(self) -> None:
@@ -285,7 +282,9 @@ class CommitLog:
             version = msg.version = auto_version
         topic_part = field_v2 if version == m.MESSAGE_MAGIC_CODE_V2 else field_v1
         if not topic_b or topic_part is None:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"topic length {len(topic_b)} not allowed"), None
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL, error=f"topic length {len(topic_b)} not allowed"
+            ), None
         props_s, props = self.message_properties(msg)
         props_b = props_s.encode("utf-8")
         if len(props_b) > 32767:
@@ -332,9 +331,26 @@ class CommitLog:
             wrote_offset = mf.file_from_offset + pos
             try:
                 _write_record(
-                    mf.mm, pos, header, total, version, body_crc, queue_id, msg.flag, queue_offset, wrote_offset,
-                    sys_flag, msg.born_timestamp, born_b, store_ts, store_b, msg.reconsume_times,
-                    msg.prepared_transaction_offset, body, topic_part, props_b,
+                    mf.mm,
+                    pos,
+                    header,
+                    total,
+                    version,
+                    body_crc,
+                    queue_id,
+                    msg.flag,
+                    queue_offset,
+                    wrote_offset,
+                    sys_flag,
+                    msg.born_timestamp,
+                    born_b,
+                    store_ts,
+                    store_b,
+                    msg.reconsume_times,
+                    msg.prepared_transaction_offset,
+                    body,
+                    topic_part,
+                    props_b,
                 )
             except (struct.error, TypeError, ValueError) as e:  # a field out of range: nothing committed
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}"), None
@@ -344,14 +360,28 @@ class CommitLog:
                 self.topic_queue_table[key] = queue_offset + 1
             msg.queue_offset = queue_offset
         amr = AppendMessageResult(
-            AppendMessageStatus.PUT_OK, wrote_offset, total, self._message_id(store_b, wrote_offset), store_ts,
-            queue_offset, 1,
+            AppendMessageStatus.PUT_OK,
+            wrote_offset,
+            total,
+            self._message_id(store_b, wrote_offset),
+            store_ts,
+            queue_offset,
+            1,
         )
         req = DispatchRequest(
-            total, True, topic, queue_id, wrote_offset, self.tags_code(topic, props, store_ts),
-            store_ts, queue_offset, props.get(m.MessageConst.KEYS) or "",
-            props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None, sys_flag,
-            msg.prepared_transaction_offset, props,
+            total,
+            True,
+            topic,
+            queue_id,
+            wrote_offset,
+            self.tags_code(topic, props, store_ts),
+            store_ts,
+            queue_offset,
+            props.get(m.MessageConst.KEYS) or "",
+            props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+            sys_flag,
+            msg.prepared_transaction_offset,
+            props,
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), req
 
@@ -394,14 +424,17 @@ class CommitLog:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="empty batch"), []
         if len(batch.body) > self.config.max_message_size:
             return PutMessageResult(
-                PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
                 error="batch body exceeds maxMessageSize",
             ), []
         topic = batch.topic
         topic_b, version, field_v1, field_v2 = self._topic_info(topic)
         topic_part = field_v2 if version == m.MESSAGE_MAGIC_CODE_V2 else field_v1
         if not topic_b or topic_part is None:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"topic length {len(topic_b)} not allowed"), []
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL, error=f"topic length {len(topic_b)} not allowed"
+            ), []
         try:
             born_b, store_b = self._host_bytes(batch.born_host), self._host_bytes(batch.store_host)
         except (ValueError, OSError) as e:
@@ -445,9 +478,27 @@ class CommitLog:
             try:
                 for i, (e, props, size, crc) in enumerate(items):
                     _write_record(
-                        mm, pos, header, size, version, crc, queue_id, e.flag, base + i, wrote_offset + pos - start,
-                        sys_flag, batch.born_timestamp, born_b, store_ts, store_b, batch.reconsume_times, 0,
-                        e.body, topic_part, props, i > 0,
+                        mm,
+                        pos,
+                        header,
+                        size,
+                        version,
+                        crc,
+                        queue_id,
+                        e.flag,
+                        base + i,
+                        wrote_offset + pos - start,
+                        sys_flag,
+                        batch.born_timestamp,
+                        born_b,
+                        store_ts,
+                        store_b,
+                        batch.reconsume_times,
+                        0,
+                        e.body,
+                        topic_part,
+                        props,
+                        i > 0,
                     )
                     pos += size
                 m.write_record_head(mm, start, items[0][2], version)  # the whole batch becomes visible
@@ -459,14 +510,26 @@ class CommitLog:
         ids = []
         reqs = []
         phy = wrote_offset
-        for i, (e, props_b, size, _) in enumerate(items):
+        for i, (_e, props_b, size, _) in enumerate(items):
             props = m.string_to_message_properties(props_b.decode("utf-8"))
             ids.append(self._message_id(store_b, phy))
-            reqs.append(DispatchRequest(
-                size, True, topic, queue_id, phy, self.tags_code(topic, props, store_ts), store_ts, base + i,
-                props.get(m.MessageConst.KEYS) or "", props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
-                sys_flag, 0, props,
-            ))
+            reqs.append(
+                DispatchRequest(
+                    size,
+                    True,
+                    topic,
+                    queue_id,
+                    phy,
+                    self.tags_code(topic, props, store_ts),
+                    store_ts,
+                    base + i,
+                    props.get(m.MessageConst.KEYS) or "",
+                    props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+                    sys_flag,
+                    0,
+                    props,
+                )
+            )
             phy += size
         amr = AppendMessageResult(
             AppendMessageStatus.PUT_OK, wrote_offset, total, ",".join(ids), store_ts, base, len(items)
@@ -547,9 +610,7 @@ class CommitLog:
         remaining = len(buf) - pos
         if remaining <= 4:
             return DispatchRequest(-1, False)
-        total, magic = (
-            m._HEAD8.unpack_from(buf, pos) if remaining >= 8 else (m._INT.unpack_from(buf, pos)[0], 0)
-        )
+        total, magic = m._HEAD8.unpack_from(buf, pos) if remaining >= 8 else (m._INT.unpack_from(buf, pos)[0], 0)
         if remaining < total:
             return DispatchRequest(-1, False)
         if magic == m.BLANK_MAGIC_CODE:
@@ -565,11 +626,19 @@ class CommitLog:
         props = msg.properties
         tags_code = self.tags_code(msg.topic, props, msg.store_timestamp)
         return DispatchRequest(
-            msg_size=total, success=True, topic=msg.topic, queue_id=msg.queue_id,
-            commit_log_offset=msg.commit_log_offset, tags_code=tags_code, store_timestamp=msg.store_timestamp,
-            consume_queue_offset=msg.queue_offset, keys=props.get(m.MessageConst.KEYS) or "",
-            uniq_key=props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX), sys_flag=msg.sys_flag,
-            prepared_transaction_offset=msg.prepared_transaction_offset, properties=props,
+            msg_size=total,
+            success=True,
+            topic=msg.topic,
+            queue_id=msg.queue_id,
+            commit_log_offset=msg.commit_log_offset,
+            tags_code=tags_code,
+            store_timestamp=msg.store_timestamp,
+            consume_queue_offset=msg.queue_offset,
+            keys=props.get(m.MessageConst.KEYS) or "",
+            uniq_key=props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            sys_flag=msg.sys_flag,
+            prepared_transaction_offset=msg.prepared_transaction_offset,
+            properties=props,
         )
 
     # --- recovery --------------------------------------------------------------------------------
@@ -588,7 +657,11 @@ class CommitLog:
                 req = self.check_message_and_return_size(buf, pos, check_crc)
                 if req.success and req.msg_size > 0:
                     if req.commit_log_offset != mf.file_from_offset + pos:
-                        log.warning("record at %d claims offset %d; end of data", mf.file_from_offset + pos, req.commit_log_offset)
+                        log.warning(
+                            "record at %d claims offset %d; end of data",
+                            mf.file_from_offset + pos,
+                            req.commit_log_offset,
+                        )
                         break
                     last_valid = mf.file_from_offset + pos
                     if req.commit_log_offset >= dispatch_from:
@@ -614,8 +687,11 @@ class CommitLog:
         return process_offset + pos
 
     def recover_normally(
-        self, max_phy_offset_of_cq: int, dispatch: Callable[[DispatchRequest], None],
-        truncate_logic: Callable[[int], None], destroy_logic: Callable[[], None],
+        self,
+        max_phy_offset_of_cq: int,
+        dispatch: Callable[[DispatchRequest], None],
+        truncate_logic: Callable[[int], None],
+        destroy_logic: Callable[[], None],
     ) -> int:
         """Clean shutdown: start at the last file whose start <= the consume queues' max physical
         offset (Java 5.3.2/5.3.3), dispatch what the queues miss. Returns the recovered max offset."""
@@ -634,8 +710,12 @@ class CommitLog:
         return end
 
     def recover_abnormally(
-        self, max_phy_offset_of_cq: int, min_timestamp: int, dispatch: Callable[[DispatchRequest], None],
-        truncate_logic: Callable[[int], None], destroy_logic: Callable[[], None],
+        self,
+        max_phy_offset_of_cq: int,
+        min_timestamp: int,
+        dispatch: Callable[[DispatchRequest], None],
+        truncate_logic: Callable[[int], None],
+        destroy_logic: Callable[[], None],
     ) -> int:
         """Crash: start at the newest file whose first record is valid and stored no later than the
         checkpoint's min timestamp, re-dispatch everything from there (CQ/index writes are idempotent)."""
@@ -664,7 +744,9 @@ class CommitLog:
 
     def _finish_recovery(self, end: int, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> None:
         if max_phy_offset_of_cq >= end:
-            log.warning("consume queues reach %d beyond the commit log end %d; truncating them", max_phy_offset_of_cq, end)
+            log.warning(
+                "consume queues reach %d beyond the commit log end %d; truncating them", max_phy_offset_of_cq, end
+            )
         truncate_logic(end)
         self._recovered(end)
 
@@ -790,7 +872,12 @@ class GroupCommitService(_FlushService):
         with self._lock:
             leftover, self._requests_write = self._requests_write, []
         for r in leftover:
-            _complete(r.future, PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r.result.append_message_result, error="store shut down"))
+            _complete(
+                r.future,
+                PutMessageResult(
+                    PutMessageStatus.FLUSH_DISK_TIMEOUT, r.result.append_message_result, error="store shut down"
+                ),
+            )
 
     def _do_commit(self) -> None:
         with self._lock:
@@ -799,10 +886,8 @@ class GroupCommitService(_FlushService):
         if not reqs:
             q = cl.mapped_file_queue
             before = q.flushed_where
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 q.flush(0)
-            except (OSError, ValueError):
-                pass
             if q.flushed_where != before:
                 cl._flush_advanced()
             return
@@ -817,11 +902,23 @@ class GroupCommitService(_FlushService):
                 if flushed >= r.next_offset:
                     _complete(r.future, r.result)
                 else:
-                    _complete(r.future, PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, r.result.append_message_result, error="flush did not reach the record"))
+                    _complete(
+                        r.future,
+                        PutMessageResult(
+                            PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                            r.result.append_message_result,
+                            error="flush did not reach the record",
+                        ),
+                    )
         except OSError as e:
             log.error("sync flush failed: %s", e)
             for r in reqs:
-                _complete(r.future, PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, r.result.append_message_result, error=f"flush failed: {e}"))
+                _complete(
+                    r.future,
+                    PutMessageResult(
+                        PutMessageStatus.UNKNOWN_ERROR, r.result.append_message_result, error=f"flush failed: {e}"
+                    ),
+                )
 
     def _run_watcher(self) -> None:
         while not self._stop_event.is_set():
@@ -837,7 +934,14 @@ class GroupCommitService(_FlushService):
                     self._watch_cv.wait(min(delay, 0.1))
                     continue
                 heapq.heappop(self._watch)
-            _complete(req.future, PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, req.result.append_message_result, error="syncFlushTimeout exceeded"))
+            _complete(
+                req.future,
+                PutMessageResult(
+                    PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                    req.result.append_message_result,
+                    error="syncFlushTimeout exceeded",
+                ),
+            )
 
     def stop(self) -> None:
         super().stop()

@@ -21,12 +21,14 @@ Older brokers (fastjson 1.x) put integer-keyed maps on one line,
 ``{0:250,1:251\\n\\t\\t}``; the reader takes every form, quoted integer keys too
 (both fastjson versions read ``{"0":5}`` into ``Map<Integer,Long>``).
 
-The typed beans reuse ``pyrmq.remoting.bodies`` (``DataVersion``,
+The typed beans reuse ``pyrmq.protocol`` (``DataVersion``,
 ``TopicConfig``, ``TopicConfigSerializeWrapper``): one definition per format,
 so the broker can send the same objects in remoting bodies (compact form).
 """
+
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import logging
@@ -38,40 +40,33 @@ from typing import Any, ClassVar, TypeVar
 
 import orjson
 
-from pyrmq.remoting.bodies import (
-    BodyDecodeError,
-    DataVersion,
-    FastJsonBody,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
-    bean_props,  # the one rule for bean property names and order
-    java_double,
-    lenient_loads,
-)
+from pyrmq.common.java_lang import double_to_string
+from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, bean_props, lenient_loads
 
 __all__ = [
+    "CONFIG_FILES",
     "ConfigFileError",
-    "DataVersion",
-    "TopicConfig",
-    "TopicFilterType",
-    "TopicConfigSerializeWrapper",
-    "SimpleSubscriptionData",
-    "ExponentialRetryPolicy",
+    "ConsumerOffsetSerializeWrapper",
     "CustomizedRetryPolicy",
+    "DataVersion",
+    "DelayOffsetSerializeWrapper",
+    "ExponentialRetryPolicy",
     "GroupRetryPolicy",
+    "SimpleSubscriptionData",
     "SubscriptionGroupConfig",
     "SubscriptionGroupSerializeWrapper",
-    "ConsumerOffsetSerializeWrapper",
-    "DelayOffsetSerializeWrapper",
-    "CONFIG_FILES",
+    "TopicConfig",
+    "TopicConfigSerializeWrapper",
+    "TopicFilterType",
     "config_dir",
     "config_path",
-    "loads",
     "dumps_pretty",
-    "read_config_text",
-    "persist_config_text",
     "load_config",
+    "loads",
     "persist_config",
+    "persist_config_text",
+    "read_config_text",
 ]
 
 log = logging.getLogger("pyrmq.store")
@@ -83,7 +78,7 @@ class ConfigFileError(Exception):
     """A config file (and its ``.bak``) exists but cannot be read."""
 
 
-class TopicFilterType(str, enum.Enum):
+class TopicFilterType(enum.StrEnum):
     """Java: common/TopicFilterType (written by name)."""
 
     SINGLE_TAG = "SINGLE_TAG"
@@ -162,14 +157,18 @@ def _write(value: Any, out: list[str], level: int) -> None:
     elif isinstance(value, int):
         out.append(str(int(value)))
     elif isinstance(value, float):
-        out.append(java_double(value))
+        out.append(double_to_string(value))
     elif isinstance(value, str):
         out.append(_str(value))
     elif isinstance(value, dict):
         _write_members(
-            [(k if isinstance(k, int) and not isinstance(k, bool) else _key(k), v)
-             for k, v in value.items() if v is not None],
-            out, level,
+            [
+                (k if isinstance(k, int) and not isinstance(k, bool) else _key(k), v)
+                for k, v in value.items()
+                if v is not None
+            ],
+            out,
+            level,
         )
     elif isinstance(value, tuple):
         # a Java primitive array: fastjson2 keeps it on one line even when pretty
@@ -355,7 +354,7 @@ class ConsumerOffsetSerializeWrapper(FastJsonBody):
         return tree
 
     def encode(self, *, standard: bool = False) -> bytes:
-        from pyrmq.remoting.bodies import fastjson_dumps
+        from pyrmq.protocol.fastjson import fastjson_dumps
 
         return fastjson_dumps(self.to_tree(), standard=standard)
 
@@ -426,10 +425,8 @@ def read_config_text(path: str, parse=loads) -> tuple[Any, str] | None:
             problems.append(f"{p}: {e}")
             log.error("config file %s is unreadable (%s); trying the backup", p, e)
             if p == path:
-                try:
+                with contextlib.suppress(OSError):
                     os.replace(p, p + ".corrupt")
-                except OSError:
-                    pass
     if problems:
         raise ConfigFileError("; ".join(problems))
     return None

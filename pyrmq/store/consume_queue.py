@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import construct as cs
 
-from .mapped_file import MappedFile, MappedFileQueue, SyncFn
+from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,9 @@ class ConsumeQueue:
     """Per topic/queue index into the commit log: 20-byte big-endian entries (commitlog offset,
     size, tags code). Java: store.ConsumeQueue."""
 
-    def __init__(self, topic: str, queue_id: int, store_path: str, mapped_file_size: int, sync: SyncFn | None = None) -> None:
+    def __init__(
+        self, topic: str, queue_id: int, store_path: str, mapped_file_size: int, sync: SyncFn | None = None
+    ) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.mapped_file_size = mapped_file_size
@@ -107,10 +109,22 @@ class ConsumeQueue:
         cur = mf.file_from_offset + mf.wrote_position
         if cq_offset != 0:
             if expect < cur:
-                log.warning("%s-%d: build consume queue repeatedly, expect %d < current %d", self.topic, self.queue_id, expect, cur)
+                log.warning(
+                    "%s-%d: build consume queue repeatedly, expect %d < current %d",
+                    self.topic,
+                    self.queue_id,
+                    expect,
+                    cur,
+                )
                 return True
             if expect != cur:
-                log.warning("%s-%d: logic queue order maybe wrong, expect %d, current %d", self.topic, self.queue_id, expect, cur)
+                log.warning(
+                    "%s-%d: logic queue order maybe wrong, expect %d, current %d",
+                    self.topic,
+                    self.queue_id,
+                    expect,
+                    cur,
+                )
                 if expect > cur:
                     # gap (should not happen): keep entry numbers right by padding with fillers
                     while cur < expect:
@@ -171,7 +185,9 @@ class ConsumeQueue:
         e = self.get(mx - 1)
         return -1 if e is None else e[0]
 
-    def get_offset_in_queue_by_time(self, timestamp: int, pickup: Callable[[int, int], int], min_phy_offset: int) -> int:
+    def get_offset_in_queue_by_time(
+        self, timestamp: int, pickup: Callable[[int, int], int], min_phy_offset: int
+    ) -> int:
         """First queue offset whose record was stored at or after `timestamp` (binary search over the
         entries, store times read from the commit log), else the nearest. Java
         ConsumeQueue#getOffsetInQueueByTime (BoundaryType.LOWER)."""

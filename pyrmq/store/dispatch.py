@@ -11,10 +11,11 @@ record whose lengths disagree is skipped by TOTALSIZE; unreadable data stops the
 from __future__ import annotations
 
 import logging
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
-from .message import MessageSysFlag
-from .results import DispatchRequest
+from pyrmq.store.message import MessageSysFlag
+from pyrmq.store.results import DispatchRequest
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,9 @@ the broker's long-polling wake-up (Java MessageArrivingListener#arriving)."""
 
 
 class ReputMessageService:
-    def __init__(self, commit_log, dispatchers: list[CommitLogDispatcher], on_dispatched: DispatchedListener | None = None) -> None:
+    def __init__(
+        self, commit_log, dispatchers: list[CommitLogDispatcher], on_dispatched: DispatchedListener | None = None
+    ) -> None:
         self.commit_log = commit_log
         self.dispatchers = dispatchers
         self.on_dispatched = on_dispatched
@@ -95,7 +98,9 @@ class ReputMessageService:
         before `until`); a record crossing the end waits. Returns how many."""
         cl = self.commit_log
         if self.reput_from_offset < cl.get_min_offset():
-            log.warning("reput offset %d below commit log min %d; moving up", self.reput_from_offset, cl.get_min_offset())
+            log.warning(
+                "reput offset %d below commit log min %d; moving up", self.reput_from_offset, cl.get_min_offset()
+            )
             self.reput_from_offset = cl.get_min_offset()
         count = 0
         end = self.reput_end_offset()

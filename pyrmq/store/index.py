@@ -14,17 +14,19 @@ Only the key's 4-byte hash is stored: lookups return false positives, callers ve
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import mmap
 import os
 import struct
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import construct as cs
 
-from .message import MessageConst, MessageSysFlag, java_string_hash
-from .results import DispatchRequest
+from pyrmq.common.java_lang import java_string_hash
+from pyrmq.store.message import MessageConst, MessageSysFlag
+from pyrmq.store.results import DispatchRequest
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +100,14 @@ class IndexFile:
         self.mm = mmap.mmap(self._fd, self.file_size)
         self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
         if existed:
-            (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
-             self.hash_slot_count, self.index_count) = INDEX_HEADER_LAYOUT.unpack_from(self.mm, 0)
+            (
+                self.begin_timestamp,
+                self.end_timestamp,
+                self.begin_phy_offset,
+                self.end_phy_offset,
+                self.hash_slot_count,
+                self.index_count,
+            ) = INDEX_HEADER_LAYOUT.unpack_from(self.mm, 0)
             self.hash_slot_count = max(self.hash_slot_count, 0)
             self.index_count = max(self.index_count, 1)
         else:
@@ -114,8 +122,14 @@ class IndexFile:
 
     def _write_header(self) -> None:
         INDEX_HEADER_LAYOUT.pack_into(
-            self.mm, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
-            self.hash_slot_count, self.index_count,
+            self.mm,
+            0,
+            self.begin_timestamp,
+            self.end_timestamp,
+            self.begin_phy_offset,
+            self.end_phy_offset,
+            self.hash_slot_count,
+            self.index_count,
         )
 
     def is_write_full(self) -> bool:
@@ -133,8 +147,11 @@ class IndexFile:
         if self.begin_timestamp <= 0:
             time_diff = 0
         else:
-            time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \
+            time_diff = (
+                (store_timestamp - self.begin_timestamp) // 1000
+                if store_timestamp >= self.begin_timestamp
                 else -((self.begin_timestamp - store_timestamp) // 1000)
+            )
             time_diff = min(max(time_diff, 0), 2**31 - 1)
         INDEX_ENTRY_LAYOUT.pack_into(
             self.mm, self._entries_base + self.index_count * INDEX_SIZE, key_hash, phy_offset, time_diff, slot_value
@@ -161,7 +178,9 @@ class IndexFile:
     def select_phy_offset(self, phy_offsets: list[int], key: str, max_num: int, begin: int, end: int) -> None:
         """Append matching commit-log offsets, newest first. Java IndexFile#selectPhyOffset."""
         key_hash = index_key_hash(key)
-        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE)
+        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(
+            self.mm, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        )
         if slot_value <= INVALID_INDEX or slot_value > self.index_count or self.index_count <= 1:
             return
         nxt = slot_value
@@ -182,26 +201,27 @@ class IndexFile:
 
     def close(self) -> None:
         if not self.mm.closed:
-            try:
+            with contextlib.suppress(BufferError):
                 self.mm.close()
-            except BufferError:
-                pass
             os.close(self._fd)
 
     def destroy(self) -> None:
         self.close()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.file_name)
-        except FileNotFoundError:
-            pass
 
 
 class IndexService:
     """The run of index files. Java: store.index.IndexService."""
 
     def __init__(
-        self, store_path: str, hash_slot_num: int, index_num: int, clock: Callable[[], int],
-        on_file_full: Callable[[int], None] | None = None, max_msgs_num_batch: int = 64,
+        self,
+        store_path: str,
+        hash_slot_num: int,
+        index_num: int,
+        clock: Callable[[], int],
+        on_file_full: Callable[[int], None] | None = None,
+        max_msgs_num_batch: int = 64,
     ) -> None:
         self.store_path = store_path
         self.hash_slot_num = hash_slot_num
@@ -240,7 +260,9 @@ class IndexService:
         ):
             now += 1
             name = time_millis_to_file_name(now)
-        f = IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num, prev_end_phy, prev_end_ts)
+        f = IndexFile(
+            os.path.join(self.store_path, name), self.hash_slot_num, self.index_num, prev_end_phy, prev_end_ts
+        )
         self.index_file_list.append(f)
         if last is not None:
             last.flush()
@@ -294,8 +316,10 @@ class IndexService:
 
     def truncate_beyond(self, phy_offset: int) -> None:
         """Delete files holding entries at or past `phy_offset` (they are rebuilt by dispatch)."""
-        while self.index_file_list and self.index_file_list[-1].end_phy_offset >= phy_offset and (
-            self.index_file_list[-1].index_count > 1
+        while (
+            self.index_file_list
+            and self.index_file_list[-1].end_phy_offset >= phy_offset
+            and (self.index_file_list[-1].index_count > 1)
         ):
             self.index_file_list.pop().destroy()
 

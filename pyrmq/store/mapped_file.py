@@ -10,11 +10,12 @@ last file; readers read up to the read position (= wrote position).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import mmap
 import os
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +49,18 @@ class MappedFile:
     """One pre-sized file, mapped read-write. Java: store.logfile.DefaultMappedFile."""
 
     __slots__ = (
-        "file_name", "file_size", "file_from_offset", "mm", "_fd", "wrote_position",
-        "committed_position", "flushed_position", "_sync", "store_timestamp", "first_create_in_queue",
         "_closed",
+        "_fd",
+        "_sync",
+        "committed_position",
+        "file_from_offset",
+        "file_name",
+        "file_size",
+        "first_create_in_queue",
+        "flushed_position",
+        "mm",
+        "store_timestamp",
+        "wrote_position",
     )
 
     def __init__(self, file_name: str, file_size: int, sync: SyncFn | None = None) -> None:
@@ -166,10 +176,8 @@ class MappedFile:
     def destroy(self) -> bool:
         """Unmap and delete the file. Java DefaultMappedFile#destroy."""
         self.close()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.file_name)
-        except FileNotFoundError:
-            pass
         return True
 
     def __repr__(self) -> str:
@@ -194,9 +202,7 @@ class MappedFileQueue:
         configured one or its name is not a number (Java MappedFileQueue#doLoad refuses too)."""
         if not os.path.isdir(self.store_path):
             return True
-        names = sorted(
-            n for n in os.listdir(self.store_path) if not os.path.isdir(os.path.join(self.store_path, n))
-        )
+        names = sorted(n for n in os.listdir(self.store_path) if not os.path.isdir(os.path.join(self.store_path, n)))
         for i, name in enumerate(names):
             path = os.path.join(self.store_path, name)
             if not name.isdigit():
@@ -339,8 +345,12 @@ class MappedFileQueue:
             self.mapped_files.pop().destroy()
 
     def delete_expired_file_by_time(
-        self, expired_time_ms: int, delete_files_interval_ms: int, clean_immediately: bool,
-        delete_file_batch_max: int = 10, now_ms: Callable[[], int] | None = None,
+        self,
+        expired_time_ms: int,
+        delete_files_interval_ms: int,
+        clean_immediately: bool,
+        delete_file_batch_max: int = 10,
+        now_ms: Callable[[], int] | None = None,
     ) -> int:
         """Delete the oldest files whose mtime + expired_time <= now (never the last one), stopping at
         the first kept file. Java MappedFileQueue#deleteExpiredFileByTime. Returns how many."""
@@ -359,7 +369,9 @@ class MappedFileQueue:
                 break
         return deleted
 
-    def delete_expired_file_by_offset(self, offset: int, unit_size: int, last_entry_offset: Callable[[MappedFile], int]) -> int:
+    def delete_expired_file_by_offset(
+        self, offset: int, unit_size: int, last_entry_offset: Callable[[MappedFile], int]
+    ) -> int:
         """Delete leading files whose last entry's commit-log offset < `offset` (never the last file).
         Java MappedFileQueue#deleteExpiredFileByOffset."""
         deleted = 0
@@ -384,10 +396,8 @@ class MappedFileQueue:
             mf.destroy()
         self.mapped_files = []
         self.flushed_where = self.committed_where = 0
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(self.store_path)
-        except OSError:
-            pass
 
     def shutdown(self) -> None:
         for mf in self.mapped_files:

@@ -30,16 +30,17 @@ This module stays import-light (stdlib + construct): pyrmq.spark imports it.
 
 from __future__ import annotations
 
-import operator
 import socket
 import struct
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Iterator
 
 import construct as cs
+
+from pyrmq.common.java_lang import java_string_hash
 
 # --- magic codes (MessageDecoder, CommitLog.BLANK_MAGIC_CODE; spec §2.2) -------------------------
 MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7, V1: 1-byte topic length
@@ -193,7 +194,8 @@ COMMITLOG_RECORD = cs.Struct(
     "reconsume_times" / cs.Int32sb,
     "prepared_transaction_offset" / cs.Int64sb,
     "body" / cs.Prefixed(cs.Int32sb, cs.GreedyBytes),
-    "topic" / cs.IfThenElse(
+    "topic"
+    / cs.IfThenElse(
         cs.this.magic_code == MESSAGE_MAGIC_CODE_V2,
         cs.PascalString(cs.Int16sb, "utf8"),
         cs.PascalString(cs.Int8ub, "utf8"),
@@ -223,32 +225,6 @@ class MessageDecodeError(ValueError):
 def crc32(data: bytes | bytearray | memoryview) -> int:
     """Java UtilAll.crc32: java.util.zip.CRC32 with the sign bit cleared."""
     return zlib.crc32(data) & 0x7FFFFFFF
-
-
-_HASH_CHUNK = 256
-_POW31_DESC = [pow(31, k, 1 << 32) for k in range(_HASH_CHUNK - 1, -1, -1)]  # 31**255 .. 31**0 mod 2**32
-_POW31_CHUNK = pow(31, _HASH_CHUNK, 1 << 32)
-
-
-def java_string_hash(s: str) -> int:
-    """Java String.hashCode over UTF-16 code units, as a signed 32-bit int (spec Appendix A).
-
-    sum(unit[i] * 31**(n-1-i)) mod 2**32 with C-level map/sum over a table of powers: ~25% less
-    than a per-unit Python loop (the put path hashes tags and every index key)."""
-    if s.isascii():
-        units: bytes | tuple[int, ...] = s.encode("ascii")
-    else:
-        data = s.encode("utf-16-be")
-        units = struct.unpack(f">{len(data) // 2}H", data)
-    n = len(units)
-    if n <= _HASH_CHUNK:
-        h = sum(map(operator.mul, units, _POW31_DESC[_HASH_CHUNK - n :])) & 0xFFFFFFFF
-    else:
-        head = n % _HASH_CHUNK or _HASH_CHUNK
-        h = sum(map(operator.mul, units[:head], _POW31_DESC[_HASH_CHUNK - head :])) & 0xFFFFFFFF
-        for i in range(head, n, _HASH_CHUNK):
-            h = (h * _POW31_CHUNK + sum(map(operator.mul, units[i : i + _HASH_CHUNK], _POW31_DESC))) & 0xFFFFFFFF
-    return h - 0x100000000 if h & 0x80000000 else h
 
 
 def tags_string_to_tags_code(tags: str | None) -> int:
@@ -301,16 +277,32 @@ def is_ipv6(host: Host) -> bool:
     return ":" in host[0]
 
 
-def cal_msg_length(
-    version: int, sys_flag: int, body_length: int, topic_length: int, properties_length: int
-) -> int:
+def cal_msg_length(version: int, sys_flag: int, body_length: int, topic_length: int, properties_length: int) -> int:
     """Java MessageExtEncoder#calMsgLength: fixed part 88 bytes for IPv4/IPv4 (spec §2.1)."""
     born = 20 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8
     store = 20 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8
     topic_len_size = 2 if version == MESSAGE_MAGIC_CODE_V2 else 1
     return (
-        4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8
-        + 4 + body_length + topic_len_size + topic_length + 2 + properties_length
+        4
+        + 4
+        + 4
+        + 4
+        + 4
+        + 8
+        + 8
+        + 4
+        + 8
+        + born
+        + 8
+        + store
+        + 4
+        + 8
+        + 4
+        + body_length
+        + topic_len_size
+        + topic_length
+        + 2
+        + properties_length
     )
 
 
@@ -527,10 +519,27 @@ def topic_field(topic: bytes, version: int) -> bytes:
 
 
 def write_record(
-    buf, pos: int, header: struct.Struct, total: int, version: int, body_crc: int, queue_id: int, flag: int,
-    queue_offset: int, physical_offset: int, sys_flag: int, born_timestamp: int, born_host: bytes,
-    store_timestamp: int, store_host: bytes, reconsume_times: int, prepared_transaction_offset: int,
-    body, topic_part: bytes, properties, head: bool = True,
+    buf,
+    pos: int,
+    header: struct.Struct,
+    total: int,
+    version: int,
+    body_crc: int,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    physical_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    store_timestamp: int,
+    store_host: bytes,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body,
+    topic_part: bytes,
+    properties,
+    head: bool = True,
 ) -> None:
     """Write one whole record of `total` bytes at buf[pos:] (a bytearray or the mapped file itself:
     no intermediate copy). Positional on purpose: this is the put path's hot call.
@@ -542,8 +551,22 @@ def write_record(
     record's head last, so a torn batch is invisible as a whole)."""
     body_len = len(body)
     header.pack_into(
-        buf, pos, 0, 0, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
-        born_timestamp, born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
+        buf,
+        pos,
+        0,
+        0,
+        body_crc,
+        queue_id,
+        flag,
+        queue_offset,
+        physical_offset,
+        sys_flag,
+        born_timestamp,
+        born_host,
+        store_timestamp,
+        store_host,
+        reconsume_times,
+        prepared_transaction_offset,
         body_len,
     )
     p = pos + header.size
@@ -599,9 +622,26 @@ def encode_record(
         body_crc = crc32(body)
     out = bytearray(total)
     write_record(
-        out, 0, header, total, version, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
-        born_timestamp, bytes(born_host), store_timestamp, bytes(store_host), reconsume_times,
-        prepared_transaction_offset, body, topic_part, properties,
+        out,
+        0,
+        header,
+        total,
+        version,
+        body_crc,
+        queue_id,
+        flag,
+        queue_offset,
+        physical_offset,
+        sys_flag,
+        born_timestamp,
+        bytes(born_host),
+        store_timestamp,
+        bytes(store_host),
+        reconsume_times,
+        prepared_transaction_offset,
+        body,
+        topic_part,
+        properties,
     )
     return out
 

@@ -5,29 +5,30 @@ background threads flush. Recovery follows Java 5.3.x (see docs/store.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Callable, Protocol
+from typing import Protocol
 
-from . import message as m
-from .checkpoint import StoreCheckpoint, StoreLock, abort_file_exists, create_abort_file, delete_abort_file
-from .cleanup import StoreCleaner
-from .commitlog import CommitLog, MessageExtBatch
-from .consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
-from .dispatch import (
+from pyrmq.store import message as m
+from pyrmq.store.checkpoint import StoreCheckpoint, StoreLock, abort_file_exists, create_abort_file, delete_abort_file
+from pyrmq.store.cleanup import StoreCleaner
+from pyrmq.store.commitlog import CommitLog, MessageExtBatch
+from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from pyrmq.store.dispatch import (
     CommitLogDispatcherBuildConsumeQueue,
     CommitLogDispatcherBuildIndex,
     DispatchedListener,
     ReputMessageService,
-    builds_consume_queue,
 )
-from .index import IndexService
-from .mapped_file import SyncFn
-from .results import (
+from pyrmq.store.index import IndexService
+from pyrmq.store.mapped_file import SyncFn
+from pyrmq.store.results import (
     DispatchRequest,
     GetMessageResult,
     GetMessageStatus,
@@ -36,12 +37,12 @@ from .results import (
     QueryMessageResult,
     SelectMappedBufferResult,
 )
-from .running_flags import RunningFlags
-from .store_config import MessageStoreConfig
+from pyrmq.store.running_flags import RunningFlags
+from pyrmq.store.store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MessageStore", "MessageFilter", "TagsCodeMessageFilter", "MessageExtBatch"]
+__all__ = ["MessageExtBatch", "MessageFilter", "MessageStore", "TagsCodeMessageFilter"]
 
 
 class MessageFilter(Protocol):
@@ -90,8 +91,12 @@ class MessageStore:
         self.commit_log = CommitLog(config, self.clock, sync, on_flushed=self._on_commit_log_flushed)
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self.index_service = IndexService(
-            config.index_dir, config.max_hash_slot_num, config.max_index_num, self.clock,
-            on_file_full=self._on_index_file_full, max_msgs_num_batch=config.max_msgs_num_batch,
+            config.index_dir,
+            config.max_hash_slot_num,
+            config.max_index_num,
+            self.clock,
+            on_file_full=self._on_index_file_full,
+            max_msgs_num_batch=config.max_msgs_num_batch,
         )
         self.reput_message_service = ReputMessageService(
             self.commit_log,
@@ -145,7 +150,9 @@ class MessageStore:
         self._dispatch_after_flush = self.config.sync_flush and not self.config.read_un_committed
         self.commit_log.start()
         self._stop.clear()
-        self._flush_cq_thread = threading.Thread(target=self._flush_consume_queue_loop, name="FlushConsumeQueueService", daemon=True)
+        self._flush_cq_thread = threading.Thread(
+            target=self._flush_consume_queue_loop, name="FlushConsumeQueueService", daemon=True
+        )
         self._flush_cq_thread.start()
         self._shutdown = False
         self.cleaner.start()  # Java: scheduleAtFixedRate(cleanFilesPeriodically, 60 s, cleanResourceInterval)
@@ -186,10 +193,8 @@ class MessageStore:
         for d in (self.config.commit_log_dir, self.config.consume_queue_dir, self.config.index_dir):
             shutil.rmtree(d, ignore_errors=True)
         for p in (self.config.checkpoint_path, self.config.abort_path):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(p)
-            except FileNotFoundError:
-                pass
 
     # --- load / recover -----------------------------------------------------------------------------
     def _load_consume_queues(self) -> None:
@@ -222,7 +227,9 @@ class MessageStore:
                 if self.config.message_index_enable and self.config.message_index_safe
                 else self.checkpoint.get_min_timestamp()
             )
-            cl.recover_abnormally(max_phy_cq, min_ts, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics)
+            cl.recover_abnormally(
+                max_phy_cq, min_ts, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics
+            )
         if self.checkpoint is not None and cl.confirm_offset >= 0:
             self.checkpoint.confirm_phy_offset = cl.confirm_offset
         self.recover_topic_queue_table()
@@ -393,7 +400,9 @@ class MessageStore:
             qs = self.consume_queue_table.setdefault(topic, {})
         cq = qs.get(queue_id)
         if cq is None:
-            cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir, self.config.consume_queue_file_size, self._sync)
+            cq = ConsumeQueue(
+                topic, queue_id, self.config.consume_queue_dir, self.config.consume_queue_file_size, self._sync
+            )
             qs[queue_id] = cq
         return cq
 
@@ -427,7 +436,9 @@ class MessageStore:
         cq = self.get_consume_queue(topic, queue_id)
         if cq is None:
             return 0
-        return cq.get_offset_in_queue_by_time(timestamp, self.commit_log.pickup_store_timestamp, self.commit_log.get_min_offset())
+        return cq.get_offset_in_queue_by_time(
+            timestamp, self.commit_log.pickup_store_timestamp, self.commit_log.get_min_offset()
+        )
 
     def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
         cq = self.get_consume_queue(topic, queue_id)
@@ -465,15 +476,15 @@ class MessageStore:
                 for cq in qs.values():
                     cq.destroy()
                     self.commit_log.topic_queue_table.pop(f"{t}-{cq.queue_id}", None)
-                try:
+                with contextlib.suppress(OSError):
                     os.rmdir(os.path.join(self.config.consume_queue_dir, t))
-                except OSError:
-                    pass
                 n += 1
         return n
 
     # --- get ---------------------------------------------------------------------------------------------
-    def _is_the_batch_full(self, size_py: int, max_msg_nums: int, buffer_total: int, message_total: int, in_disk: bool) -> bool:
+    def _is_the_batch_full(
+        self, size_py: int, max_msg_nums: int, buffer_total: int, message_total: int, in_disk: bool
+    ) -> bool:
         """Java DefaultMessageStore#isTheBatchFull."""
         c = self.config
         if buffer_total == 0 or message_total == 0:
@@ -481,11 +492,22 @@ class MessageStore:
         if max_msg_nums <= message_total:
             return True
         if in_disk:
-            return buffer_total + size_py > c.max_transfer_bytes_on_message_in_disk or message_total > c.max_transfer_count_on_message_in_disk - 1
-        return buffer_total + size_py > c.max_transfer_bytes_on_message_in_memory or message_total > c.max_transfer_count_on_message_in_memory - 1
+            return (
+                buffer_total + size_py > c.max_transfer_bytes_on_message_in_disk
+                or message_total > c.max_transfer_count_on_message_in_disk - 1
+            )
+        return (
+            buffer_total + size_py > c.max_transfer_bytes_on_message_in_memory
+            or message_total > c.max_transfer_count_on_message_in_memory - 1
+        )
 
     def get_message(
-        self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
         """Records of a queue from `offset`, up to the batch limits. Java DefaultMessageStore#getMessage."""
@@ -527,7 +549,9 @@ class MessageStore:
                     scanned += 1
                     continue
                 in_disk = max_offset_py - offset_py > memory
-                if self._is_the_batch_full(size_py, max_msg_nums, result.buffer_total_size, result.message_count, in_disk):
+                if self._is_the_batch_full(
+                    size_py, max_msg_nums, result.buffer_total_size, result.message_count, in_disk
+                ):
                     break
                 scanned += 1
                 if size_py == 0x7FFFFFFF:
@@ -568,7 +592,9 @@ class MessageStore:
             return 0
         return total
 
-    def select_one_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> SelectMappedBufferResult | None:
+    def select_one_message_by_offset(
+        self, commit_log_offset: int, size: int | None = None
+    ) -> SelectMappedBufferResult | None:
         size = size or self._record_size_at(commit_log_offset)
         if size <= 0:
             return None

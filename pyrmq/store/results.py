@@ -4,9 +4,9 @@ QueryMessageResult. Outcomes are returned, never raised."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable
 
 
 class PutMessageStatus(Enum):

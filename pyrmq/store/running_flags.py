@@ -3,6 +3,7 @@
 Each condition has its own bit, so clearing one (disk space is back) never
 re-enables a store another condition (a write error) made unwritable.
 """
+
 from __future__ import annotations
 
 import enum
@@ -22,8 +23,14 @@ class RunningFlag(enum.IntFlag):
 
 
 #: any of these refuses puts (Java RunningFlags#isWriteable)
-_NOT_WRITEABLE_BITS = (RunningFlag.NOT_WRITEABLE | RunningFlag.WRITE_LOGICS_QUEUE_ERROR | RunningFlag.DISK_FULL
-                       | RunningFlag.WRITE_INDEX_FILE_ERROR | RunningFlag.FENCED | RunningFlag.LOGIC_DISK_FULL)
+_NOT_WRITEABLE_BITS = (
+    RunningFlag.NOT_WRITEABLE
+    | RunningFlag.WRITE_LOGICS_QUEUE_ERROR
+    | RunningFlag.DISK_FULL
+    | RunningFlag.WRITE_INDEX_FILE_ERROR
+    | RunningFlag.FENCED
+    | RunningFlag.LOGIC_DISK_FULL
+)
 
 
 class RunningFlags:

@@ -10,10 +10,10 @@ import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class FlushDiskType(str, Enum):
+class FlushDiskType(StrEnum):
     """Java store.config.FlushDiskType."""
 
     SYNC_FLUSH = "SYNC_FLUSH"
@@ -115,7 +115,7 @@ class MessageStoreConfig:
         return table
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "MessageStoreConfig":
+    def from_properties(cls, props: dict[str, str]) -> MessageStoreConfig:
         """Build from broker.conf key/values (Java camelCase names); unknown keys are ignored."""
         cfg = cls()
         for f in dataclasses.fields(cls):

@@ -7,9 +7,10 @@
 
 Everything exposes ``get_namesrv_addr()`` / ``namesrv_addr`` (``127.0.0.1:<port>``).
 """
+
 from __future__ import annotations
 
-from .process import EmbeddedPyrmqDev, PyrmqDevProcess, StartupError
+from pyrmq.testing.process import EmbeddedPyrmqDev, PyrmqDevProcess, StartupError
 
 __all__ = ["EmbeddedPyrmqDev", "PyrmqDevProcess", "RocketMQContainer", "StartupError"]
 
@@ -17,7 +18,7 @@ __all__ = ["EmbeddedPyrmqDev", "PyrmqDevProcess", "RocketMQContainer", "StartupE
 def __getattr__(name: str):
     # testcontainers is an optional dependency: import it only when the container class is wanted.
     if name == "RocketMQContainer":
-        from .container import RocketMQContainer
+        from pyrmq.testing.container import RocketMQContainer
 
         return RocketMQContainer
     raise AttributeError(name)

@@ -9,6 +9,7 @@ servers bind 127.0.0.1 directly, which needs no bridge or iptables at all).
 Needs the ``container`` extra (``pip install 'pyrmq[container]'``) and an image built from
 ``docker/Dockerfile`` (``docker/build.sh`` tags it ``pyrmq:local``).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,8 @@ import time
 
 from testcontainers.core.container import DockerContainer
 
-from .ports import free_broker_port, free_port
-from .probe import broker_registered
+from pyrmq.testing.ports import free_broker_port, free_port
+from pyrmq.testing.probe import broker_registered
 
 DEFAULT_IMAGE = os.environ.get("PYRMQ_IMAGE", "pyrmq:local")
 
@@ -28,9 +29,15 @@ class RocketMQContainer(DockerContainer):
     network_mode: ``"bridge"`` (default, or ``$PYRMQ_DOCKER_NETWORK``) or ``"host"``.
     """
 
-    def __init__(self, image: str = DEFAULT_IMAGE, network_mode: str | None = None,
-                 namesrv_port: int | None = None, broker_port: int | None = None,
-                 start_timeout: float = 60.0, **kwargs):
+    def __init__(
+        self,
+        image: str = DEFAULT_IMAGE,
+        network_mode: str | None = None,
+        namesrv_port: int | None = None,
+        broker_port: int | None = None,
+        start_timeout: float = 60.0,
+        **kwargs,
+    ):
         super().__init__(image, **kwargs)
         self.network_mode = network_mode or os.environ.get("PYRMQ_DOCKER_NETWORK", "bridge")
         self.namesrv_port = namesrv_port or free_port()
@@ -52,7 +59,7 @@ class RocketMQContainer(DockerContainer):
         self.with_command(args)
         super()._configure()
 
-    def start(self) -> "RocketMQContainer":
+    def start(self) -> RocketMQContainer:
         super().start()
         self._wait_ready()
         return self
@@ -93,4 +100,4 @@ class RocketMQContainer(DockerContainer):
         return int(wrapped.attrs["State"]["ExitCode"])
 
 
-__all__ = ["RocketMQContainer", "DEFAULT_IMAGE"]
+__all__ = ["DEFAULT_IMAGE", "RocketMQContainer"]

@@ -1,4 +1,5 @@
 """Free loopback ports for servers started by tests (name server, broker + its VIP port)."""
+
 from __future__ import annotations
 
 import random
@@ -31,4 +32,4 @@ def free_broker_port() -> int:
     raise OSError("no free port pair (P, P-2) found")
 
 
-__all__ = ["free_port", "free_broker_port"]
+__all__ = ["free_broker_port", "free_port"]

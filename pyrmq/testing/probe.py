@@ -5,6 +5,7 @@ matched by opaque; Java counterpart: ``RemotingCommand#encodeHeader`` / ``decode
 No asyncio here, so fixtures, Testcontainers wait strategies and ``HEALTHCHECK`` can
 call it from any thread.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -41,8 +42,18 @@ def request(addr: str, code: int, timeout: float = 3.0) -> Reply:
     """Send request `code` (no ext fields, no body) to ``host:port``; return the response."""
     host, port = addr.rsplit(":", 1)
     opaque = next(_opaque)
-    header = json.dumps({"code": code, "extFields": {}, "flag": 0, "language": "JAVA", "opaque": opaque,
-                         "serializeTypeCurrentRPC": "JSON", "version": 479}, separators=(",", ":")).encode()
+    header = json.dumps(
+        {
+            "code": code,
+            "extFields": {},
+            "flag": 0,
+            "language": "JAVA",
+            "opaque": opaque,
+            "serializeTypeCurrentRPC": "JSON",
+            "version": 479,
+        },
+        separators=(",", ":"),
+    ).encode()
     with socket.create_connection((host, int(port)), timeout=timeout) as s:
         s.settimeout(timeout)
         s.sendall(struct.pack(">ii", 4 + len(header), len(header)) + header)
@@ -53,9 +64,9 @@ def request(addr: str, code: int, timeout: float = 3.0) -> Reply:
             hlen = word & 0xFFFFFF
             if word >> 24:
                 raise ValueError(f"expected a JSON reply header, got serialize type {word >> 24}")
-            h = json.loads(frame[4:4 + hlen])
+            h = json.loads(frame[4 : 4 + hlen])
             if h.get("opaque") == opaque and h.get("flag", 0) & 1:
-                return Reply(int(h["code"]), h.get("remark"), frame[4 + hlen:])
+                return Reply(int(h["code"]), h.get("remark"), frame[4 + hlen :])
 
 
 def namesrv_ok(addr: str, timeout: float = 3.0) -> bool:
@@ -83,4 +94,4 @@ def broker_registered(namesrv: str, broker_addr: str, timeout: float = 3.0) -> b
     return reply.code == SUCCESS and f'"{broker_addr}"'.encode() in reply.body
 
 
-__all__ = ["Reply", "request", "namesrv_ok", "broker_ok", "broker_registered"]
+__all__ = ["Reply", "broker_ok", "broker_registered", "namesrv_ok", "request"]

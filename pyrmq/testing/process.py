@@ -5,6 +5,7 @@ and expose ``namesrv_addr`` once the broker is registered (what a client needs).
 Java counterpart: none (the Java world uses RocketMQContainer or a mini-cluster);
 shaped like ``pyrmq.testing.container.RocketMQContainer`` so fixtures can swap them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,8 @@ import threading
 import time
 from pathlib import Path
 
-from .ports import free_broker_port, free_port
-from .probe import broker_registered
+from pyrmq.testing.ports import free_broker_port, free_port
+from pyrmq.testing.probe import broker_registered
 
 
 class StartupError(RuntimeError):
@@ -30,8 +31,13 @@ class StartupError(RuntimeError):
 class _DevBase:
     """Ports, store directory and readiness wait shared by both flavours."""
 
-    def __init__(self, store_dir: str | os.PathLike | None = None, namesrv_port: int | None = None,
-                 broker_port: int | None = None, start_timeout: float = 30.0):
+    def __init__(
+        self,
+        store_dir: str | os.PathLike | None = None,
+        namesrv_port: int | None = None,
+        broker_port: int | None = None,
+        start_timeout: float = 30.0,
+    ):
         self._own_store = store_dir is None
         self.store_dir = Path(store_dir) if store_dir else None
         self.namesrv_port = namesrv_port
@@ -88,17 +94,29 @@ class PyrmqDevProcess(_DevBase):
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
 
-    def start(self) -> "PyrmqDevProcess":
+    def start(self) -> PyrmqDevProcess:
         for attempt in range(3):  # a picked port can be taken by someone else before we bind it
             self._pick()
             self.log_path = self.store_dir.parent / f"pyrmq-dev-{self.namesrv_port}.log"
             self.store_dir.parent.mkdir(parents=True, exist_ok=True)
-            argv = [self.python, "-m", "pyrmq", "dev", "--namesrv-port", str(self.namesrv_port),
-                    "--broker-port", str(self.broker_port), "--store", str(self.store_dir),
-                    "--log-level", self.log_level]
+            argv = [
+                self.python,
+                "-m",
+                "pyrmq",
+                "dev",
+                "--namesrv-port",
+                str(self.namesrv_port),
+                "--broker-port",
+                str(self.broker_port),
+                "--store",
+                str(self.store_dir),
+                "--log-level",
+                self.log_level,
+            ]
             with open(self.log_path, "ab") as out:
-                self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                             start_new_session=True)
+                self.proc = subprocess.Popen(
+                    argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                )
             try:
                 self._wait_ready(lambda: self.proc.poll() is None, self.tail)
                 return self
@@ -157,11 +175,18 @@ class EmbeddedPyrmqDev(_DevBase):
         finally:
             ready.set()
 
-    def start(self) -> "EmbeddedPyrmqDev":
+    def start(self) -> EmbeddedPyrmqDev:
         self._pick()
-        args = argparse.Namespace(namesrv_port=self.namesrv_port, broker_port=self.broker_port,
-                                  store=str(self.store_dir), host="127.0.0.1", advertise=None,
-                                  cluster="DefaultCluster", broker_name="broker-a", log_level="WARNING")
+        args = argparse.Namespace(
+            namesrv_port=self.namesrv_port,
+            broker_port=self.broker_port,
+            store=str(self.store_dir),
+            host="127.0.0.1",
+            advertise=None,
+            cluster="DefaultCluster",
+            broker_name="broker-a",
+            log_level="WARNING",
+        )
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(args, ready), name="pyrmq-dev", daemon=True)
         self._thread.start()
@@ -181,4 +206,4 @@ class EmbeddedPyrmqDev(_DevBase):
         return result
 
 
-__all__ = ["PyrmqDevProcess", "EmbeddedPyrmqDev", "StartupError"]
+__all__ = ["EmbeddedPyrmqDev", "PyrmqDevProcess", "StartupError"]

@@ -5,6 +5,7 @@
 ``--pyrmq-image`` / ``$PYRMQ_IMAGE``, default ``pyrmq:local``; network from ``$PYRMQ_DOCKER_NETWORK``).
 pyrmq's own compat fixtures read the same option.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,9 +17,12 @@ MODES = ("process", "inprocess", "container")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("pyrmq")
-    group.addoption("--broker-mode", choices=MODES, default=None,
-                    help="how pyrmq servers are started: process (default), inprocess, container "
-                         "(env PYRMQ_BROKER_MODE)")
+    group.addoption(
+        "--broker-mode",
+        choices=MODES,
+        default=None,
+        help="how pyrmq servers are started: process (default), inprocess, container (env PYRMQ_BROKER_MODE)",
+    )
     group.addoption("--pyrmq-image", default=None, help="image for --broker-mode=container (env PYRMQ_IMAGE)")
 
 
@@ -33,11 +37,11 @@ def start_server(config: pytest.Config):
     """A started pyrmq dev server of the configured kind; the caller stops it."""
     mode = broker_mode(config)
     if mode == "container":
-        from .container import DEFAULT_IMAGE, RocketMQContainer
+        from pyrmq.testing.container import DEFAULT_IMAGE, RocketMQContainer
 
         image = config.getoption("pyrmq_image", None) or os.environ.get("PYRMQ_IMAGE") or DEFAULT_IMAGE
         return RocketMQContainer(image).start()
-    from .process import EmbeddedPyrmqDev, PyrmqDevProcess
+    from pyrmq.testing.process import EmbeddedPyrmqDev, PyrmqDevProcess
 
     return (EmbeddedPyrmqDev() if mode == "inprocess" else PyrmqDevProcess()).start()
 

@@ -6,6 +6,7 @@ docker/build.sh (reused while the files it contains are unchanged). Every contai
 host networking (all traffic on 127.0.0.1) and Ryuk is off: nothing can be pulled here.
 A missing engine fails loudly; nothing is skipped.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,6 +53,7 @@ def java_home(tmp_path_factory):
 @pytest.fixture
 def world_writable(tmp_path):
     """A host directory the image's non-root user (uid 3000) can write: for bind-mounted stores."""
+
     def make(name: str) -> Path:
         d = tmp_path / name
         d.mkdir(parents=True, exist_ok=True)

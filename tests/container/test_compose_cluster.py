@@ -5,6 +5,7 @@ still succeeds within the producer's retries; `compose start broker-b` and a new
 every acknowledged message (SYNC_FLUSH: nothing acked is lost by the kill). Ports are free ones
 given through the compose file's variables; the project name is unique, and `down -v` removes it all.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,10 +15,10 @@ import time
 import uuid
 
 import pytest
+from support.java import run_junit
 
 from pyrmq.testing.ports import free_broker_port, free_port
 from pyrmq.testing.probe import broker_registered
-from support.java import run_junit
 
 pytestmark = [pytest.mark.container, pytest.mark.java]
 
@@ -28,9 +29,14 @@ COMPOSE_FILE = os.path.join(ROOT, "docker", "compose.yaml")
 @pytest.fixture
 def cluster(compose_cmd, pyrmq_image):
     project = f"pyrmq-t-{uuid.uuid4().hex[:8]}"
-    env = dict(os.environ, PYRMQ_IMAGE=pyrmq_image, NAMESRV_PORT=str(free_port()),
-               BROKER_A_PORT=str(free_broker_port()), BROKER_B_PORT=str(free_broker_port()),
-               PYRMQ_CLUSTER=f"Cluster{uuid.uuid4().hex[:6]}")
+    env = dict(
+        os.environ,
+        PYRMQ_IMAGE=pyrmq_image,
+        NAMESRV_PORT=str(free_port()),
+        BROKER_A_PORT=str(free_broker_port()),
+        BROKER_B_PORT=str(free_broker_port()),
+        PYRMQ_CLUSTER=f"Cluster{uuid.uuid4().hex[:6]}",
+    )
     base = [*compose_cmd, "-f", COMPOSE_FILE, "-p", project]
 
     def compose(*args, timeout=180):
@@ -54,13 +60,26 @@ def cluster(compose_cmd, pyrmq_image):
 
 def test_two_broker_failover_loses_nothing(cluster, java_home, tmp_path):
     ns, compose, env = cluster
-    env_prefix = " ".join(f"{k}={shlex.quote(env[k])}" for k in
-                          ("PYRMQ_IMAGE", "NAMESRV_PORT", "BROKER_A_PORT", "BROKER_B_PORT", "PYRMQ_CLUSTER"))
-    props = {"namesrv": ns, "topic": f"Failover_{uuid.uuid4().hex[:8]}", "count": 300, "timeoutSec": 90,
-             "killCmd": f"{env_prefix} {compose} kill broker-b",
-             "startCmd": f"{env_prefix} {compose} start broker-b"}
-    r = run_junit("container", "io.pyrmq.compat.container.ClusterFailoverTest", "failover", props=props,
-                  home=java_home, timeout=300)
+    env_prefix = " ".join(
+        f"{k}={shlex.quote(env[k])}"
+        for k in ("PYRMQ_IMAGE", "NAMESRV_PORT", "BROKER_A_PORT", "BROKER_B_PORT", "PYRMQ_CLUSTER")
+    )
+    props = {
+        "namesrv": ns,
+        "topic": f"Failover_{uuid.uuid4().hex[:8]}",
+        "count": 300,
+        "timeoutSec": 90,
+        "killCmd": f"{env_prefix} {compose} kill broker-b",
+        "startCmd": f"{env_prefix} {compose} start broker-b",
+    }
+    r = run_junit(
+        "container",
+        "io.pyrmq.compat.container.ClusterFailoverTest",
+        "failover",
+        props=props,
+        home=java_home,
+        timeout=300,
+    )
     out = r.stdout
     print(out[-3000:])
     assert "failover: received" in out and "of 300" in out

@@ -3,6 +3,7 @@
 `pytest` runs in a child pytest with each --broker-mode (the plugin is the installed entry point);
 `process` and `container` run as scripts.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,22 @@ def _run(argv, cwd, timeout=180):
 @pytest.mark.parametrize("mode", ["process", "inprocess", "container"])
 def test_pytest_example(mode, pyrmq_image, tmp_path):
     (tmp_path / "test_orders.py").write_text(examples()["pytest"])
-    r = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_orders.py",
-              f"--broker-mode={mode}", f"--pyrmq-image={pyrmq_image}", "--rootdir", str(tmp_path)], tmp_path)
+    r = _run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_orders.py",
+            f"--broker-mode={mode}",
+            f"--pyrmq-image={pyrmq_image}",
+            "--rootdir",
+            str(tmp_path),
+        ],
+        tmp_path,
+    )
     assert "1 passed" in r.stdout
 
 

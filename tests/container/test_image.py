@@ -3,16 +3,18 @@
 Containers run with host networking on free loopback ports; the official Java client 5.5.0
 (compat/java-tests) drives them where messages are involved.
 """
+
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 
 import pytest
+from support.java import run_junit
 
 from pyrmq.testing.ports import free_broker_port, free_port
 from pyrmq.testing.probe import broker_registered, namesrv_ok
-from support.java import run_junit
 
 pytestmark = [pytest.mark.container]
 
@@ -31,16 +33,15 @@ def _health(container, timeout: float = 40, want: str = "healthy") -> str:
 
 
 def _run(docker_client, image, *command, **kwargs):
-    return docker_client.containers.run(image, list(command), detach=True, network_mode="host",
-                                        name=f"pyrmq-test-{uuid.uuid4().hex[:8]}", **kwargs)
+    return docker_client.containers.run(
+        image, list(command), detach=True, network_mode="host", name=f"pyrmq-test-{uuid.uuid4().hex[:8]}", **kwargs
+    )
 
 
 def _remove(*containers):
     for c in containers:
-        try:
+        with contextlib.suppress(Exception):
             c.remove(force=True, v=True)
-        except Exception:
-            pass
 
 
 def test_image_metadata(docker_client, pyrmq_image):
@@ -62,14 +63,23 @@ def test_namesrv_and_broker_configured_by_file_and_environment(docker_client, py
     ns_port, b_port = free_port(), free_broker_port()
     conf_dir = world_writable("conf")
     (conf_dir / "broker.conf").write_text(
-        "brokerClusterName=FileCluster\nbrokerName=from-file\nbrokerIP1=127.0.0.1\nlistenPort=1\n")
+        "brokerClusterName=FileCluster\nbrokerName=from-file\nbrokerIP1=127.0.0.1\nlistenPort=1\n"
+    )
     ns = _run(docker_client, pyrmq_image, "namesrv", environment={"RMQ_LISTEN_PORT": str(ns_port)})
     broker = None
     try:
-        broker = _run(docker_client, pyrmq_image, "broker",
-                      environment={"RMQ_LISTEN_PORT": str(b_port), "RMQ_brokerName": "from-env",
-                                    "NAMESRV_ADDR": f"127.0.0.1:{ns_port}", "RMQ_FLUSH_DISK_TYPE": "SYNC_FLUSH"},
-                      volumes={str(conf_dir): {"bind": "/home/rocketmq/conf", "mode": "ro"}})
+        broker = _run(
+            docker_client,
+            pyrmq_image,
+            "broker",
+            environment={
+                "RMQ_LISTEN_PORT": str(b_port),
+                "RMQ_brokerName": "from-env",
+                "NAMESRV_ADDR": f"127.0.0.1:{ns_port}",
+                "RMQ_FLUSH_DISK_TYPE": "SYNC_FLUSH",
+            },
+            volumes={str(conf_dir): {"bind": "/home/rocketmq/conf", "mode": "ro"}},
+        )
         assert _health(ns) == "healthy", ns.logs().decode()
         assert _health(broker) == "healthy", broker.logs().decode()
         assert broker_registered(f"127.0.0.1:{ns_port}", f"127.0.0.1:{b_port}")
@@ -84,10 +94,22 @@ def test_namesrv_and_broker_configured_by_file_and_environment(docker_client, py
 def test_health_check_turns_unhealthy_when_the_server_stops_answering(docker_client, pyrmq_image):
     """SIGSTOP the server inside: the health check's RemotingCommand times out -> unhealthy."""
     ns_port, b_port = free_port(), free_broker_port()
-    c = _run(docker_client, pyrmq_image, "dev", "--namesrv-port", str(ns_port), "--broker-port", str(b_port),
-             healthcheck={"test": ["CMD", "/opt/pyrmq/venv/bin/python", "/opt/pyrmq/bin/healthcheck.py"],
-                          "interval": 1_000_000_000, "timeout": 2_000_000_000, "retries": 2,
-                          "start_period": 0})
+    c = _run(
+        docker_client,
+        pyrmq_image,
+        "dev",
+        "--namesrv-port",
+        str(ns_port),
+        "--broker-port",
+        str(b_port),
+        healthcheck={
+            "test": ["CMD", "/opt/pyrmq/venv/bin/python", "/opt/pyrmq/bin/healthcheck.py"],
+            "interval": 1_000_000_000,
+            "timeout": 2_000_000_000,
+            "retries": 2,
+            "start_period": 0,
+        },
+    )
     try:
         assert _health(c) == "healthy", c.logs().decode()
         c.kill(signal="SIGSTOP")  # PID 1 is the server (exec'd by the entry point)
@@ -103,9 +125,15 @@ def test_sigterm_leaves_a_cleanly_shut_down_store(docker_client, pyrmq_image, wo
     cmd = ("dev", "--namesrv-port", str(ns_port), "--broker-port", str(b_port))
     mount = {str(store): {"bind": "/home/rocketmq/store", "mode": "rw"}}
     ns_addr = f"127.0.0.1:{ns_port}"
-    props = {"namesrv": ns_addr, "topic": f"Offsets_{uuid.uuid4().hex[:10]}",
-             "group": f"container_offsets_{uuid.uuid4().hex[:10]}", "stateFile": tmp_path / "offsets.properties",
-             "count": 50, "more": 30, "timeoutSec": 30}
+    props = {
+        "namesrv": ns_addr,
+        "topic": f"Offsets_{uuid.uuid4().hex[:10]}",
+        "group": f"container_offsets_{uuid.uuid4().hex[:10]}",
+        "stateFile": tmp_path / "offsets.properties",
+        "count": 50,
+        "more": 30,
+        "timeoutSec": 30,
+    }
     first = _run(docker_client, pyrmq_image, *cmd, volumes=mount)
     second = None
     try:

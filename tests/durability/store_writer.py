@@ -13,8 +13,12 @@ from pyrmq.store.store_config import MessageStoreConfig
 def main() -> None:
     root, flush_type, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
     cfg = MessageStoreConfig(
-        store_path_root_dir=root, mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 512,
-        max_hash_slot_num=256, max_index_num=1024, flush_disk_type=flush_type,
+        store_path_root_dir=root,
+        mapped_file_size_commit_log=64 * 1024,
+        mapped_file_size_consume_queue=20 * 512,
+        max_hash_slot_num=256,
+        max_index_num=1024,
+        flush_disk_type=flush_type,
     )
     store = MessageStore(cfg)
     store.load()
@@ -26,7 +30,9 @@ def main() -> None:
     while True:
         body = (f"msg-{i}-" * (1 + i % 7)).encode()
         r = store.put_message(
-            MessageExtBrokerInner(topic="Dur", queue_id=i % 3, body=body, properties={"KEYS": f"id{i}", "UNIQ_KEY": f"U{i}"})
+            MessageExtBrokerInner(
+                topic="Dur", queue_id=i % 3, body=body, properties={"KEYS": f"id{i}", "UNIQ_KEY": f"U{i}"}
+            )
         )
         if not r.is_ok():
             out.write(f"FAIL {i} {r.put_message_status}\n")

@@ -6,6 +6,8 @@ files (torn in-flight appends, abort-file recovery), not power loss."""
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import random
 import signal
@@ -24,8 +26,12 @@ WRITER = os.path.join(os.path.dirname(__file__), "store_writer.py")
 
 def _config(root: str, flush_type: str) -> MessageStoreConfig:
     return MessageStoreConfig(
-        store_path_root_dir=root, mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 512,
-        max_hash_slot_num=256, max_index_num=1024, flush_disk_type=flush_type,
+        store_path_root_dir=root,
+        mapped_file_size_commit_log=64 * 1024,
+        mapped_file_size_consume_queue=20 * 512,
+        max_hash_slot_num=256,
+        max_index_num=1024,
+        flush_disk_type=flush_type,
     )
 
 
@@ -53,7 +59,7 @@ def _check(root: str, flush_type: str, acked: set[int]) -> int:
             assert [x.queue_offset for x in recs] == list(range(len(recs)))
             assert all(x.queue_id == qid for x in recs)
             per_queue[qid] = [int(x.properties["KEYS"][2:]) for x in recs]
-        assert sorted(sum(per_queue.values(), [])) == ids
+        assert sorted(functools.reduce(operator.iadd, per_queue.values(), [])) == ids
         missing = acked - set(ids)
         if flush_type == "SYNC_FLUSH":
             assert not missing, f"acknowledged but lost: {sorted(missing)[:10]}"

@@ -1,4 +1,5 @@
 """A real NameServer on 127.0.0.1:<free>, driven over TCP by pyrmq.remoting.client."""
+
 from __future__ import annotations
 
 import asyncio
@@ -15,10 +16,10 @@ import pytest
 
 from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.controller import NamesrvController
-from pyrmq.remoting.bodies import ClusterInfo, KVTable, RegisterBrokerBody, TopicRouteData
+from pyrmq.protocol.bodies.namesrv import ClusterInfo, KVTable, RegisterBrokerBody, TopicRouteData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand, encode
 from pyrmq.remoting.client import RemotingClient
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand, encode
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_BODY = ROOT / "tests" / "golden" / "bodies" / "register_broker_body.json"
@@ -34,8 +35,12 @@ def run(coro, timeout: float = 30):
 
 
 async def start_ns(tmp_path: Path, **props: str) -> NamesrvController:
-    base = {"listenPort": "0", "bindAddress": "127.0.0.1", "kvConfigPath": str(tmp_path / "kvConfig.json"),
-            "configStorePath": str(tmp_path / "namesrv.properties")}
+    base = {
+        "listenPort": "0",
+        "bindAddress": "127.0.0.1",
+        "kvConfigPath": str(tmp_path / "kvConfig.json"),
+        "configStorePath": str(tmp_path / "namesrv.properties"),
+    }
     base.update(props)
     ns = NamesrvController(NamesrvConfig.from_properties(base))
     await ns.start()
@@ -43,9 +48,17 @@ async def start_ns(tmp_path: Path, **props: str) -> NamesrvController:
 
 
 def reg_cmd(name: str = "broker-a", addr: str = "127.0.0.1:10911", bid: int = 0, **more: str) -> RemotingCommand:
-    ext = {"brokerName": name, "brokerAddr": addr, "clusterName": "DefaultCluster",
-           "haServerAddr": addr.replace("10911", "10912"), "brokerId": str(bid), "compressed": "false",
-           "bodyCrc32": "0", "enableActingMaster": "false", "heartbeatTimeoutMillis": "120000"}
+    ext = {
+        "brokerName": name,
+        "brokerAddr": addr,
+        "clusterName": "DefaultCluster",
+        "haServerAddr": addr.replace("10911", "10912"),
+        "brokerId": str(bid),
+        "compressed": "false",
+        "bodyCrc32": "0",
+        "enableActingMaster": "false",
+        "heartbeatTimeoutMillis": "120000",
+    }
     ext.update(more)
     cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, ext, GOLDEN_BODY.read_bytes())
     cmd.version = V5_5_0
@@ -74,11 +87,15 @@ def test_register_route_cluster_info_over_tcp(tmp_path: Path) -> None:
                 assert b'{"0":"127.0.0.1:10911"}' in r.body
                 old = await client.invoke(addr, route_cmd("TopicTest", version=317), 5)
                 assert b'{0:"127.0.0.1:10911"}' in old.body and b" " not in old.body
-                info = ClusterInfo.decode((await client.invoke(
-                    addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5)).body)
+                info = ClusterInfo.decode(
+                    (await client.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5)).body
+                )
                 assert info.cluster_addr_table == {"DefaultCluster": ["broker-a"]}
-                assert set(RegisterBrokerBody.decode(GOLDEN_BODY.read_bytes())
-                           .topic_config_serialize_wrapper.topic_config_table) <= set(ns.route_info_manager.topic_queue_table)
+                assert set(
+                    RegisterBrokerBody.decode(
+                        GOLDEN_BODY.read_bytes()
+                    ).topic_config_serialize_wrapper.topic_config_table
+                ) <= set(ns.route_info_manager.topic_queue_table)
                 # the broker's connection closes: its routes go at once (BrokerHousekeepingService)
                 await broker.close()
                 for _ in range(100):
@@ -122,18 +139,25 @@ def test_unknown_code_and_bad_headers_keep_the_server_serving(tmp_path: Path) ->
         try:
             async with RemotingClient() as client:
                 r = await client.invoke(addr, RemotingCommand.request(9999), 5)
-                assert (r.code, r.remark) == (ResponseCode.REQUEST_CODE_NOT_SUPPORTED, " request type 9999 not supported")
+                assert (r.code, r.remark) == (
+                    ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                    " request type 9999 not supported",
+                )
                 r = await client.invoke(addr, reg_cmd(brokerId="abc"), 5)
                 assert r.code == ResponseCode.INVALID_PARAMETER and "brokerId" in r.remark
                 bad = reg_cmd()
                 bad.body = b"\x00garbage"
                 r = await client.invoke(addr, bad, 5)
                 assert r.code == ResponseCode.SYSTEM_ERROR and "RegisterBrokerBody" in r.remark
-                r = await client.invoke(addr, RemotingCommand.request(RequestCode.PUT_KV_CONFIG,
-                                                                      {"namespace": "n", "key": "k", "value": "v"}), 5)
+                r = await client.invoke(
+                    addr,
+                    RemotingCommand.request(RequestCode.PUT_KV_CONFIG, {"namespace": "n", "key": "k", "value": "v"}),
+                    5,
+                )
                 assert r.code == ResponseCode.SUCCESS
-                r = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_KVLIST_BY_NAMESPACE,
-                                                                      {"namespace": "n"}), 5)
+                r = await client.invoke(
+                    addr, RemotingCommand.request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "n"}), 5
+                )
                 assert KVTable.decode(r.body).table == {"k": "v"}
         finally:
             await ns.shutdown()
@@ -150,7 +174,7 @@ def _closed_by_peer(sock: socket.socket, timeout: float = 5) -> bool:
                 return True
     except (ConnectionResetError, BrokenPipeError):
         return True
-    except socket.timeout:
+    except TimeoutError:
         return False
 
 
@@ -203,8 +227,14 @@ def test_startup_process_boot_line_sigterm_and_kv_persistence(tmp_path: Path) ->
     conf = tmp_path / "namesrv.properties"
     conf.write_text(f"listenPort={port}\nbindAddress=127.0.0.1\nkvConfigPath={kv}\nnotAKey=1\n")
     env = dict(os.environ, PYTHONUNBUFFERED="1", HOME=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-m", "pyrmq", "namesrv", "-c", str(conf)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyrmq", "namesrv", "-c", str(conf)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         lines = []
         deadline = time.monotonic() + 20
@@ -215,13 +245,19 @@ def test_startup_process_boot_line_sigterm_and_kv_persistence(tmp_path: Path) ->
             lines.append(line)
             if "boot success" in line:
                 break
-        assert any(f"The Name Server boot success. serializeType=JSON, address 127.0.0.1:{port}" in ln
-                   for ln in lines), "".join(lines)
+        assert any(
+            f"The Name Server boot success. serializeType=JSON, address 127.0.0.1:{port}" in ln for ln in lines
+        ), "".join(lines)
 
         async def put() -> int:
             async with RemotingClient() as c:
-                r = await c.invoke(f"127.0.0.1:{port}", RemotingCommand.request(
-                    RequestCode.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T", "value": "b:4"}), 5)
+                r = await c.invoke(
+                    f"127.0.0.1:{port}",
+                    RemotingCommand.request(
+                        RequestCode.PUT_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T", "value": "b:4"}
+                    ),
+                    5,
+                )
                 return r.code
 
         assert run(put()) == ResponseCode.SUCCESS
@@ -237,12 +273,14 @@ def test_startup_process_boot_line_sigterm_and_kv_persistence(tmp_path: Path) ->
 
 
 def test_print_config_and_help() -> None:
-    out = subprocess.run([sys.executable, "-m", "pyrmq", "namesrv", "-p"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "pyrmq", "namesrv", "-p"], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
     assert out.returncode == 0
     assert "listenPort=9876" in out.stdout and "scanNotActiveBrokerInterval=5000" in out.stdout
-    out = subprocess.run([sys.executable, "-m", "pyrmq", "namesrv", "--help"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "pyrmq", "namesrv", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
     assert out.returncode == 0 and "--configFile" in out.stdout
 
 
@@ -253,7 +291,13 @@ def test_port_in_use_fails_with_javas_words(tmp_path: Path) -> None:
         port = busy.getsockname()[1]
         conf = tmp_path / "namesrv.properties"
         conf.write_text(f"listenPort={port}\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n")
-        out = subprocess.run([sys.executable, "-m", "pyrmq", "namesrv", "-c", str(conf)], cwd=ROOT,
-                             capture_output=True, text=True, timeout=30, env=dict(os.environ, HOME=str(tmp_path)))
+        out = subprocess.run(
+            [sys.executable, "-m", "pyrmq", "namesrv", "-c", str(conf)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=dict(os.environ, HOME=str(tmp_path)),
+        )
     assert out.returncode == 1
     assert "Address already in use" in out.stderr  # what tests/support/servers.py retries on

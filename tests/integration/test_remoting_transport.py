@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
+from pyrmq.protocol.codes import RequestCode, ResponseCode, SerializeType
+from pyrmq.protocol.command import RemotingCommand, encode
+from pyrmq.protocol.errors import RemotingSendRequestError, RemotingTimeout, TopicNotExist
+from pyrmq.protocol.framing import FrameDecoder
 from pyrmq.remoting.client import RemotingClient
-from pyrmq.remoting.codes import RequestCode, ResponseCode, SerializeType
-from pyrmq.remoting.command import RemotingCommand, encode
-from pyrmq.remoting.errors import RemotingSendRequestError, RemotingTimeout, TopicNotExist
-from pyrmq.remoting.framing import FrameDecoder
 from pyrmq.remoting.server import Channel, RemotingServer, RequestContext, handles
 
 pytestmark = pytest.mark.timeout(30)

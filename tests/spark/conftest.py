@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from spark.store_builder import Sent, build_store
 
 
@@ -14,11 +13,19 @@ from spark.store_builder import Sent, build_store
 def spark():
     from pyrmq.spark import spark_session
 
-    s = spark_session("pyrmq-tests", "local[2]", {
-        "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "512m",
-        "spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC",
-        "spark.driver.extraJavaOptions": "-Xss4m", "spark.python.worker.reuse": "true",
-    })
+    s = spark_session(
+        "pyrmq-tests",
+        "local[2]",
+        {
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.driver.memory": "512m",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.driver.extraJavaOptions": "-Xss4m",
+            "spark.python.worker.reuse": "true",
+        },
+    )
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()

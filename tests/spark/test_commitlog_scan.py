@@ -10,13 +10,12 @@ import threading
 import time
 
 import pytest
+from spark.store_builder import CL_SIZE, store_config
 
 from pyrmq.spark import commitlog_scan as scan
 from pyrmq.spark.columns import MessageColumns
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore
-
-from spark.store_builder import CL_SIZE, store_config
 
 
 def sequential(root) -> list[tuple[str, int]]:
@@ -54,7 +53,7 @@ def test_offset_range_and_offset_lookups(pyrmq_store) -> None:
     got = [int(os.path.basename(p)) + pos for p, pos in scanned(splits)]
     assert got == offs[10:40]
     pick = [offs[3], offs[57], offs[-1]]
-    got = [int(os.path.basename(p)) + pos for p, pos in scanned(scan.plan_offset_splits(str(root), pick + [10**12]))]
+    got = [int(os.path.basename(p)) + pos for p, pos in scanned(scan.plan_offset_splits(str(root), [*pick, 10**12]))]
     assert got == sorted(pick)
 
 
@@ -65,11 +64,11 @@ def test_boundary_search_needs_magic_and_own_offset(pyrmq_store) -> None:
     first = m.decode_message(buf, 0, read_body=False)
     rec = buf[: first.store_size]
     fake = bytearray(4096)
-    fake[0: len(rec)] = rec
-    fake[500: 500 + len(rec)] = rec  # a record copy whose PHYSICALOFFSET (0) is not its position
+    fake[0 : len(rec)] = rec
+    fake[500 : 500 + len(rec)] = rec  # a record copy whose PHYSICALOFFSET (0) is not its position
     moved = bytearray(rec)
     moved[28:36] = (f.base + 1000).to_bytes(8, "big")
-    fake[1000: 1000 + len(rec)] = moved
+    fake[1000 : 1000 + len(rec)] = moved
     assert scan.next_boundary(fake, f.base, 1, len(fake), len(fake)) == 1000
     assert scan.next_boundary(fake, f.base, 1001, len(fake), len(fake)) is None
     assert scan.next_boundary(buf, f.base, 1, len(buf), len(buf)) == first.store_size
@@ -138,23 +137,55 @@ def test_columns_decode_every_shape(pyrmq_store) -> None:
     import pyarrow as pa
 
     root, sent = pyrmq_store
-    names = ["topic", "queueId", "queueOffset", "msgId", "keys", "tags", "properties", "body", "bodySize", "flag",
-             "bornHost", "storeHost", "version", "sysFlag"]
+    names = [
+        "topic",
+        "queueId",
+        "queueOffset",
+        "msgId",
+        "keys",
+        "tags",
+        "properties",
+        "body",
+        "bodySize",
+        "flag",
+        "bornHost",
+        "storeHost",
+        "version",
+        "sysFlag",
+    ]
     cols = MessageColumns(names)
     for s in scan.plan_splits(str(root)):
         for buf, pos, msg in scan.iter_split(s):
             cols.add(buf, pos, msg, os.path.basename(s.path))
-    schema = pa.schema([("topic", pa.string()), ("queueId", pa.int32()), ("queueOffset", pa.int64()),
-                        ("msgId", pa.string()), ("keys", pa.list_(pa.string())), ("tags", pa.string()),
-                        ("properties", pa.map_(pa.string(), pa.string())), ("body", pa.binary()),
-                        ("bodySize", pa.int32()), ("flag", pa.int32()), ("bornHost", pa.string()),
-                        ("storeHost", pa.string()), ("version", pa.int32()), ("sysFlag", pa.int32())])
+    schema = pa.schema(
+        [
+            ("topic", pa.string()),
+            ("queueId", pa.int32()),
+            ("queueOffset", pa.int64()),
+            ("msgId", pa.string()),
+            ("keys", pa.list_(pa.string())),
+            ("tags", pa.string()),
+            ("properties", pa.map_(pa.string(), pa.string())),
+            ("body", pa.binary()),
+            ("bodySize", pa.int32()),
+            ("flag", pa.int32()),
+            ("bornHost", pa.string()),
+            ("storeHost", pa.string()),
+            ("version", pa.int32()),
+            ("sysFlag", pa.int32()),
+        ]
+    )
     rows = cols.take_batch(schema).to_pylist()
     assert len(rows) == len(sent.by_uniq)
     for r in rows:
         want = sent.by_uniq[r["msgId"]]
         assert (r["topic"], r["queueId"], r["queueOffset"], r["body"], r["flag"]) == (
-            want["topic"], want["queue_id"], want["queue_offset"], want["body"], want["flag"])
+            want["topic"],
+            want["queue_id"],
+            want["queue_offset"],
+            want["body"],
+            want["flag"],
+        )
         assert dict(r["properties"]) == want["props"] if "born" not in want else True
         if "born" in want:
             props = dict(r["properties"])
@@ -184,8 +215,14 @@ def test_live_writer_gives_a_consistent_prefix(tmp_path) -> None:
         rnd = random.Random(7)
         i = 0
         while not stop.is_set() and i < 3000:
-            r = s.put_message(m.MessageExtBrokerInner(topic="Live", body=rnd.randbytes(rnd.randint(1, 3000)),
-                                                      queue_id=i % 2, properties={"UNIQ_KEY": f"L{i}"}))
+            r = s.put_message(
+                m.MessageExtBrokerInner(
+                    topic="Live",
+                    body=rnd.randbytes(rnd.randint(1, 3000)),
+                    queue_id=i % 2,
+                    properties={"UNIQ_KEY": f"L{i}"},
+                )
+            )
             assert r.is_ok()
             offsets.append(r.append_message_result.wrote_offset)
             i += 1
@@ -204,9 +241,10 @@ def test_live_writer_gives_a_consistent_prefix(tmp_path) -> None:
             while len(offsets) < len(got) and time.monotonic() < wait:
                 time.sleep(0.001)
             done = list(offsets)
-            bad = next((i for i, (a, b) in enumerate(zip(got, done)) if a != b), None)
-            assert bad is None and len(got) <= len(done), f"not a prefix of what was written: index {bad}, " \
-                f"read {len(got)} of {len(done)}"
+            bad = next((i for i, (a, b) in enumerate(zip(got, done, strict=False)) if a != b), None)
+            assert bad is None and len(got) <= len(done), (
+                f"not a prefix of what was written: index {bad}, read {len(got)} of {len(done)}"
+            )
             rounds += 1
         assert rounds >= 2
     finally:

@@ -9,16 +9,21 @@ import time
 from pathlib import Path
 
 import pytest
-
-from pyrmq.spark import jobs
-from pyrmq.store.message import decode_message_id
 from support import java
 from support.servers import JavaBroker, JavaNamesrv
 
+from pyrmq.spark import jobs
+from pyrmq.store.message import decode_message_id
+
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
-BROKER_CONF = dict(mappedFileSizeCommitLog=256 * 1024, mappedFileSizeConsumeQueue=300000 * 20 // 100,
-                   maxHashSlotNum=1000, maxIndexNum=4000, flushConsumerOffsetInterval=1000)
+BROKER_CONF = dict(
+    mappedFileSizeCommitLog=256 * 1024,
+    mappedFileSizeConsumeQueue=300000 * 20 // 100,
+    maxHashSlotNum=1000,
+    maxIndexNum=4000,
+    flushConsumerOffsetInterval=1000,
+)
 CLIENT_SIDE_PROPS = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 GROUP = "SparkLagGroup"
 
@@ -43,8 +48,14 @@ def scenario(home: Path, workdir: Path, method: str, namesrv: str, spec: dict) -
     spec_path = workdir / f"{method}-{time.monotonic_ns()}.json"
     out = spec_path.with_suffix(".out")
     spec_path.write_text(json.dumps(spec))
-    java.run_junit("client5", "StoreScenarioTest", method, home=home, timeout=240,
-                   props={"namesrv": namesrv, "spec": spec_path, "out": out})
+    java.run_junit(
+        "client5",
+        "StoreScenarioTest",
+        method,
+        home=home,
+        timeout=240,
+        props={"namesrv": namesrv, "spec": spec_path, "out": out},
+    )
     return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
 
@@ -64,30 +75,85 @@ def test_java_store_through_spark(java_env, spark, corrupt_log, tmp_path) -> Non
     b = JavaBroker(ns.addr, tmp_path / "broker", store_dir=store, **BROKER_CONF)
     brokers.append(b)
     for topic, n in (("SparkEight", 8), ("SparkOne", 1)):
-        r = java.mqadmin("5.5.0", "updateTopic", "-b", b.addr, "-t", topic, "-r", str(n), "-w", str(n),
-                         namesrv=ns.addr, home=home)
+        r = java.mqadmin(
+            "5.5.0", "updateTopic", "-b", b.addr, "-t", topic, "-r", str(n), "-w", str(n), namesrv=ns.addr, home=home
+        )
         assert "success" in r.stdout, r.stdout + r.stderr
     sends = [
-        {"messages": [{"topic": "SparkEight", "tags": "TagA", "keys": ["k1", "k2"], "props": {"color": "red"},
-                       "bodyHex": b"hello".hex()}]},
+        {
+            "messages": [
+                {
+                    "topic": "SparkEight",
+                    "tags": "TagA",
+                    "keys": ["k1", "k2"],
+                    "props": {"color": "red"},
+                    "bodyHex": b"hello".hex(),
+                }
+            ]
+        },
         {"messages": [{"topic": "SparkOne", "tags": "Big", "keys": ["big"], "bodyRepeat": 20000}]},  # compressed
-        {"messages": [{"topic": "SparkEight", "tags": "D", "keys": ["delayed"], "delayLevel": 1,
-                       "bodyHex": b"later".hex()}]},
-        {"batch": True, "queueId": 3, "broker": b.name,
-         "messages": [{"topic": "SparkEight", "tags": "B", "keys": [f"b{i}"], "props": {"i": str(i)},
-                       "bodyHex": bytes([i, 0, 255]).hex()} for i in range(3)]},
-    ] + [{"messages": [{"topic": "SparkOne" if i % 2 else "SparkEight", "tags": f"t{i % 3}", "keys": [f"s{i}"],
-                        "bodyHex": f"msg-{i}".encode().hex(), "flag": i}]} for i in range(12)]
+        {
+            "messages": [
+                {"topic": "SparkEight", "tags": "D", "keys": ["delayed"], "delayLevel": 1, "bodyHex": b"later".hex()}
+            ]
+        },
+        {
+            "batch": True,
+            "queueId": 3,
+            "broker": b.name,
+            "messages": [
+                {
+                    "topic": "SparkEight",
+                    "tags": "B",
+                    "keys": [f"b{i}"],
+                    "props": {"i": str(i)},
+                    "bodyHex": bytes([i, 0, 255]).hex(),
+                }
+                for i in range(3)
+            ],
+        },
+    ] + [
+        {
+            "messages": [
+                {
+                    "topic": "SparkOne" if i % 2 else "SparkEight",
+                    "tags": f"t{i % 3}",
+                    "keys": [f"s{i}"],
+                    "bodyHex": f"msg-{i}".encode().hex(),
+                    "flag": i,
+                }
+            ]
+        }
+        for i in range(12)
+    ]
     results = scenario(home, tmp_path, "send", ns.addr, {"group": "SparkProducer", "sends": sends})
     assert all(r["status"] == "SEND_OK" for r in results), results
     n = sum(len(s["messages"]) for s in sends)
-    consumed = scenario(home, tmp_path, "consume", ns.addr,
-                        {"group": GROUP, "topics": ["SparkEight", "SparkOne"], "expect": n, "timeoutSec": 120,
-                         "lingerMs": 2500})
+    consumed = scenario(
+        home,
+        tmp_path,
+        "consume",
+        ns.addr,
+        {"group": GROUP, "topics": ["SparkEight", "SparkOne"], "expect": n, "timeoutSec": 120, "lingerMs": 2500},
+    )
     # more messages after the group committed: lag
-    extra = scenario(home, tmp_path, "send", ns.addr, {"group": "SparkProducer", "sends": [
-        {"messages": [{"topic": "SparkEight" if i % 3 else "SparkOne", "keys": [f"late{i}"],
-                       "bodyHex": b"late".hex()}]} for i in range(7)]})
+    extra = scenario(
+        home,
+        tmp_path,
+        "send",
+        ns.addr,
+        {
+            "group": "SparkProducer",
+            "sends": [
+                {
+                    "messages": [
+                        {"topic": "SparkEight" if i % 3 else "SparkOne", "keys": [f"late{i}"], "bodyHex": b"late".hex()}
+                    ]
+                }
+                for i in range(7)
+            ],
+        },
+    )
     assert len(extra) == 7
     time.sleep(1.5)  # flushConsumerOffsetInterval
     progress = java.mqadmin("5.5.0", "consumerProgress", "-g", GROUP, namesrv=ns.addr, home=home)
@@ -113,7 +179,7 @@ def test_java_store_through_spark(java_env, spark, corrupt_log, tmp_path) -> Non
     assert len(big) == 1 and big[0].sysFlag & 1 and bytes(big[0].body) == repeat_body(20000)
     assert big[0].bodySize < 20000  # stored compressed, returned decompressed
     # 2. what the producer was told: ids and queue offsets (the delayed one first lands in SCHEDULE_TOPIC)
-    for s, r in zip(sends, results):
+    for s, r in zip(sends, results, strict=False):
         for i, off in enumerate(decode_message_id(x).offset for x in r["offsetMsgId"].split(",")):
             row = rows[off]
             assert row.msgId == r["msgId"].split(",")[i] and row.queueOffset == r["queueOffset"] + i
@@ -129,7 +195,9 @@ def test_java_store_through_spark(java_env, spark, corrupt_log, tmp_path) -> Non
         if not topic.startswith("%RETRY%"):
             assert counts.get((topic, qid), 0) == broker_offset, (topic, qid)
     # 4. the lag job equals consumerProgress
-    lag = {(r.topic, r.queueId): (r.brokerOffset, r.consumerOffset, r.lag)
-           for r in jobs.consumer_lag(spark, str(store), GROUP).collect()}
+    lag = {
+        (r.topic, r.queueId): (r.brokerOffset, r.consumerOffset, r.lag)
+        for r in jobs.consumer_lag(spark, str(store), GROUP).collect()
+    }
     assert lag == java_lag
     assert sum(v[2] for v in lag.values()) == 7

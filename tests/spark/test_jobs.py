@@ -31,8 +31,11 @@ def test_topic_stats_and_export(spark, corrupt_log, pyrmq_store, tmp_path) -> No
     assert {t: r.messages for t, r in topics.items()} == want
     queues = by_queue.collect()
     assert sum(r.messages for r in queues) == len(sent.by_uniq)
-    assert all(r.firstStoreTime <= r.lastStoreTime and r.maxQueueOffset - r.minQueueOffset + 1 == r.messages
-               for r in queues if r.topic != "TopicC")
+    assert all(
+        r.firstStoreTime <= r.lastStoreTime and r.maxQueueOffset - r.minQueueOffset + 1 == r.messages
+        for r in queues
+        if r.topic != "TopicC"
+    )
     out = tmp_path / "export"
     n = jobs.export_parquet(spark, str(root), str(out), topic="TopicB", columns="topic,msgId,body")
     assert n == want["TopicB"]
@@ -54,8 +57,12 @@ def test_consumer_lag_on_a_pyrmq_store(spark, corrupt_log, pyrmq_store, tmp_path
     for v in sent.by_uniq.values():
         k = (v["topic"], v["queue_id"])
         maxes[k] = max(maxes.get(k, 0), v["queue_offset"] + 1)
-    cfg.persist_config(copy, cfg.ConsumerOffsetSerializeWrapper(offset_table={
-        "TopicA@g": {0: 3, 1: maxes[("TopicA", 1)]}, "TopicB@g": {0: 1}}))
+    cfg.persist_config(
+        copy,
+        cfg.ConsumerOffsetSerializeWrapper(
+            offset_table={"TopicA@g": {0: 3, 1: maxes[("TopicA", 1)]}, "TopicB@g": {0: 1}}
+        ),
+    )
     rows = {(r.topic, r.queueId): r for r in jobs.consumer_lag(spark, str(copy), "g").collect()}
     want = {("TopicA", q): (maxes[("TopicA", q)], {0: 3, 1: maxes[("TopicA", 1)]}.get(q, 0)) for q in range(4)}
     want.update({("TopicB", q): (maxes[("TopicB", q)], {0: 1}.get(q, 0)) for q in range(4)})

@@ -11,13 +11,12 @@ import time
 
 import pytest
 from pyspark.sql import functions as F
+from spark.store_builder import BASE_TS, ENTRIES, SLOTS, store_config
 
-from pyrmq.spark import index_key_hash
-from pyrmq.spark import jobs
+from pyrmq.spark import index_key_hash, jobs
 from pyrmq.spark.commitlog_scan import body_position
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore
-from spark.store_builder import BASE_TS, ENTRIES, SLOTS, store_config
 
 
 def test_rows_equal_what_was_put(spark, corrupt_log, pyrmq_store) -> None:
@@ -27,7 +26,12 @@ def test_rows_equal_what_was_put(spark, corrupt_log, pyrmq_store) -> None:
     for r in rows:
         want = sent.by_uniq[r.msgId]
         assert (r.topic, r.queueId, r.queueOffset, bytes(r.body), r.flag) == (
-            want["topic"], want["queue_id"], want["queue_offset"], want["body"], want["flag"]), r.msgId
+            want["topic"],
+            want["queue_id"],
+            want["queue_offset"],
+            want["body"],
+            want["flag"],
+        ), r.msgId
         props = dict(r.properties)
         assert {k: props.get(k) for k in want["props"]} == want["props"]
         assert r.tags == want["props"].get("TAGS")
@@ -38,16 +42,18 @@ def test_rows_equal_what_was_put(spark, corrupt_log, pyrmq_store) -> None:
             assert m.decode_message_id(r.offsetMsgId).offset == want["offset"]
             assert r.bodySize == want["stored_len"] and r.sysFlag & 1 == want["sys_flag"] & 1
             assert r.reconsumeTimes == want["reconsume"]
-            born = dt.datetime.fromtimestamp((BASE_TS - 1000 + int(want["props"]["seq"])) / 1000, dt.timezone.utc)
-            assert r.bornTimestamp.replace(tzinfo=dt.timezone.utc) == born
+            born = dt.datetime.fromtimestamp((BASE_TS - 1000 + int(want["props"]["seq"])) / 1000, dt.UTC)
+            assert r.bornTimestamp.replace(tzinfo=dt.UTC) == born
             ip, port = want["born"]
             assert r.bornHost == (f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}")
     # counts per topic/queue equal the consume queues' max offsets
     store = MessageStore(store_config(shutil.copytree(root, root.parent / "copy-rows")))
     store.load()
     try:
-        counts = {(r.topic, r.queueId): r["count"] for r in
-                  spark.read.format("rocketmq").load(str(root)).groupBy("topic", "queueId").count().collect()}
+        counts = {
+            (r.topic, r.queueId): r["count"]
+            for r in spark.read.format("rocketmq").load(str(root)).groupBy("topic", "queueId").count().collect()
+        }
         want = {(t, q): store.get_max_offset_in_queue(t, q) for t in store.get_topics() for q in store.get_queue_ids(t)}
         # an inner-batch record is one consume-queue entry in a classic store, and two rows here
         assert counts.pop(("TopicC", 0)) == 2 and want.pop(("TopicC", 0)) == 1
@@ -58,8 +64,11 @@ def test_rows_equal_what_was_put(spark, corrupt_log, pyrmq_store) -> None:
 
 def test_consume_queue_and_index_agree_with_the_commit_log(spark, corrupt_log, pyrmq_store) -> None:
     root, sent = pyrmq_store
-    msgs = spark.read.format("rocketmq").option("columns", "topic,queueId,queueOffset,commitLogOffset,storeSize,msgId,keys") \
+    msgs = (
+        spark.read.format("rocketmq")
+        .option("columns", "topic,queueId,queueOffset,commitLogOffset,storeSize,msgId,keys")
         .load(str(root))
+    )
     by_offset: dict = {}
     for r in msgs.collect():  # the inner batch: two rows at one offset, the entry is the first
         by_offset.setdefault(r.commitLogOffset, r)
@@ -69,15 +78,25 @@ def test_consume_queue_and_index_agree_with_the_commit_log(spark, corrupt_log, p
         r = by_offset[e.commitLogOffset]
         assert (r.topic, r.queueId, r.queueOffset, r.storeSize) == (e.topic, e.queueId, e.queueOffset, e.size)
     assert min(e.file for e in cq) == "00000000000000000000"
-    idx = spark.read.format("rocketmq_index").option("maxHashSlotNum", SLOTS).option("maxIndexNum", ENTRIES) \
-        .load(str(root)).collect()
+    idx = (
+        spark.read.format("rocketmq_index")
+        .option("maxHashSlotNum", SLOTS)
+        .option("maxIndexNum", ENTRIES)
+        .load(str(root))
+        .collect()
+    )
     for topic, key in [("TopicA", "common"), ("TopicB", "k1"), ("TopicA", "UNIQ00000010"), ("TopicB", "bk1")]:
         h = index_key_hash(topic, key)
         offs = {e.phyOffset for e in idx if e.keyHash == h}
         want = {o for o, r in by_offset.items() if r.topic == topic and (key in r.keys or r.msgId == key)}
         assert want and want <= offs, (topic, key)
-    found = jobs.find_messages(spark, str(root), key="k1", topic="TopicB",
-                               index_options={"maxHashSlotNum": str(SLOTS), "maxIndexNum": str(ENTRIES)}).collect()
+    found = jobs.find_messages(
+        spark,
+        str(root),
+        key="k1",
+        topic="TopicB",
+        index_options={"maxHashSlotNum": str(SLOTS), "maxIndexNum": str(ENTRIES)},
+    ).collect()
     assert [r.msgId for r in found] == ["UNIQ00000001"]
     one = sent.by_uniq["UNIQ00000007"]
     oid = m.create_message_id(m.host_to_bytes(one["store_host"]), one["offset"])
@@ -85,7 +104,7 @@ def test_consume_queue_and_index_agree_with_the_commit_log(spark, corrupt_log, p
 
 
 def test_pushdown_and_options_filter_exactly(spark, corrupt_log, pyrmq_store) -> None:
-    root, sent = pyrmq_store
+    root, _sent = pyrmq_store
 
     def fresh(**opts):
         r = spark.read.format("rocketmq").option("columns", "topic,queueId,commitLogOffset,storeTimestamp,msgId")
@@ -97,10 +116,18 @@ def test_pushdown_and_options_filter_exactly(spark, corrupt_log, pyrmq_store) ->
     offs = sorted(r.commitLogOffset for r in everything)
     lo, hi = offs[20], offs[60]
     t_lo = sorted(r.storeTimestamp for r in everything)[30]
-    want = sorted(r.msgId for r in everything if r.topic == "TopicA" and lo <= r.commitLogOffset < hi
-                  and r.storeTimestamp >= t_lo and r.queueId in (1, 2))
-    cond = ((F.col("topic") == "TopicA") & (F.col("commitLogOffset") >= lo) & (F.col("commitLogOffset") < hi)
-            & (F.col("storeTimestamp") >= t_lo) & F.col("queueId").isin(1, 2))
+    want = sorted(
+        r.msgId
+        for r in everything
+        if r.topic == "TopicA" and lo <= r.commitLogOffset < hi and r.storeTimestamp >= t_lo and r.queueId in (1, 2)
+    )
+    cond = (
+        (F.col("topic") == "TopicA")
+        & (F.col("commitLogOffset") >= lo)
+        & (F.col("commitLogOffset") < hi)
+        & (F.col("storeTimestamp") >= t_lo)
+        & F.col("queueId").isin(1, 2)
+    )
     pushed = fresh(pushdown="true", splitSize="4000").where(cond)
     assert sorted(r.msgId for r in pushed.collect()) == want
     # the offset range prunes partitions at planning time
@@ -108,7 +135,7 @@ def test_pushdown_and_options_filter_exactly(spark, corrupt_log, pyrmq_store) ->
     plain = fresh()
     assert sorted(r.msgId for r in plain.where(cond).collect()) == want
     assert len(plain.collect()) == len(everything)  # the same DataFrame, no stale filter
-    t_ms = int(t_lo.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+    t_ms = int(t_lo.replace(tzinfo=dt.UTC).timestamp() * 1000)
     by_options = fresh(topic="TopicA", startOffset=str(lo), endOffset=str(hi), startTime=str(t_ms), queueId="1,2")
     assert sorted(r.msgId for r in by_options.collect()) == want
 
@@ -132,8 +159,13 @@ def test_corrupt_record_fails_or_is_skipped_and_reported(spark, corrupt_log, pyr
     text = str(e.value)
     assert "corrupt commit-log record" in text and fname in text and f"commit-log offset {target}" in text
     before = len(corrupt_log)
-    rows = spark.read.format("rocketmq").option("corrupt", "skip").option("columns", "msgId,commitLogOffset") \
-        .load(str(copy)).collect()
+    rows = (
+        spark.read.format("rocketmq")
+        .option("corrupt", "skip")
+        .option("columns", "msgId,commitLogOffset")
+        .load(str(copy))
+        .collect()
+    )
     assert len(rows) == len(sent.by_uniq) - 1 and "UNIQ00000033" not in {r.msgId for r in rows}
     assert len(corrupt_log) == before + 1
     assert any(rec[2] == target and rec[0].endswith(fname) for rec in corrupt_log.records)
@@ -143,12 +175,17 @@ def test_offsets_source(spark, corrupt_log, tmp_path) -> None:
     from pyrmq.store import config as cfg
 
     root = tmp_path / "s"
-    w = cfg.ConsumerOffsetSerializeWrapper(offset_table={"T1@g1": {0: 5, 1: 7}, "T2@g2": {3: 1},
-                                                         "%RETRY%g1@g1": {0: 0}})
+    w = cfg.ConsumerOffsetSerializeWrapper(
+        offset_table={"T1@g1": {0: 5, 1: 7}, "T2@g2": {3: 1}, "%RETRY%g1@g1": {0: 0}}
+    )
     cfg.persist_config(root, w)
     rows = sorted(tuple(r) for r in spark.read.format("rocketmq_offsets").load(str(root)).collect())
-    assert rows == [("g1", "%RETRY%g1", 0, 0, "consumerOffset.json"), ("g1", "T1", 0, 5, "consumerOffset.json"),
-                    ("g1", "T1", 1, 7, "consumerOffset.json"), ("g2", "T2", 3, 1, "consumerOffset.json")]
+    assert rows == [
+        ("g1", "%RETRY%g1", 0, 0, "consumerOffset.json"),
+        ("g1", "T1", 0, 5, "consumerOffset.json"),
+        ("g1", "T1", 1, 7, "consumerOffset.json"),
+        ("g2", "T2", 3, 1, "consumerOffset.json"),
+    ]
 
 
 def test_job_over_a_store_being_written(spark, corrupt_log, tmp_path) -> None:
@@ -164,8 +201,11 @@ def test_job_over_a_store_being_written(spark, corrupt_log, tmp_path) -> None:
     def writer() -> None:
         i = 0
         while not stop.is_set() and i < 4000:
-            r = s.put_message(m.MessageExtBrokerInner(topic="Live", body=os.urandom(100 + i % 900), queue_id=i % 3,
-                                                      properties={"UNIQ_KEY": f"LV{i}"}))
+            r = s.put_message(
+                m.MessageExtBrokerInner(
+                    topic="Live", body=os.urandom(100 + i % 900), queue_id=i % 3, properties={"UNIQ_KEY": f"LV{i}"}
+                )
+            )
             written.append(r.append_message_result.wrote_offset)
             i += 1
 
@@ -174,8 +214,12 @@ def test_job_over_a_store_being_written(spark, corrupt_log, tmp_path) -> None:
     try:
         time.sleep(0.3)
         for _ in range(1):
-            df = spark.read.format("rocketmq").option("splitSize", "6000") \
-                .option("columns", "queueId,queueOffset,commitLogOffset").load(str(root))
+            df = (
+                spark.read.format("rocketmq")
+                .option("splitSize", "6000")
+                .option("columns", "queueId,queueOffset,commitLogOffset")
+                .load(str(root))
+            )
             rows = df.collect()
             offs = sorted(r.commitLogOffset for r in rows)
             wait = time.monotonic() + 5  # `written` grows after put_message returns

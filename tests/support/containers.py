@@ -7,6 +7,7 @@ config file, and keeps its store in the same host directory (bind-mounted at the
 container running as the test's uid), so tests that inspect the store still find it there.
 The image comes from docker/build.sh (which starts an engine with tools/docker-up.sh if needed).
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,9 +47,15 @@ class _Container:
 
     def _run(self, command: list[str], mounts: list[Path], env: dict | None = None) -> None:
         self.container = _client().containers.run(
-            image(), command, detach=True, network_mode="host", user=f"{os.getuid()}:{os.getgid()}",
-            name=f"{self.name}-{self.port}", environment=env or {},
-            volumes={str(m): {"bind": str(m), "mode": "rw"} for m in mounts})
+            image(),
+            command,
+            detach=True,
+            network_mode="host",
+            user=f"{os.getuid()}:{os.getgid()}",
+            name=f"{self.name}-{self.port}",
+            environment=env or {},
+            volumes={str(m): {"bind": str(m), "mode": "rw"} for m in mounts},
+        )
 
     @property
     def addr(self) -> str:
@@ -106,9 +113,14 @@ class ContainerNamesrv(_Container):
         self.workdir = workdir
         self.name = f"pyrmq-namesrv-c{next(_seq)}"
         self.port = free_port()
-        props = {"listenPort": self.port, "bindAddress": "127.0.0.1", "scanNotActiveBrokerInterval": 1000,
-                 "kvConfigPath": workdir / "kvConfig.json", "configStorePath": workdir / "namesrv.properties.store",
-                 **conf}
+        props = {
+            "listenPort": self.port,
+            "bindAddress": "127.0.0.1",
+            "scanNotActiveBrokerInterval": 1000,
+            "kvConfigPath": workdir / "kvConfig.json",
+            "configStorePath": workdir / "namesrv.properties.store",
+            **conf,
+        }
         cfg = write_properties(workdir / "namesrv.properties", props)
         self._run(["namesrv", "-c", str(cfg)], [workdir])
         self._wait(lambda: namesrv_ok(self.addr, timeout=1.0), start_timeout, "answering")
@@ -117,8 +129,16 @@ class ContainerNamesrv(_Container):
 class ContainerBroker(_Container):
     """`pyrmq broker` in the image; conf and contract as support.pyrmq_proc.PyrmqBroker."""
 
-    def __init__(self, namesrv_addr: str, workdir: Path, store_dir: Path | None = None, name: str | None = None,
-                 cluster: str = "DefaultCluster", start_timeout: float = 60, **conf):
+    def __init__(
+        self,
+        namesrv_addr: str,
+        workdir: Path,
+        store_dir: Path | None = None,
+        name: str | None = None,
+        cluster: str = "DefaultCluster",
+        start_timeout: float = 60,
+        **conf,
+    ):
         self.namesrv_addr = namesrv_addr
         self.workdir = workdir
         self.name = name or f"pyrmq-broker-c{os.getpid()}-{next(_seq)}"
@@ -127,18 +147,31 @@ class ContainerBroker(_Container):
         self.store_dir.mkdir(parents=True, exist_ok=True)
         self.start_timeout = start_timeout
         self.port = broker_port()
-        self.conf_file = write_properties(workdir / f"broker-{self.name}.conf", {
-            "brokerClusterName": cluster, "brokerName": self.name, "brokerId": 0, "namesrvAddr": namesrv_addr,
-            "listenPort": self.port, "brokerIP1": "127.0.0.1", "storePathRootDir": self.store_dir,
-            "autoCreateTopicEnable": "true", "autoCreateSubscriptionGroup": "true", "flushDiskType": "ASYNC_FLUSH",
-            **conf,
-        })
+        self.conf_file = write_properties(
+            workdir / f"broker-{self.name}.conf",
+            {
+                "brokerClusterName": cluster,
+                "brokerName": self.name,
+                "brokerId": 0,
+                "namesrvAddr": namesrv_addr,
+                "listenPort": self.port,
+                "brokerIP1": "127.0.0.1",
+                "storePathRootDir": self.store_dir,
+                "autoCreateTopicEnable": "true",
+                "autoCreateSubscriptionGroup": "true",
+                "flushDiskType": "ASYNC_FLUSH",
+                **conf,
+            },
+        )
         self._launch()
 
     def _launch(self) -> None:
         self._run(["broker", "-c", str(self.conf_file)], sorted({self.workdir, self.store_dir}))
-        self._wait(lambda: broker_registered(self.namesrv_addr, self.addr, timeout=1.0), self.start_timeout,
-                   f"registered at {self.namesrv_addr}")
+        self._wait(
+            lambda: broker_registered(self.namesrv_addr, self.addr, timeout=1.0),
+            self.start_timeout,
+            f"registered at {self.namesrv_addr}",
+        )
 
     def restart(self, timeout: float | None = None) -> None:
         """docker stop (SIGTERM), then a new container with the same conf, port and store."""
@@ -146,4 +179,4 @@ class ContainerBroker(_Container):
         self._launch()
 
 
-__all__ = ["ContainerNamesrv", "ContainerBroker", "image"]
+__all__ = ["ContainerBroker", "ContainerNamesrv", "image"]

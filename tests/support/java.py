@@ -22,8 +22,13 @@ TOOLS_MODULE = {"5.5.0": "tools5", "4.9.8": "tools4"}
 SCENARIO_PACKAGE = "io.pyrmq.compat.scenarios"
 
 # Small, fast-starting JVMs: the machine has 2 cores shared with other suites.
-JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:-UsePerfData",
-             "-Djava.net.preferIPv4Stack=true"]
+JVM_FLAGS = [
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Xshare:auto",
+    "-XX:-UsePerfData",
+    "-Djava.net.preferIPv4Stack=true",
+]
 CLIENT_HEAP = ["-Xms64m", "-Xmx384m"]
 SERVER_HEAP = ["-Xms128m", "-Xmx512m", "-XX:MaxDirectMemorySize=256m"]
 
@@ -35,7 +40,9 @@ class HarnessError(RuntimeError):
 def java_exe() -> str:
     exe = shutil.which("java")
     if exe is None:
-        raise HarnessError("java not found on PATH: the Java compat suite needs a JDK 17 (this is a failure, not a skip)")
+        raise HarnessError(
+            "java not found on PATH: the Java compat suite needs a JDK 17 (this is a failure, not a skip)"
+        )
     return exe
 
 
@@ -95,16 +102,24 @@ def java_env(home: Path) -> dict[str, str]:
     return env
 
 
-def java_argv(module: str, main: str, args: list[str], home: Path, props: dict | None = None,
-              heap: list[str] | None = None, with_tests: bool = False) -> list[str]:
+def java_argv(
+    module: str,
+    main: str,
+    args: list[str],
+    home: Path,
+    props: dict | None = None,
+    heap: list[str] | None = None,
+    with_tests: bool = False,
+) -> list[str]:
     argv = [java_exe(), *(heap or CLIENT_HEAP), *JVM_FLAGS, f"-Duser.home={home}", f"-Drocketmq.home.dir={home}"]
     argv += [f"-D{k}={v}" for k, v in (props or {}).items()]
     argv += ["-cp", classpath(module, with_tests), main, *args]
     return argv
 
 
-def mqadmin(version: str, *args: str, namesrv: str | None = None, home: Path, timeout: float = 60
-            ) -> subprocess.CompletedProcess:
+def mqadmin(
+    version: str, *args: str, namesrv: str | None = None, home: Path, timeout: float = 60
+) -> subprocess.CompletedProcess:
     """Official mqadmin (rocketmq-tools `version`), text output. `-n namesrv` is appended when given.
 
     mqadmin's exit code is 0 even when a sub command fails (it prints the
@@ -115,16 +130,23 @@ def mqadmin(version: str, *args: str, namesrv: str | None = None, home: Path, ti
     argv = java_argv(module, "org.apache.rocketmq.tools.command.MQAdminStartup", list(args), home)
     if namesrv:
         argv += ["-n", namesrv]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=java_env(home),
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, env=java_env(home), stdin=subprocess.DEVNULL
+    )
 
 
 class JUnitFailed(AssertionError):
     pass
 
 
-def run_junit(module: str, test_class: str, method: str | None = None, props: dict | None = None,
-              timeout: float = 300, home: Path | None = None) -> subprocess.CompletedProcess:
+def run_junit(
+    module: str,
+    test_class: str,
+    method: str | None = None,
+    props: dict | None = None,
+    timeout: float = 300,
+    home: Path | None = None,
+) -> subprocess.CompletedProcess:
     """Run ONE JUnit 5 case (class, or class#method) with the console launcher.
 
     Passing returns the completed process; anything else raises JUnitFailed
@@ -139,17 +161,27 @@ def run_junit(module: str, test_class: str, method: str | None = None, props: di
         raise ValueError("run_junit needs a home directory (logs go to home/logs)")
     prepare_home(home)
     select = f"--select-method={test_class}#{method}" if method else f"--select-class={test_class}"
-    args = ["execute", select, "--disable-banner", "--disable-ansi-colors", "--details=tree",
-            "--details-theme=ascii", "--fail-if-no-tests"]
+    args = [
+        "execute",
+        select,
+        "--disable-banner",
+        "--disable-ansi-colors",
+        "--details=tree",
+        "--details-theme=ascii",
+        "--fail-if-no-tests",
+    ]
     argv = java_argv(module, "org.junit.platform.console.ConsoleLauncher", args, home, props, with_tests=True)
     what = f"{module} {test_class}{'#' + method if method else ''}"
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=java_env(home),
-                           stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, env=java_env(home), stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         raise JUnitFailed(f"JUnit {what} timed out after {timeout}s\n{out}") from None
     if r.returncode != 0:
-        raise JUnitFailed(f"JUnit {what} failed (exit {r.returncode})\n--- stdout ---\n{r.stdout}"
-                          f"\n--- stderr ---\n{r.stderr[-20000:]}")
+        raise JUnitFailed(
+            f"JUnit {what} failed (exit {r.returncode})\n--- stdout ---\n{r.stdout}"
+            f"\n--- stderr ---\n{r.stderr[-20000:]}"
+        )
     return r

@@ -50,9 +50,18 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 def request(addr: str, code: int, ext_fields: dict[str, str] | None = None, timeout: float = 5.0) -> Reply:
     host, port = addr.rsplit(":", 1)
     opaque = next(_opaque)
-    header = json.dumps({"code": code, "extFields": ext_fields or {}, "flag": 0, "language": "JAVA",
-                         "opaque": opaque, "serializeTypeCurrentRPC": "JSON", "version": 479},
-                        separators=(",", ":")).encode()
+    header = json.dumps(
+        {
+            "code": code,
+            "extFields": ext_fields or {},
+            "flag": 0,
+            "language": "JAVA",
+            "opaque": opaque,
+            "serializeTypeCurrentRPC": "JSON",
+            "version": 479,
+        },
+        separators=(",", ":"),
+    ).encode()
     frame = struct.pack(">ii", 4 + len(header), len(header)) + header
     with socket.create_connection((host, int(port)), timeout=timeout) as s:
         s.settimeout(timeout)
@@ -64,9 +73,9 @@ def request(addr: str, code: int, ext_fields: dict[str, str] | None = None, time
             hlen = word & 0xFFFFFF
             if (word >> 24) & 0xFF != 0:
                 raise ValueError(f"probe only reads JSON replies, got serialize type {(word >> 24) & 0xFF}")
-            h = json.loads(rest[4:4 + hlen])
+            h = json.loads(rest[4 : 4 + hlen])
             if h.get("opaque") == opaque and h.get("flag", 0) & 1:
-                return Reply(h["code"], h.get("remark"), h.get("extFields") or {}, rest[4 + hlen:])
+                return Reply(h["code"], h.get("remark"), h.get("extFields") or {}, rest[4 + hlen :])
 
 
 def cluster_info(namesrv: str, timeout: float = 5.0) -> Reply:
@@ -86,7 +95,7 @@ def broker_registered(namesrv: str, broker_name: str, broker_addr: str | None = 
     if r.code != SUCCESS:
         return False
     text = r.text
-    if not re.search(r'"brokerName"\s*:\s*"%s"' % re.escape(broker_name), text):
+    if not re.search(rf'"brokerName"\s*:\s*"{re.escape(broker_name)}"', text):
         return False
     return broker_addr is None or f'"{broker_addr}"' in text
 

@@ -8,6 +8,7 @@ group, and an atexit hook kills whatever a crashed test run left behind.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from support.ports import port_open
 
-_live: set["ManagedProcess"] = set()
+_live: set[ManagedProcess] = set()
 
 
 class ProcessFailed(RuntimeError):
@@ -26,16 +27,30 @@ class ProcessFailed(RuntimeError):
 class ManagedProcess:
     """One child process; `log` holds its stdout and stderr."""
 
-    def __init__(self, name: str, argv: list[str], log: Path, env: dict | None = None,
-                 cwd: Path | None = None, extra_logs: list[Path] | None = None):
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        log: Path,
+        env: dict | None = None,
+        cwd: Path | None = None,
+        extra_logs: list[Path] | None = None,
+    ):
         self.name = name
         self.argv = argv
         self.log = log
         self.extra_logs = extra_logs or []
         log.parent.mkdir(parents=True, exist_ok=True)
         self._out = open(log, "ab")
-        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=env, cwd=cwd, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
         self.pid = self.proc.pid
         _live.add(self)
 
@@ -46,18 +61,17 @@ class ManagedProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():
-                raise ProcessFailed(f"{self.name} exited with {self.proc.returncode} before "
-                                    f"listening on {host}:{port}\n{self.tail()}")
+                raise ProcessFailed(
+                    f"{self.name} exited with {self.proc.returncode} before listening on {host}:{port}\n{self.tail()}"
+                )
             if port_open(host, port):
                 return
             time.sleep(0.2)
         raise ProcessFailed(f"{self.name} not listening on {host}:{port} after {timeout}s\n{self.tail()}")
 
     def _signal_group(self, sig: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, sig)
-        except ProcessLookupError:
-            pass
 
     def stop(self, timeout: float = 15.0) -> int | None:
         """SIGTERM (graceful shutdown hooks run), then SIGKILL after `timeout`."""

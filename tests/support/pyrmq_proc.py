@@ -38,20 +38,30 @@ def _wait_registered(server, namesrv_addr: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not server.alive():
-            raise ProcessFailed(f"{server.name} exited ({server.proc.returncode}) before registering at "
-                                f"{namesrv_addr}\n{server.tail()}")
+            raise ProcessFailed(
+                f"{server.name} exited ({server.proc.returncode}) before registering at {namesrv_addr}\n{server.tail()}"
+            )
         if probe.broker_registered(namesrv_addr, server.name, server.addr):
             return
         time.sleep(0.2)
-    raise ProcessFailed(f"{server.name} ({server.addr}) not registered at {namesrv_addr} after {timeout}s\n"
-                        f"{server.tail()}")
+    raise ProcessFailed(
+        f"{server.name} ({server.addr}) not registered at {namesrv_addr} after {timeout}s\n{server.tail()}"
+    )
 
 
 class PyrmqBroker:
     """pyrmq's Broker on listenPort (and listenPort-2), registered at `namesrv_addr` when constructed."""
 
-    def __init__(self, namesrv_addr: str, workdir: Path, store_dir: Path | None = None, name: str | None = None,
-                 cluster: str = "DefaultCluster", start_timeout: float = 30, **conf):
+    def __init__(
+        self,
+        namesrv_addr: str,
+        workdir: Path,
+        store_dir: Path | None = None,
+        name: str | None = None,
+        cluster: str = "DefaultCluster",
+        start_timeout: float = 30,
+        **conf,
+    ):
         self.namesrv_addr = namesrv_addr
         self.workdir = workdir
         self.home = workdir / "home"
@@ -63,19 +73,22 @@ class PyrmqBroker:
         self.extra_conf = conf
         for attempt in range(3):
             self.port = broker_port()
-            self.conf_file = write_properties(workdir / f"broker-{self.name}.conf", {
-                "brokerClusterName": cluster,
-                "brokerName": self.name,
-                "brokerId": 0,
-                "namesrvAddr": namesrv_addr,
-                "listenPort": self.port,
-                "brokerIP1": "127.0.0.1",
-                "storePathRootDir": self.store_dir,
-                "autoCreateTopicEnable": "true",
-                "autoCreateSubscriptionGroup": "true",
-                "flushDiskType": "ASYNC_FLUSH",
-                **conf,
-            })
+            self.conf_file = write_properties(
+                workdir / f"broker-{self.name}.conf",
+                {
+                    "brokerClusterName": cluster,
+                    "brokerName": self.name,
+                    "brokerId": 0,
+                    "namesrvAddr": namesrv_addr,
+                    "listenPort": self.port,
+                    "brokerIP1": "127.0.0.1",
+                    "storePathRootDir": self.store_dir,
+                    "autoCreateTopicEnable": "true",
+                    "autoCreateSubscriptionGroup": "true",
+                    "flushDiskType": "ASYNC_FLUSH",
+                    **conf,
+                },
+            )
             try:
                 self._launch()
                 break
@@ -92,8 +105,13 @@ class PyrmqBroker:
     def _launch(self) -> None:
         env = dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1")
         env.pop("NAMESRV_ADDR", None)
-        self.managed = ManagedProcess(self.name, [venv_python(), "-m", "pyrmq", "broker", "-c", str(self.conf_file)],
-                                      self.workdir / f"broker-{self.name}-{self.port}.out", env=env, cwd=ROOT)
+        self.managed = ManagedProcess(
+            self.name,
+            [venv_python(), "-m", "pyrmq", "broker", "-c", str(self.conf_file)],
+            self.workdir / f"broker-{self.name}-{self.port}.out",
+            env=env,
+            cwd=ROOT,
+        )
         self.managed.wait_port(self.port, self.start_timeout)
 
     @property
@@ -147,7 +165,8 @@ def restart_broker(broker, timeout: float = 90) -> None:
         raise TypeError(f"cannot restart {broker!r}")
     old = broker.managed
     old.stop()
-    broker.managed = ManagedProcess(old.name, old.argv, old.log, env=java_env(broker.home), cwd=broker.workdir,
-                                    extra_logs=old.extra_logs)
+    broker.managed = ManagedProcess(
+        old.name, old.argv, old.log, env=java_env(broker.home), cwd=broker.workdir, extra_logs=old.extra_logs
+    )
     broker.managed.wait_port(broker.port, timeout)
     _wait_registered(broker, broker.namesrv_addr, timeout)

@@ -89,15 +89,34 @@ class JavaNamesrv(_Server):
         self.name = f"java-namesrv-{next(_seq)}"
         for attempt in range(3):
             self.port = free_port()
-            props = {"listenPort": self.port, "bindAddress": "127.0.0.1", "scanNotActiveBrokerInterval": 1000,
-                     "kvConfigPath": workdir / "kvConfig.json", "configStorePath": workdir / "namesrv.properties.store",
-                     **conf}
+            props = {
+                "listenPort": self.port,
+                "bindAddress": "127.0.0.1",
+                "scanNotActiveBrokerInterval": 1000,
+                "kvConfigPath": workdir / "kvConfig.json",
+                "configStorePath": workdir / "namesrv.properties.store",
+                **conf,
+            }
             cfg = write_properties(workdir / "namesrv.properties", props)
-            argv = java_argv("servers", "org.apache.rocketmq.namesrv.NamesrvStartup", ["-c", str(cfg)], self.home,
-                             {"rmq.logback.configurationFile": "rmq.namesrv.logback.xml",
-                              "logback.statusListenerClass": _LOGBACK_QUIET}, heap=SERVER_HEAP)
-            self.managed = ManagedProcess(self.name, argv, workdir / f"namesrv-{self.port}.out", env=java_env(self.home),
-                                          cwd=workdir, extra_logs=[self.home / "logs/rocketmqlogs/namesrv.log"])
+            argv = java_argv(
+                "servers",
+                "org.apache.rocketmq.namesrv.NamesrvStartup",
+                ["-c", str(cfg)],
+                self.home,
+                {
+                    "rmq.logback.configurationFile": "rmq.namesrv.logback.xml",
+                    "logback.statusListenerClass": _LOGBACK_QUIET,
+                },
+                heap=SERVER_HEAP,
+            )
+            self.managed = ManagedProcess(
+                self.name,
+                argv,
+                workdir / f"namesrv-{self.port}.out",
+                env=java_env(self.home),
+                cwd=workdir,
+                extra_logs=[self.home / "logs/rocketmqlogs/namesrv.log"],
+            )
             try:
                 self.managed.wait_port(self.port, start_timeout)
                 return
@@ -119,13 +138,23 @@ class PyrmqNamesrv(_Server):
         python = str(venv_python) if venv_python.exists() else sys.executable
         for attempt in range(3):
             self.port = free_port()
-            props = {"listenPort": self.port, "bindAddress": "127.0.0.1", "scanNotActiveBrokerInterval": 1000,
-                     "kvConfigPath": workdir / "kvConfig.json", "configStorePath": workdir / "namesrv.properties.store",
-                     **conf}
+            props = {
+                "listenPort": self.port,
+                "bindAddress": "127.0.0.1",
+                "scanNotActiveBrokerInterval": 1000,
+                "kvConfigPath": workdir / "kvConfig.json",
+                "configStorePath": workdir / "namesrv.properties.store",
+                **conf,
+            }
             cfg = write_properties(workdir / "namesrv.properties", props)
             env = dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1")
-            self.managed = ManagedProcess(self.name, [python, "-m", "pyrmq", "namesrv", "-c", str(cfg)],
-                                          workdir / f"pyrmq-namesrv-{self.port}.out", env=env, cwd=ROOT)
+            self.managed = ManagedProcess(
+                self.name,
+                [python, "-m", "pyrmq", "namesrv", "-c", str(cfg)],
+                workdir / f"pyrmq-namesrv-{self.port}.out",
+                env=env,
+                cwd=ROOT,
+            )
             try:
                 self.managed.wait_port(self.port, start_timeout)
                 return
@@ -143,8 +172,16 @@ class JavaBroker(_Server):
     Construction returns once the name server lists this broker.
     """
 
-    def __init__(self, namesrv_addr: str, workdir: Path, store_dir: Path | None = None, name: str | None = None,
-                 cluster: str = "DefaultCluster", start_timeout: float = 90, **conf):
+    def __init__(
+        self,
+        namesrv_addr: str,
+        workdir: Path,
+        store_dir: Path | None = None,
+        name: str | None = None,
+        cluster: str = "DefaultCluster",
+        start_timeout: float = 90,
+        **conf,
+    ):
         self.namesrv_addr = namesrv_addr
         self.workdir = workdir
         self.home = prepare_home(workdir / "home")
@@ -172,12 +209,25 @@ class JavaBroker(_Server):
                 **conf,
             }
             cfg = write_properties(workdir / f"broker-{self.name}.conf", props)
-            argv = java_argv("servers", "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(cfg)], self.home,
-                             {"rmq.logback.configurationFile": "rmq.broker.logback.xml",
-                              "logback.statusListenerClass": _LOGBACK_QUIET}, heap=SERVER_HEAP)
-            self.managed = ManagedProcess(self.name, argv, workdir / f"broker-{self.name}-{self.port}.out",
-                                          env=java_env(self.home), cwd=workdir,
-                                          extra_logs=[self.home / "logs/rocketmqlogs/broker.log"])
+            argv = java_argv(
+                "servers",
+                "org.apache.rocketmq.broker.BrokerStartup",
+                ["-c", str(cfg)],
+                self.home,
+                {
+                    "rmq.logback.configurationFile": "rmq.broker.logback.xml",
+                    "logback.statusListenerClass": _LOGBACK_QUIET,
+                },
+                heap=SERVER_HEAP,
+            )
+            self.managed = ManagedProcess(
+                self.name,
+                argv,
+                workdir / f"broker-{self.name}-{self.port}.out",
+                env=java_env(self.home),
+                cwd=workdir,
+                extra_logs=[self.home / "logs/rocketmqlogs/broker.log"],
+            )
             try:
                 self.managed.wait_port(self.port, start_timeout)
                 break
@@ -191,13 +241,16 @@ class JavaBroker(_Server):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():
-                raise ProcessFailed(f"{self.name} exited ({self.proc.returncode}) before registering at "
-                                    f"{self.namesrv_addr}\n{self.tail()}")
+                raise ProcessFailed(
+                    f"{self.name} exited ({self.proc.returncode}) before registering at "
+                    f"{self.namesrv_addr}\n{self.tail()}"
+                )
             if probe.broker_registered(self.namesrv_addr, self.name, self.addr):
                 return
             time.sleep(0.3)
-        raise ProcessFailed(f"{self.name} ({self.addr}) not registered at {self.namesrv_addr} after {timeout}s\n"
-                            f"{self.tail()}")
+        raise ProcessFailed(
+            f"{self.name} ({self.addr}) not registered at {self.namesrv_addr} after {timeout}s\n{self.tail()}"
+        )
 
 
 def namesrv_under_test(workdir: Path, **conf) -> _Server:

@@ -59,15 +59,24 @@ CLIENT_JVM = ["-Xms256m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:-UsePerfData", "-
 # The Java broker: a fair heap and the JVM's default collector (G1) and JIT.
 JAVA_BROKER_FLAGS = ["-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true"]
 # Same store layout on both brokers (Java's defaults; the harness shrinks them for tests).
-STORE_CONF = {"flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": 1024 * 1024 * 1024,
-              "mappedFileSizeConsumeQueue": 300000 * 20}
+STORE_CONF = {
+    "flushDiskType": "ASYNC_FLUSH",
+    "mappedFileSizeCommitLog": 1024 * 1024 * 1024,
+    "mappedFileSizeConsumeQueue": 300000 * 20,
+}
 
-SEND_LINE = re.compile(r"Send TPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.]+|NaN) \| "
-                       r"Send Failed: (\d+) \| Response Failed: (\d+)")
-BATCH_LINE = re.compile(r"Send TPS: (\d+) \| Send MPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.]+|NaN) \| "
-                        r"Average Message RT\(ms\):\s*([\d.]+|NaN) \| Send Failed: (\d+) \| Send Message Failed: (\d+)")
-CONSUME_LINE = re.compile(r"Consume TPS: (\d+) \| AVG\(B2C\) RT\(ms\):\s*([\d.]+|NaN) \| AVG\(S2C\) RT\(ms\):\s*([\d.]+|NaN) \| "
-                          r"MAX\(B2C\) RT\(ms\): (\d+) \| MAX\(S2C\) RT\(ms\): (\d+) \| Consume Fail: (\d+)")
+SEND_LINE = re.compile(
+    r"Send TPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.]+|NaN) \| "
+    r"Send Failed: (\d+) \| Response Failed: (\d+)"
+)
+BATCH_LINE = re.compile(
+    r"Send TPS: (\d+) \| Send MPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.]+|NaN) \| "
+    r"Average Message RT\(ms\):\s*([\d.]+|NaN) \| Send Failed: (\d+) \| Send Message Failed: (\d+)"
+)
+CONSUME_LINE = re.compile(
+    r"Consume TPS: (\d+) \| AVG\(B2C\) RT\(ms\):\s*([\d.]+|NaN) \| AVG\(S2C\) RT\(ms\):\s*([\d.]+|NaN) \| "
+    r"MAX\(B2C\) RT\(ms\): (\d+) \| MAX\(S2C\) RT\(ms\): (\d+) \| Consume Fail: (\d+)"
+)
 
 
 def bench_classpath(cache: Path) -> str:
@@ -78,8 +87,12 @@ def bench_classpath(cache: Path) -> str:
         if shutil.which("mvn") is None:
             raise SystemExit("broker_bench: mvn not found on PATH (needed once to resolve rocketmq-example)")
         cache.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run(["mvn", "-B", "-q", "-f", str(POM), "dependency:build-classpath",
-                            f"-Dmdep.outputFile={out}"], capture_output=True, text=True, timeout=900)
+        r = subprocess.run(
+            ["mvn", "-B", "-q", "-f", str(POM), "dependency:build-classpath", f"-Dmdep.outputFile={out}"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if r.returncode != 0 or not out.is_file():
             raise SystemExit(f"broker_bench: mvn dependency:build-classpath failed\n{r.stdout}\n{r.stderr}")
     return out.read_text().strip()
@@ -100,6 +113,7 @@ def async_producer_classes(cp: str, cache: Path) -> Path:
 
 # ---------------------------------------------------------------- process figures
 
+
 def proc_status(pid: int) -> dict[str, int]:
     """VmRSS, RssAnon, RssFile, VmHWM in KiB from /proc/<pid>/status."""
     res = {}
@@ -113,11 +127,12 @@ def proc_status(pid: int) -> dict[str, int]:
 def proc_cpu(pid: int) -> float:
     """utime+stime of the process (all threads) in seconds."""
     stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------- stacks
+
 
 @dataclass
 class Stack:
@@ -139,8 +154,9 @@ def start_pyrmq(workdir: Path, python: str) -> Stack:
     pyrmq_proc.venv_python = lambda: python  # the broker's interpreter (must have uvloop)
     ns = servers.PyrmqNamesrv(workdir / "pyrmq-ns")
     try:
-        br = pyrmq_proc.PyrmqBroker(ns.addr, workdir / "pyrmq-broker", name="bench-pyrmq", cluster="PyrmqBench",
-                                    **STORE_CONF)
+        br = pyrmq_proc.PyrmqBroker(
+            ns.addr, workdir / "pyrmq-broker", name="bench-pyrmq", cluster="PyrmqBench", **STORE_CONF
+        )
     except BaseException:
         ns.stop()
         raise
@@ -154,8 +170,7 @@ def start_java(workdir: Path, heap: str) -> Stack:
     sj.JVM_FLAGS = JAVA_BROKER_FLAGS
     servers.SERVER_HEAP = [f"-Xms{heap}", f"-Xmx{heap}", f"-XX:MaxDirectMemorySize={heap}"]
     try:
-        br = servers.JavaBroker(ns.addr, workdir / "java-broker", name="bench-java", cluster="JavaBench",
-                                **STORE_CONF)
+        br = servers.JavaBroker(ns.addr, workdir / "java-broker", name="bench-java", cluster="JavaBench", **STORE_CONF)
     except BaseException:
         ns.stop()
         raise
@@ -166,12 +181,24 @@ def start_java(workdir: Path, heap: str) -> Stack:
 
 # ---------------------------------------------------------------- tools
 
+
 def create_topic(stack: Stack, topic: str, queues: int = 4) -> None:
     """UPDATE_AND_CREATE_TOPIC on the broker, then wait for the route: the async producer does
     not fall back to auto-creation through TBW102 the way the sync one does."""
-    r = probe.request(stack.broker.addr, UPDATE_AND_CREATE_TOPIC, {
-        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
-        "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"})
+    r = probe.request(
+        stack.broker.addr,
+        UPDATE_AND_CREATE_TOPIC,
+        {
+            "topic": topic,
+            "defaultTopic": "TBW102",
+            "readQueueNums": str(queues),
+            "writeQueueNums": str(queues),
+            "perm": "6",
+            "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": "0",
+            "order": "false",
+        },
+    )
     if r.code != probe.SUCCESS:
         raise RuntimeError(f"create topic {topic} on {stack.kind}: {r.code} {r.remark}")
     deadline = time.monotonic() + 30
@@ -191,8 +218,16 @@ class Tools:
         cp, main = self.cp, f"{BENCH_PKG}.{cls}"
         if cls == "AsyncProducer":
             cp, main = f"{self.async_classes}{os.pathsep}{cp}", cls
-        argv = [sj.java_exe(), *CLIENT_JVM, f"-Duser.home={self.home}", f"-Drocketmq.home.dir={self.home}",
-                "-cp", cp, main, *args]
+        argv = [
+            sj.java_exe(),
+            *CLIENT_JVM,
+            f"-Duser.home={self.home}",
+            f"-Drocketmq.home.dir={self.home}",
+            "-cp",
+            cp,
+            main,
+            *args,
+        ]
         return ManagedProcess(log.stem, argv, log, env=sj.java_env(self.home), cwd=self.home)
 
 
@@ -210,8 +245,8 @@ class Result:
     scenario: str
     broker: str
     rep: int
-    tps: float = 0.0          # messages per second (batch: MPS)
-    avg_rt_ms: float = 0.0    # per request (batch: per batch); consume: born-to-consume
+    tps: float = 0.0  # messages per second (batch: MPS)
+    avg_rt_ms: float = 0.0  # per request (batch: per batch); consume: born-to-consume
     max_rt_ms: int = 0
     failed: int = 0
     extra: dict = field(default_factory=dict)
@@ -219,8 +254,9 @@ class Result:
     rss_kib: dict = field(default_factory=dict)
 
 
-def run_scenario(tools: Tools, stack: Stack, scenario: str, rep: int, duration: float, logdir: Path,
-                 on_load=None) -> Result:
+def run_scenario(
+    tools: Tools, stack: Stack, scenario: str, rep: int, duration: float, logdir: Path, on_load=None
+) -> Result:
     """One scenario against one broker; `on_load(stack)` runs once the load is on (profiling)."""
     topic = f"Bench_{scenario}_{rep}"
     ns = stack.namesrv_addr
@@ -272,8 +308,7 @@ def run_scenario(tools: Tools, stack: Stack, scenario: str, rep: int, duration: 
         s = last_match(plog, SEND_LINE)
         if g:
             res.tps, res.avg_rt_ms, res.max_rt_ms, res.failed = float(g[0]), float(g[1]), int(g[3]), int(g[5])
-            res.extra = {"avg_s2c_ms": float(g[2]), "max_s2c_ms": int(g[4]),
-                         "send_tps": int(s[0]) if s else None}
+            res.extra = {"avg_s2c_ms": float(g[2]), "max_s2c_ms": int(g[4]), "send_tps": int(s[0]) if s else None}
     else:
         g = last_match(log, SEND_LINE)
         if g:
@@ -290,10 +325,13 @@ def run_scenario(tools: Tools, stack: Stack, scenario: str, rep: int, duration: 
 
 # ---------------------------------------------------------------- report
 
+
 def summarize(results: list[Result]) -> str:
-    rows = ["| scenario | pyrmq msgs/s | Java msgs/s | ratio pyrmq/Java (per rep) | pyrmq avg RT ms | Java avg RT ms "
-            "| pyrmq max RT ms | Java max RT ms | broker CPU us/msg pyrmq / Java |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| scenario | pyrmq msgs/s | Java msgs/s | ratio pyrmq/Java (per rep) | pyrmq avg RT ms | Java avg RT ms "
+        "| pyrmq max RT ms | Java max RT ms | broker CPU us/msg pyrmq / Java |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     by = collections.defaultdict(dict)
     for r in results:
         by[r.scenario][(r.broker, r.rep)] = r
@@ -303,7 +341,7 @@ def summarize(results: list[Result]) -> str:
         d = by[sc]
         reps = sorted({rep for _, rep in d})
 
-        def rng(kind, attr, fmt="{:.0f}"):
+        def rng(kind, attr, fmt="{:.0f}", d=d, reps=reps):
             vals = [getattr(d[(kind, rep)], attr) for rep in reps if (kind, rep) in d]
             if not vals:
                 return "-"
@@ -315,10 +353,12 @@ def summarize(results: list[Result]) -> str:
             p, j = d.get(("pyrmq", rep)), d.get(("java", rep))
             if p and j and j.tps:
                 ratios.append(f"{p.tps / j.tps:.2f}")
-        rows.append(f"| {sc} | {rng('pyrmq', 'tps')} | {rng('java', 'tps')} | {', '.join(ratios)} "
-                    f"| {rng('pyrmq', 'avg_rt_ms', '{:.2f}')} | {rng('java', 'avg_rt_ms', '{:.2f}')} "
-                    f"| {rng('pyrmq', 'max_rt_ms')} | {rng('java', 'max_rt_ms')} "
-                    f"| {rng('pyrmq', 'broker_cpu_us_per_msg')} / {rng('java', 'broker_cpu_us_per_msg')} |")
+        rows.append(
+            f"| {sc} | {rng('pyrmq', 'tps')} | {rng('java', 'tps')} | {', '.join(ratios)} "
+            f"| {rng('pyrmq', 'avg_rt_ms', '{:.2f}')} | {rng('java', 'avg_rt_ms', '{:.2f}')} "
+            f"| {rng('pyrmq', 'max_rt_ms')} | {rng('java', 'max_rt_ms')} "
+            f"| {rng('pyrmq', 'broker_cpu_us_per_msg')} / {rng('java', 'broker_cpu_us_per_msg')} |"
+        )
     rss = {}
     for r in results:
         cur = rss.setdefault(r.broker, {"VmRSS": 0, "RssAnon": 0, "VmHWM": 0})
@@ -326,8 +366,10 @@ def summarize(results: list[Result]) -> str:
             cur[k] = max(cur[k], r.rss_kib.get(k, 0))
     rows.append("")
     for kind, v in rss.items():
-        rows.append(f"RSS {kind}: max VmRSS {v['VmRSS'] // 1024} MiB, max RssAnon {v['RssAnon'] // 1024} MiB, "
-                    f"VmHWM {v['VmHWM'] // 1024} MiB")
+        rows.append(
+            f"RSS {kind}: max VmRSS {v['VmRSS'] // 1024} MiB, max RssAnon {v['RssAnon'] // 1024} MiB, "
+            f"VmHWM {v['VmHWM'] // 1024} MiB"
+        )
     return "\n".join(rows)
 
 
@@ -342,8 +384,10 @@ def top_functions(collapsed: Path, n: int = 25) -> str:
     leaf is a lock/event wait are idle background threads py-spy still counts; they are left out."""
     per_thread: collections.Counter = collections.Counter()
     idle = 0
-    tables = {"MainThread": (collections.Counter(), collections.Counter()),
-              "all threads": (collections.Counter(), collections.Counter())}
+    tables = {
+        "MainThread": (collections.Counter(), collections.Counter()),
+        "all threads": (collections.Counter(), collections.Counter()),
+    }
     totals: collections.Counter = collections.Counter()
     for line in collapsed.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
@@ -366,13 +410,21 @@ def top_functions(collapsed: Path, n: int = 25) -> str:
                 self_c[frames[-1]] += c
             for f in set(frames):
                 incl_c[f] += c
-    out = [f"busy samples per thread (idle waits left out: {idle}): "
-           + ", ".join(f"{t} {c}" for t, c in per_thread.most_common())]
+    out = [
+        f"busy samples per thread (idle waits left out: {idle}): "
+        + ", ".join(f"{t} {c}" for t, c in per_thread.most_common())
+    ]
     for name, (self_c, incl_c) in tables.items():
         total = totals[name] or 1
-        out += ["", f"== {name}: {totals[name]} samples", "self %  function",
-                *(f"{100 * c / total:5.1f}  {f}" for f, c in self_c.most_common(n)), "", "incl %  function",
-                *(f"{100 * c / total:5.1f}  {f}" for f, c in incl_c.most_common(n))]
+        out += [
+            "",
+            f"== {name}: {totals[name]} samples",
+            "self %  function",
+            *(f"{100 * c / total:5.1f}  {f}" for f, c in self_c.most_common(n)),
+            "",
+            "incl %  function",
+            *(f"{100 * c / total:5.1f}  {f}" for f, c in incl_c.most_common(n)),
+        ]
     return "\n".join(out)
 
 
@@ -386,10 +438,22 @@ def profile(args, tools: Tools, workdir: Path) -> None:
 
     def attach(st: Stack) -> None:
         time.sleep(5)  # past client start-up and topic creation
-        base = [spy, "record", "--pid", str(st.broker.pid), "--rate", "100", "--duration", str(int(args.duration - 7)),
-                "--threads"]
-        spies.append(subprocess.Popen([*base, "--format", "raw", "-o", str(out_raw)], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
+        base = [
+            spy,
+            "record",
+            "--pid",
+            str(st.broker.pid),
+            "--rate",
+            "100",
+            "--duration",
+            str(int(args.duration - 7)),
+            "--threads",
+        ]
+        spies.append(
+            subprocess.Popen(
+                [*base, "--format", "raw", "-o", str(out_raw)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        )
 
     try:
         res = run_scenario(tools, stack, args.profile, 0, args.duration, workdir, on_load=attach)
@@ -407,13 +471,17 @@ def profile(args, tools: Tools, workdir: Path) -> None:
 
 # ---------------------------------------------------------------- main
 
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=25.0, help="seconds of load per scenario and broker")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
-    ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"),
-                    help="interpreter for the pyrmq broker (needs uvloop: pip install -e '.[fast]')")
+    ap.add_argument(
+        "--python",
+        default=str(ROOT / ".venv" / "bin" / "python"),
+        help="interpreter for the pyrmq broker (needs uvloop: pip install -e '.[fast]')",
+    )
     ap.add_argument("--java-heap", default="1g", help="Java broker -Xms/-Xmx/MaxDirectMemorySize")
     ap.add_argument("--json", help="write all results here")
     ap.add_argument("--workdir", help="keep stores and logs here (default: a temp dir, removed)")
@@ -441,8 +509,11 @@ def main() -> int:
         try:
             stacks["pyrmq"] = start_pyrmq(workdir, args.python)
             stacks["java"] = start_java(workdir, args.java_heap)
-            print(f"pyrmq broker pid {stacks['pyrmq'].broker.pid} ({args.python}), "
-                  f"java broker pid {stacks['java'].broker.pid} (-Xmx{args.java_heap})", flush=True)
+            print(
+                f"pyrmq broker pid {stacks['pyrmq'].broker.pid} ({args.python}), "
+                f"java broker pid {stacks['java'].broker.pid} (-Xmx{args.java_heap})",
+                flush=True,
+            )
             results: list[Result] = []
             for rep in range(args.repeats):
                 for i, sc in enumerate(scenarios):
@@ -450,9 +521,12 @@ def main() -> int:
                     for kind in order:
                         res = run_scenario(tools, stacks[kind], sc, rep, args.duration, workdir / "logs")
                         results.append(res)
-                        print(f"rep {rep} {sc:8s} {kind:5s} {res.tps:8.0f} msgs/s avg {res.avg_rt_ms:7.2f} ms "
-                              f"max {res.max_rt_ms:5d} ms failed {res.failed} cpu {res.broker_cpu_us_per_msg} us/msg "
-                              f"rss {res.rss_kib.get('VmRSS', 0) // 1024} MiB {res.extra or ''}", flush=True)
+                        print(
+                            f"rep {rep} {sc:8s} {kind:5s} {res.tps:8.0f} msgs/s avg {res.avg_rt_ms:7.2f} ms "
+                            f"max {res.max_rt_ms:5d} ms failed {res.failed} cpu {res.broker_cpu_us_per_msg} us/msg "
+                            f"rss {res.rss_kib.get('VmRSS', 0) // 1024} MiB {res.extra or ''}",
+                            flush=True,
+                        )
                         time.sleep(2)
         finally:
             for st in stacks.values():

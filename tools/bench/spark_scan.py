@@ -28,8 +28,9 @@ def generate(root: str, size: int, body_size: int, file_size: int) -> None:
     from pyrmq.store.message_store import MessageStore
     from pyrmq.store.store_config import MessageStoreConfig
 
-    cfg = MessageStoreConfig(store_path_root_dir=root, mapped_file_size_commit_log=file_size,
-                             message_index_enable=False)
+    cfg = MessageStoreConfig(
+        store_path_root_dir=root, mapped_file_size_commit_log=file_size, message_index_enable=False
+    )
     s = MessageStore(cfg)
     s.load()
     s.start()
@@ -42,14 +43,18 @@ def generate(root: str, size: int, body_size: int, file_size: int) -> None:
     try:
         while s.get_max_phy_offset() < size:
             # batches of 32: each element becomes a full, independent record (spec 2.7)
-            elements = [BatchElement(body, f"TAGS\x01t\x02KEYS\x01k{i + j}\x02UNIQ_KEY\x01U{i + j:012d}\x02")
-                        for j in range(32)]
+            elements = [
+                BatchElement(body, f"TAGS\x01t\x02KEYS\x01k{i + j}\x02UNIQ_KEY\x01U{i + j:012d}\x02") for j in range(32)
+            ]
             r = s.put_messages(MessageExtBatch(topic=f"Bench{i % 4}", body=encode_batch_body(elements), queue_id=i % 8))
             assert r.is_ok(), r
             i += 32
             if i % 102_400 == 0:
-                print(f"generated {s.get_max_phy_offset() / 2**20:.0f} MiB ({i} messages, "
-                      f"{time.monotonic() - t0:.0f}s)", file=sys.stderr, flush=True)
+                print(
+                    f"generated {s.get_max_phy_offset() / 2**20:.0f} MiB ({i} messages, {time.monotonic() - t0:.0f}s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         s.shutdown()
 
@@ -98,28 +103,49 @@ def main(argv=None) -> int:
 
     from pyrmq.spark import register, spark_session
 
-    spark = spark_session("pyrmq-bench", args.master, {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-                                                        "spark.ui.showConsoleProgress": "false"})
+    spark = spark_session(
+        "pyrmq-bench",
+        args.master,
+        {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false"},
+    )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     # warm-up: JVM, Python workers, imports (not timed)
     spark.read.format("rocketmq").option("offsets", str(files[0].base)).load(args.store).count()
     header_cols = "topic,queueId,queueOffset,commitLogOffset,storeSize,bodySize,storeTimestamp"
     if "header" not in skip:
-        df = spark.read.format("rocketmq").option("splitSize", args.split_size).option("columns", header_cols).load(args.store)
+        df = (
+            spark.read.format("rocketmq")
+            .option("splitSize", args.split_size)
+            .option("columns", header_cols)
+            .load(args.store)
+        )
         t0 = time.perf_counter()
         r = df.agg(F.count(F.lit(1)).alias("n"), F.sum("storeSize").alias("b")).collect()[0]
-        report(f"spark header columns ({args.master})", time.perf_counter() - t0, r.n,
-               {"partitions": df.rdd.getNumPartitions()})
+        report(
+            f"spark header columns ({args.master})",
+            time.perf_counter() - t0,
+            r.n,
+            {"partitions": df.rdd.getNumPartitions()},
+        )
     if "nocrc" not in skip:
-        df = spark.read.format("rocketmq").option("splitSize", args.split_size).option("columns", header_cols) \
-            .option("checkCRC", "false").load(args.store)
+        df = (
+            spark.read.format("rocketmq")
+            .option("splitSize", args.split_size)
+            .option("columns", header_cols)
+            .option("checkCRC", "false")
+            .load(args.store)
+        )
         t0 = time.perf_counter()
         r = df.agg(F.count(F.lit(1)).alias("n"), F.sum("storeSize").alias("b")).collect()[0]
         report(f"spark header columns, checkCRC=false ({args.master})", time.perf_counter() - t0, r.n)
     if "bodies" not in skip:
-        df = spark.read.format("rocketmq").option("splitSize", args.split_size) \
-            .option("columns", header_cols + ",body").load(args.store)
+        df = (
+            spark.read.format("rocketmq")
+            .option("splitSize", args.split_size)
+            .option("columns", header_cols + ",body")
+            .load(args.store)
+        )
         t0 = time.perf_counter()
         r = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.length("body")).alias("b")).collect()[0]
         report(f"spark with bodies ({args.master})", time.perf_counter() - t0, r.n, {"body_bytes": r.b})

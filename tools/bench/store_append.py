@@ -43,8 +43,11 @@ def raw_write(path: str, total: int, chunk: int, fsync_each: bool) -> float:
 
 def _open(root: str, flush: str, file_mb: int) -> MessageStore:
     cfg = MessageStoreConfig(
-        store_path_root_dir=root, mapped_file_size_commit_log=file_mb * 1024 * 1024, flush_disk_type=flush,
-        max_hash_slot_num=500_000, max_index_num=2_000_000,
+        store_path_root_dir=root,
+        mapped_file_size_commit_log=file_mb * 1024 * 1024,
+        flush_disk_type=flush,
+        max_hash_slot_num=500_000,
+        max_index_num=2_000_000,
     )
     s = MessageStore(cfg)
     s.load()
@@ -133,26 +136,36 @@ def main() -> None:
     try:
         vol = 64 * 1024 * 1024
         if a.only is None:
-            print(f"raw sequential write, 64 KiB chunks, fsync at end: {raw_write(os.path.join(base, 'raw'), vol, 65536, False):8.1f} MB/s")
-            print(f"raw write of 1 KiB chunks, fdatasync each (x{a.sync_count}): "
-                  f"{raw_write(os.path.join(base, 'raw'), a.sync_count * 1024, 1024, True):8.2f} MB/s")
+            print(
+                f"raw sequential write, 64 KiB chunks, fsync at end: {raw_write(os.path.join(base, 'raw'), vol, 65536, False):8.1f} MB/s"
+            )
+            print(
+                f"raw write of 1 KiB chunks, fdatasync each (x{a.sync_count}): "
+                f"{raw_write(os.path.join(base, 'raw'), a.sync_count * 1024, 1024, True):8.2f} MB/s"
+            )
         for flush, count in (("ASYNC_FLUSH", a.count), ("SYNC_FLUSH", a.sync_count)):
             if a.only != "concurrent":
                 for size in (128, 1024):
                     root = os.path.join(base, f"{flush}-{size}")
                     rate, mbs, cpu = append(root, size, count, flush, a.file_mb)
-                    print(f"append {flush:11s} body {size:5d} B x{count}: {rate:10.0f} msgs/s {mbs:8.1f} MB/s {cpu:7.1f} us CPU/msg")
+                    print(
+                        f"append {flush:11s} body {size:5d} B x{count}: {rate:10.0f} msgs/s {mbs:8.1f} MB/s {cpu:7.1f} us CPU/msg"
+                    )
                     if flush == "ASYNC_FLUSH" and size == 1024:
                         drate, dmbs, total = decode(root)
-                        print(f"decode commit log ({total / 1e6:.0f} MB, full decode incl. properties): {drate:10.0f} msgs/s {dmbs:8.1f} MB/s")
+                        print(
+                            f"decode commit log ({total / 1e6:.0f} MB, full decode incl. properties): {drate:10.0f} msgs/s {dmbs:8.1f} MB/s"
+                        )
                     shutil.rmtree(root, ignore_errors=True)
             if a.only != "sequential":
                 for n in levels:
                     root = os.path.join(base, f"{flush}-c{n}")
                     # SYNC_FLUSH with many in flight is not bounded by one msync per put: use the big count
                     rate, mbs, cpu = append_concurrent(root, 1024, a.count, flush, a.file_mb, n)
-                    print(f"append {flush:11s} body  1024 B x{a.count}, {n:3d} in flight (asyncio): "
-                          f"{rate:10.0f} msgs/s {mbs:8.1f} MB/s {cpu:7.1f} us CPU/msg")
+                    print(
+                        f"append {flush:11s} body  1024 B x{a.count}, {n:3d} in flight (asyncio): "
+                        f"{rate:10.0f} msgs/s {mbs:8.1f} MB/s {cpu:7.1f} us CPU/msg"
+                    )
                     shutil.rmtree(root, ignore_errors=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)

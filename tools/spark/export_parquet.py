@@ -19,15 +19,27 @@ def main(argv=None) -> int:
     p.add_argument("--start", help="first store time (inclusive)")
     p.add_argument("--end", help="last store time (exclusive)")
     p.add_argument("--columns", help="comma list of columns (default all)")
-    p.add_argument("--corrupt", choices=["fail", "skip"], default="fail",
-                   help="on a corrupt record: stop (default) or skip it and report it")
+    p.add_argument(
+        "--corrupt",
+        choices=["fail", "skip"],
+        default="fail",
+        help="on a corrupt record: stop (default) or skip it and report it",
+    )
     args = p.parse_args(argv)
     spark, corrupt = _common.session(args, "pyrmq-export-parquet")
     from pyrmq.spark.jobs import export_parquet
 
     with _common.progress(spark, args, "export"):
-        n = export_parquet(spark, args.store, args.out, topic=args.topic, start_time=args.start,
-                           end_time=args.end, columns=args.columns, corrupt=args.corrupt)
+        n = export_parquet(
+            spark,
+            args.store,
+            args.out,
+            topic=args.topic,
+            start_time=args.start,
+            end_time=args.end,
+            columns=args.columns,
+            corrupt=args.corrupt,
+        )
     print(f"exported {n} message(s) to {args.out}")
     bad = corrupt.records
     for path, pos, offset, why in bad:

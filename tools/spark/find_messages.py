@@ -35,8 +35,16 @@ def main(argv=None) -> int:
     if args.max_index_num:
         idx["maxIndexNum"] = str(args.max_index_num)
     with _common.progress(spark, args, "find-messages"):
-        df = find_messages(spark, args.store, key=args.key, msg_id=args.msg_id, topic=args.topic,
-                           with_body=args.body, use_index=not args.no_index, index_options=idx)
+        df = find_messages(
+            spark,
+            args.store,
+            key=args.key,
+            msg_id=args.msg_id,
+            topic=args.topic,
+            with_body=args.body,
+            use_index=not args.no_index,
+            index_options=idx,
+        )
         rows = df.cache()
         n = rows.count()
         _common.show(rows, args.format)

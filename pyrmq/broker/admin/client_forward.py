@@ -5,34 +5,32 @@ CONSUME_MESSAGE_DIRECTLY), ``#getConsumerStatus`` and ``client/net/Broker2Client
 (callClient with a 10 s timeout, resetOffset -> RESET_CONSUMER_CLIENT_OFFSET one-way
 to every member, getConsumeStatus -> GET_CONSUMER_STATUS_FROM_CLIENT).
 """
+
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import RemotingTimeout
-from pyrmq.remoting.server import RequestContext, handles
-from pyrmq.store import message as m
-
-from ..bodies import MessageQueue
-from .bodies import ResetOffsetBody
-from .headers import (
+from pyrmq.protocol.bodies.admin import ResetOffsetBody
+from pyrmq.protocol.bodies.broker import MessageQueue
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import RemotingTimeout
+from pyrmq.protocol.headers.admin import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
 )
+from pyrmq.protocol.version import MQVersion
+from pyrmq.remoting.server import RequestContext, handles
+from pyrmq.store import message as m
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.admin")
 
 CALL_CLIENT_TIMEOUT_S = 10.0
-MQ_VERSION_V3_0_7_SNAPSHOT = 18
-MQ_VERSION_V3_1_8_SNAPSHOT = 60
 
 
 def _version_desc(v: int) -> str:
@@ -48,14 +46,17 @@ class Broker2Client:
     async def call_client(self, channel, request: RemotingCommand) -> RemotingCommand:
         return await channel.invoke(request, CALL_CLIENT_TIMEOUT_S)
 
-    async def reset_offset(self, cmd: RemotingCommand, topic: str, group: str, timestamp: int, is_force: bool
-                           ) -> RemotingCommand:
+    async def reset_offset(
+        self, cmd: RemotingCommand, topic: str, group: str, timestamp: int, is_force: bool
+    ) -> RemotingCommand:
         """Compute the offsets per queue and push them one-way to every consumer of the group."""
         c = self.controller
         tc = c.topic_config_manager.select_topic_config(topic)
         if tc is None:
-            return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST,
-                                     f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}")
+            return cmd.make_response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}",
+            )
         store = c.message_store
         table: dict[MessageQueue, int] = {}
         for i in range(tc.write_queue_nums):
@@ -74,19 +75,26 @@ class Broker2Client:
         if info is None or not info.channel_info_table:
             return cmd.make_response(
                 ResponseCode.CONSUMER_NOT_ONLINE,
-                f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {timestamp}")
+                f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {timestamp}",
+            )
         body = ResetOffsetBody(table).encode()
         for ch, ci in list(info.channel_info_table.items()):
-            if ci.version < MQ_VERSION_V3_0_7_SNAPSHOT:
-                return cmd.make_response(ResponseCode.SYSTEM_ERROR,
-                                         f"the client does not support this feature. version={_version_desc(ci.version)}")
-            req = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
-                                          {"topic": topic, "group": group, "timestamp": str(timestamp),
-                                           "isForce": "false"}, body, oneway=True)
+            if ci.version < MQVersion.V3_0_7_SNAPSHOT:
+                return cmd.make_response(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"the client does not support this feature. version={_version_desc(ci.version)}",
+                )
+            req = RemotingCommand.request(
+                RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+                {"topic": topic, "group": group, "timestamp": str(timestamp), "isForce": "false"},
+                body,
+                oneway=True,
+            )
             try:
                 ch.send_oneway(req)
-                log.info("[reset-offset] reset offset success. topic=%s, group=%s, clientId=%s", topic, group,
-                         ci.client_id)
+                log.info(
+                    "[reset-offset] reset offset success. topic=%s, group=%s, clientId=%s", topic, group, ci.client_id
+                )
             except Exception as e:
                 log.error("[reset-offset] reset offset exception. topic=%s, group=%s ,error=%s", topic, group, e)
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
@@ -96,34 +104,48 @@ class ClientForwardProcessor:
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
 
-    async def _call_consumer(self, code: int, cmd: RemotingCommand, group: str, client_id: str | None,
-                             ext: dict[str, str], body: bytes | None) -> RemotingCommand:
+    async def _call_consumer(
+        self,
+        code: int,
+        cmd: RemotingCommand,
+        group: str,
+        client_id: str | None,
+        ext: dict[str, str],
+        body: bytes | None,
+    ) -> RemotingCommand:
         c = self.controller
         ci = c.consumer_manager.find_channel(group, client_id or "")
         if ci is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
-        if ci.version < MQ_VERSION_V3_1_8_SNAPSHOT:
+        if ci.version < MQVersion.V3_1_8_SNAPSHOT:
             return cmd.make_response(
                 ResponseCode.SYSTEM_ERROR,
                 f"The Consumer <{client_id}> Version <{_version_desc(ci.version)}> too low to finish, please upgrade "
-                f"it to V3_1_8_SNAPSHOT")
+                f"it to V3_1_8_SNAPSHOT",
+            )
         req = RemotingCommand.request(code, dict(ext), body)
         try:
             resp = await c.broker2client.call_client(ci.channel, req)
-        except (RemotingTimeout, asyncio.TimeoutError) as e:
-            return cmd.make_response(ResponseCode.CONSUME_MSG_TIMEOUT,
-                                     f"consumer <{group}> <{client_id}> Timeout: {e}")
+        except (TimeoutError, RemotingTimeout) as e:
+            return cmd.make_response(ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {e}")
         except Exception as e:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR,
-                                     f"invoke consumer <{group}> <{client_id}> Exception: {e}")
+            return cmd.make_response(
+                ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {e}"
+            )
         out = cmd.make_response(resp.code, resp.remark, dict(resp.ext_fields or {}) or None, resp.body)
         return out
 
     @handles(RequestCode.GET_CONSUMER_RUNNING_INFO)
     async def get_consumer_running_info(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
-        return await self._call_consumer(RequestCode.GET_CONSUMER_RUNNING_INFO, cmd, h.consumer_group,
-                                         h.client_id, dict(cmd.ext_fields or {}), cmd.body)
+        return await self._call_consumer(
+            RequestCode.GET_CONSUMER_RUNNING_INFO,
+            cmd,
+            h.consumer_group,
+            h.client_id,
+            dict(cmd.ext_fields or {}),
+            cmd.body,
+        )
 
     @handles(RequestCode.CONSUME_MESSAGE_DIRECTLY)
     async def consume_message_directly(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -151,8 +173,9 @@ class ClientForwardProcessor:
                     sel.release()
         except Exception:
             log.debug("consumeMessageDirectly: msgId %s does not decode", h.msg_id)
-        return await self._call_consumer(RequestCode.CONSUME_MESSAGE_DIRECTLY, cmd, h.consumer_group,
-                                         h.client_id, ext, body)
+        return await self._call_consumer(
+            RequestCode.CONSUME_MESSAGE_DIRECTLY, cmd, h.consumer_group, h.client_id, ext, body
+        )
 
     @handles(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS)
     async def get_consumer_status(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -161,19 +184,24 @@ class ClientForwardProcessor:
         h = GetConsumerStatusRequestHeader.from_ext_fields(cmd.ext_fields)
         info = c.consumer_manager.get_consumer_group_info(h.group)
         if info is None or not info.channel_info_table:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{h.group}]")
+            return cmd.make_response(
+                ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{h.group}]"
+            )
         table: dict[str, dict] = {}
-        from pyrmq.remoting.bodies import fastjson_dumps, lenient_loads
+        from pyrmq.protocol.fastjson import fastjson_dumps, lenient_loads
 
         for ch, ci in list(info.channel_info_table.items()):
             addr = getattr(ch, "remote_addr", "")
             if h.client_addr and h.client_addr != addr:
                 continue
-            if ci.version < MQ_VERSION_V3_0_7_SNAPSHOT:
-                return cmd.make_response(ResponseCode.SYSTEM_ERROR,
-                                         f"the client does not support this feature. version={_version_desc(ci.version)}")
-            req = RemotingCommand.request(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT,
-                                          {"topic": h.topic, "group": h.group, "clientAddr": addr})
+            if ci.version < MQVersion.V3_0_7_SNAPSHOT:
+                return cmd.make_response(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"the client does not support this feature. version={_version_desc(ci.version)}",
+                )
+            req = RemotingCommand.request(
+                RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, {"topic": h.topic, "group": h.group, "clientAddr": addr}
+            )
             try:
                 resp = await c.broker2client.call_client(ch, req)
             except Exception as e:

@@ -6,21 +6,15 @@ getAllProducerInfo, queryTopicConsumeByWho, queryTopicsByConsumer,
 querySubscriptionByConsumer, resetOffset/resetOffsetInner, fetchAllConsumeStatsInBroker,
 cloneGroupOffset) and ``client/net/Broker2Client#resetOffset`` (client-side reset).
 """
+
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.bodies import BodyDecodeError, TopicList, fastjson_dumps, lenient_loads
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import InvalidParameter
-from pyrmq.remoting.server import RequestContext, handles
-
-from ..bodies import Connection, MessageQueue
-from ..subscription_group_manager import SubscriptionGroupConfig
-from ..topic_config_manager import validate_group
-from .bodies import (
+from pyrmq.broker.subscription_group_manager import SubscriptionGroupConfig
+from pyrmq.broker.topic_config_manager import validate_group
+from pyrmq.protocol.bodies.admin import (
     ConsumeStats,
     ConsumeStatsList,
     GroupList,
@@ -32,7 +26,13 @@ from .bodies import (
     ResetOffsetBody,
     SubscriptionGroupWrapper,
 )
-from .headers import (
+from pyrmq.protocol.bodies.broker import Connection, MessageQueue
+from pyrmq.protocol.bodies.namesrv import TopicList
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import InvalidParameter
+from pyrmq.protocol.fastjson import BodyDecodeError, fastjson_dumps, lenient_loads
+from pyrmq.protocol.headers.admin import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     GetConsumeStatsInBrokerHeader,
@@ -43,17 +43,16 @@ from .headers import (
     QueryTopicsByConsumerRequestHeader,
     ResetOffsetRequestHeader,
 )
+from pyrmq.remoting.server import RequestContext, handles
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.admin")
 
-MQ_VERSION_V3_0_7_SNAPSHOT = 18  # MQVersion ordinal: clients from here understand RESET_CONSUMER_CLIENT_OFFSET
-
 
 def language_name(code: int) -> str:
-    from pyrmq.remoting.codes import LanguageCode
+    from pyrmq.protocol.codes import LanguageCode
 
     try:
         return LanguageCode(code).name
@@ -77,8 +76,7 @@ class GroupAdminProcessor:
         return SubscriptionGroupConfig.from_obj(obj)
 
     @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
-    async def update_and_create_subscription_group(self, ctx: RequestContext, cmd: RemotingCommand
-                                                   ) -> RemotingCommand:
+    async def update_and_create_subscription_group(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         log.info("AdminBrokerProcessor#updateAndCreateSubscriptionGroup called by %s", ctx.channel.remote_addr)
         if not cmd.body:
             return cmd.make_response(ResponseCode.SUCCESS)
@@ -93,8 +91,9 @@ class GroupAdminProcessor:
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST)
-    async def update_and_create_subscription_group_list(self, ctx: RequestContext, cmd: RemotingCommand
-                                                        ) -> RemotingCommand:
+    async def update_and_create_subscription_group_list(
+        self, ctx: RequestContext, cmd: RemotingCommand
+    ) -> RemotingCommand:
         try:
             obj = lenient_loads(cmd.body or b"{}")
         except BodyDecodeError as e:
@@ -153,11 +152,15 @@ class GroupAdminProcessor:
         listed = [t for t in (h.topic_list or "").split(";") if t]
         if listed:
             return listed
-        topics = sorted(c.consumer_offset_manager.which_topic_by_consumer(h.consumer_group)) if not h.topic \
-            else [h.topic]
+        topics = (
+            sorted(c.consumer_offset_manager.which_topic_by_consumer(h.consumer_group)) if not h.topic else [h.topic]
+        )
         subs = c.consumer_manager.find_subscription_data_count(h.consumer_group)
-        return [t for t in topics
-                if not (subs > 0 and c.consumer_manager.find_subscription_data(h.consumer_group, t) is None)]
+        return [
+            t
+            for t in topics
+            if not (subs > 0 and c.consumer_manager.find_subscription_data(h.consumer_group, t) is None)
+        ]
 
     @handles(RequestCode.GET_CONSUME_STATS)
     async def get_consume_stats(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -176,8 +179,7 @@ class GroupAdminProcessor:
         return cmd.make_response(ResponseCode.SUCCESS, None, None, stats.encode())
 
     @handles(RequestCode.GET_BROKER_CONSUME_STATS)
-    async def fetch_all_consume_stats_in_broker(self, ctx: RequestContext, cmd: RemotingCommand
-                                                ) -> RemotingCommand:
+    async def fetch_all_consume_stats_in_broker(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         c = self.controller
         h = GetConsumeStatsInBrokerHeader.from_ext_fields(cmd.ext_fields)
         out = ConsumeStatsList(broker_addr=c.broker_addr)
@@ -187,8 +189,10 @@ class GroupAdminProcessor:
                 tc = c.topic_config_manager.select_topic_config(topic)
                 if tc is None or (h.is_order and not tc.order):
                     continue
-                if (c.consumer_manager.find_subscription_data(group, topic) is None
-                        and c.consumer_manager.find_subscription_data_count(group) > 0):
+                if (
+                    c.consumer_manager.find_subscription_data(group, topic) is None
+                    and c.consumer_manager.find_subscription_data_count(group) > 0
+                ):
                     continue
                 cs = ConsumeStats()
                 for i in range(tc.write_queue_nums):
@@ -209,10 +213,12 @@ class GroupAdminProcessor:
         chans = self.controller.producer_manager.group_channel_table.get(h.producer_group)
         if chans is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producer_group}] not exist")
-        body = ProducerConnection([
-            Connection(i.client_id, getattr(i.channel, "remote_addr", ""), language_name(i.language), i.version)
-            for i in chans.values()
-        ])
+        body = ProducerConnection(
+            [
+                Connection(i.client_id, getattr(i.channel, "remote_addr", ""), language_name(i.language), i.version)
+                for i in chans.values()
+            ]
+        )
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body.encode())
 
     @handles(RequestCode.GET_ALL_PRODUCER_INFO)
@@ -220,8 +226,13 @@ class GroupAdminProcessor:
         table = ProducerTableInfo()
         for group, chans in self.controller.producer_manager.group_channel_table.items():
             table.data[group] = [
-                ProducerInfo(i.client_id, getattr(i.channel, "remote_addr", ""), language_name(i.language), i.version,
-                             i.last_update_timestamp)
+                ProducerInfo(
+                    i.client_id,
+                    getattr(i.channel, "remote_addr", ""),
+                    language_name(i.language),
+                    i.version,
+                    i.last_update_timestamp,
+                )
                 for i in chans.values()
             ]
         return cmd.make_response(ResponseCode.SUCCESS, None, None, table.encode())
@@ -260,8 +271,14 @@ class GroupAdminProcessor:
     async def reset_offset(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         c = self.controller
         h = ResetOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-        log.info("[reset-offset] reset offset started by %s. topic=%s, group=%s, timestamp=%s, isForce=%s",
-                 ctx.channel.remote_addr, h.topic, h.group, h.timestamp, h.is_force)
+        log.info(
+            "[reset-offset] reset offset started by %s. topic=%s, group=%s, timestamp=%s, isForce=%s",
+            ctx.channel.remote_addr,
+            h.topic,
+            h.group,
+            h.timestamp,
+            h.is_force,
+        )
         if c.config["useServerSideResetOffset"]:
             return self._reset_offset_inner(cmd, h)
         return await c.broker2client.reset_offset(cmd, h.topic, h.group, h.timestamp, h.is_force)
@@ -285,8 +302,9 @@ class GroupAdminProcessor:
                 lo = store.get_min_offset_in_queue(h.topic, h.queue_id)
                 hi = store.get_max_offset_in_queue(h.topic, h.queue_id)
                 if (lo >= 0 and offset < lo) or offset > hi + 1:
-                    return cmd.make_response(ResponseCode.SYSTEM_ERROR,
-                                             f"Target offset {offset} not in consume queue range [{lo}-{hi}]")
+                    return cmd.make_response(
+                        ResponseCode.SYSTEM_ERROR, f"Target offset {offset} not in consume queue range [{lo}-{hi}]"
+                    )
             else:
                 offset = self._search(h.topic, h.queue_id, h.timestamp)
             offsets[h.queue_id] = offset

@@ -5,16 +5,17 @@ Java: ``AdminBrokerProcessor#prepareRuntimeInfo``, ``store/StoreStatsService#get
 admin-and-dashboard §4: the union of the 4.9 and 5.3 keys, both spellings of the
 transferred TPS, three numeric tokens in every ``*Tps`` value, plain integers.
 """
+
 from __future__ import annotations
 
 import os
 import shutil
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.command import PYRMQ_VERSION
+from pyrmq.protocol.version import PYRMQ_VERSION
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 #: pyrmq emulates the 5.3.3 broker (MQVersion ordinal 479)
 BROKER_VERSION = PYRMQ_VERSION
@@ -71,9 +72,9 @@ def build_runtime_info(c: BrokerController) -> dict[str, str]:
     out["putMessageSizeTotal"] = str(st.put_message_size_total)
     out["putMessageDistributeTime"] = st.put_distribute_text()
     avg = st.put_message_size_total / st.put_message_times_total if st.put_message_times_total else 0.0
-    from pyrmq.remoting.headers import java_double_to_string
+    from pyrmq.common.java_lang import double_to_string
 
-    out["putMessageAverageSize"] = java_double_to_string(float(avg))
+    out["putMessageAverageSize"] = double_to_string(float(avg))
     out["dispatchMaxBuffer"] = "0"
     out["getMessageEntireTimeMax"] = str(st.get_message_entire_time_max)
     out["putTps"] = st.put_tps()
@@ -87,10 +88,9 @@ def build_runtime_info(c: BrokerController) -> dict[str, str]:
     out["putLatency999"] = "0.00"
     cl_dir = os.path.join(sc.store_path_root_dir, "commitlog")
     ratio = _disk_ratio(cl_dir if os.path.exists(cl_dir) else sc.store_path_root_dir)
-    out["commitLogDiskRatio"] = java_double_to_string(ratio)
-    out[f"commitLogDiskRatio_{cl_dir}"] = java_double_to_string(ratio)
-    out["consumeQueueDiskRatio"] = java_double_to_string(
-        _disk_ratio(os.path.join(sc.store_path_root_dir, "consumequeue")))
+    out["commitLogDiskRatio"] = double_to_string(ratio)
+    out[f"commitLogDiskRatio_{cl_dir}"] = double_to_string(ratio)
+    out["consumeQueueDiskRatio"] = double_to_string(_disk_ratio(os.path.join(sc.store_path_root_dir, "consumequeue")))
     out["commitLogMinOffset"] = str(store.get_min_phy_offset())
     out["commitLogMaxOffset"] = str(store.get_max_phy_offset())
     out["brokerActive"] = "true"

@@ -7,6 +7,7 @@ default in Java too); it computes the same ``bloomFilterData`` so the Java
 broker accepts a ``consumerFilter.json`` written by pyrmq (it drops all
 filter data whose ``bitNum``/``bitPos`` do not fit its own filter).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,8 @@ def murmur3_x64_128(data: bytes, seed: int = 0) -> tuple[int, int]:
     n = len(data)
     nblocks = n // 16
     for i in range(nblocks):
-        k1 = int.from_bytes(data[i * 16:i * 16 + 8], "little")
-        k2 = int.from_bytes(data[i * 16 + 8:i * 16 + 16], "little")
+        k1 = int.from_bytes(data[i * 16 : i * 16 + 8], "little")
+        k2 = int.from_bytes(data[i * 16 + 8 : i * 16 + 16], "little")
         k1 = (_rotl((k1 * _C1) & _M64, 31) * _C2) & _M64
         h1 ^= k1
         h1 = (_rotl(h1, 27) + h2) & _M64
@@ -45,7 +46,7 @@ def murmur3_x64_128(data: bytes, seed: int = 0) -> tuple[int, int]:
         h2 ^= k2
         h2 = (_rotl(h2, 31) + h1) & _M64
         h2 = (h2 * 5 + 0x38495AB5) & _M64
-    tail = data[nblocks * 16:]
+    tail = data[nblocks * 16 :]
     if len(tail) > 8:
         k2 = int.from_bytes(tail[8:], "little")
         h2 ^= (_rotl((k2 * _C2) & _M64, 33) * _C1) & _M64

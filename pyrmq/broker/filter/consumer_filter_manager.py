@@ -8,15 +8,16 @@ the group's last consumer goes, its filters are marked dead and dropped
 replaced only by a newer ``subVersion`` (the client's timestamp). On load,
 dead times of live entries are set 30 s in the past, like Java.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
+from pyrmq.broker.filter.bloom import BloomFilter, BloomFilterData
+from pyrmq.broker.filter.sql92 import BooleanExpression, FilterParseError, compile_selector
 from pyrmq.store.config import dumps_pretty, loads, persist_config_text, read_config_text
-from .bloom import BloomFilter, BloomFilterData
-from .sql92 import BooleanExpression, FilterParseError, compile_selector
 
 log = logging.getLogger("pyrmq.broker.filter")
 
@@ -57,18 +58,34 @@ class ConsumerFilterData:
         """fastjson bean order (alphabetical); the compiled expression is transient."""
         tree: dict = {}
         if self.bloom_filter_data is not None:
-            tree["bloomFilterData"] = {"bitNum": self.bloom_filter_data.bit_num,
-                                       "bitPos": tuple(self.bloom_filter_data.bit_pos)}
-        tree.update({"bornTime": self.born_time, "clientVersion": self.client_version,
-                     "consumerGroup": self.consumer_group, "deadTime": self.dead_time,
-                     "expression": self.expression, "expressionType": self.expression_type,
-                     "topic": self.topic})
+            tree["bloomFilterData"] = {
+                "bitNum": self.bloom_filter_data.bit_num,
+                "bitPos": tuple(self.bloom_filter_data.bit_pos),
+            }
+        tree.update(
+            {
+                "bornTime": self.born_time,
+                "clientVersion": self.client_version,
+                "consumerGroup": self.consumer_group,
+                "deadTime": self.dead_time,
+                "expression": self.expression,
+                "expressionType": self.expression_type,
+                "topic": self.topic,
+            }
+        )
         return tree
 
 
 class ConsumerFilterManager:
-    def __init__(self, path: str, *, now: Callable[[], int], max_error_rate: int = 20, expect_consumer_num: int = 32,
-                 clean_time_span_ms: int = MS_24_HOUR) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        now: Callable[[], int],
+        max_error_rate: int = 20,
+        expect_consumer_num: int = 32,
+        clean_time_span_ms: int = MS_24_HOUR,
+    ) -> None:
         self.path = path
         self.now = now
         self.bloom_filter = BloomFilter(max_error_rate, expect_consumer_num)
@@ -78,8 +95,9 @@ class ConsumerFilterManager:
 
     # ------------------------------------------------------------------ build / register
 
-    def build(self, topic: str, group: str, expression: str, expression_type: str,
-              client_version: int) -> ConsumerFilterData | None:
+    def build(
+        self, topic: str, group: str, expression: str, expression_type: str, client_version: int
+    ) -> ConsumerFilterData | None:
         """Java ConsumerFilterManager#build: None for TAG or an expression that does not compile."""
         if is_tag_type(expression_type):
             return None
@@ -88,8 +106,9 @@ class ConsumerFilterManager:
         except FilterParseError as e:
             log.error("parse error: expr=%s, topic=%s, group=%s, error=%s", expression, topic, group, e)
             return None
-        return ConsumerFilterData(group, topic, expression, expression_type, self.now(), 0, None, client_version,
-                                  compiled)
+        return ConsumerFilterData(
+            group, topic, expression, expression_type, self.now(), 0, None, client_version, compiled
+        )
 
     def register_group(self, group: str, sub_list: Iterable) -> None:
         """Java register(group, subList): register each, then mark the filters of dropped topics dead."""
@@ -102,8 +121,9 @@ class ConsumerFilterManager:
                 data.dead_time = self.now()
                 log.info("Consumer filter changed: %s, make illegal topic dead: %s", group, data.topic)
 
-    def register(self, topic: str, group: str, expression: str | None, expression_type: str | None,
-                 client_version: int) -> bool:
+    def register(
+        self, topic: str, group: str, expression: str | None, expression_type: str | None, client_version: int
+    ) -> bool:
         if is_tag_type(expression_type) or not expression:
             return False
         assert expression_type is not None
@@ -171,10 +191,12 @@ class ConsumerFilterManager:
 
     def encode(self) -> str:
         self.clean()
-        tree = {"filterDataByTopic": {
-            topic: {"groupFilterData": {g: d.to_json_tree() for g, d in by_group.items()}, "topic": topic}
-            for topic, by_group in self.filter_data_by_topic.items()
-        }}
+        tree = {
+            "filterDataByTopic": {
+                topic: {"groupFilterData": {g: d.to_json_tree() for g, d in by_group.items()}, "topic": topic}
+                for topic, by_group in self.filter_data_by_topic.items()
+            }
+        }
         return dumps_pretty(tree)
 
     def persist(self) -> None:
@@ -203,12 +225,21 @@ class ConsumerFilterManager:
                 if not d:
                     continue
                 bfd = d.get("bloomFilterData")
-                bloom = BloomFilterData(tuple(int(x) for x in bfd.get("bitPos") or ()), int(bfd.get("bitNum", 0))) \
-                    if bfd else None
+                bloom = (
+                    BloomFilterData(tuple(int(x) for x in bfd.get("bitPos") or ()), int(bfd.get("bitNum", 0)))
+                    if bfd
+                    else None
+                )
                 data = ConsumerFilterData(
-                    d.get("consumerGroup") or group, d.get("topic") or topic, d.get("expression") or "",
-                    d.get("expressionType") or "", int(d.get("bornTime", 0)), int(d.get("deadTime", 0)), bloom,
-                    int(d.get("clientVersion", 0)))
+                    d.get("consumerGroup") or group,
+                    d.get("topic") or topic,
+                    d.get("expression") or "",
+                    d.get("expressionType") or "",
+                    int(d.get("bornTime", 0)),
+                    int(d.get("deadTime", 0)),
+                    bloom,
+                    int(d.get("clientVersion", 0)),
+                )
                 try:
                     data.compiled_expression = compile_expression(data.expression_type, data.expression)
                 except FilterParseError as e:

@@ -10,14 +10,14 @@ evaluation error does not. With ``filterSupportRetry`` the retry topic of a
 group is filtered by the group's expression on the original topic
 (``RETRY_TOPIC`` property).
 """
+
 from __future__ import annotations
 
 import logging
 
+from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterData, ConsumerFilterManager, is_tag_type
+from pyrmq.broker.filter.sql92 import evaluate_matches
 from pyrmq.store import message as m
-
-from .consumer_filter_manager import ConsumerFilterData, ConsumerFilterManager, is_tag_type
-from .sql92 import evaluate_matches
 
 log = logging.getLogger("pyrmq.broker.filter")
 
@@ -33,8 +33,12 @@ def decode_properties(msg_buffer) -> dict[str, str]:
 
 
 class ExpressionMessageFilter:
-    def __init__(self, subscription_data, consumer_filter_data: ConsumerFilterData | None,
-                 consumer_filter_manager: ConsumerFilterManager | None) -> None:
+    def __init__(
+        self,
+        subscription_data,
+        consumer_filter_data: ConsumerFilterData | None,
+        consumer_filter_manager: ConsumerFilterManager | None,
+    ) -> None:
         self.subscription_data = subscription_data
         self.consumer_filter_data = consumer_filter_data
         self.consumer_filter_manager = consumer_filter_manager
@@ -70,6 +74,6 @@ class ExpressionForRetryMessageFilter(ExpressionMessageFilter):
         topic = self.subscription_data.topic or ""
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and self.consumer_filter_manager is not None:
             real_topic = properties.get(m.MessageConst.RETRY_TOPIC)
-            group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
             return self.consumer_filter_manager.get(real_topic, group) if real_topic else None
         return self.consumer_filter_data

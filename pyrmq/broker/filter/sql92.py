@@ -26,15 +26,16 @@ broker's filter treats as "no match"); a missing property makes comparisons
 methods make at parse time (``a > 'x'``, ``a = NULL``, ``BETWEEN 5 AND 3``,
 ``0.0`` below ``Double.MIN_VALUE``, ...) is made here too.
 """
+
 from __future__ import annotations
 
 import math
 import re
 import struct
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
 
-__all__ = ["FilterParseError", "FilterEvalError", "BooleanExpression", "compile_selector", "Expression"]
+__all__ = ["BooleanExpression", "Expression", "FilterEvalError", "FilterParseError", "compile_selector"]
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
@@ -72,9 +73,9 @@ class JDouble(float):
 
 
 def _java_double_str(d: float) -> str:
-    from pyrmq.remoting.headers import java_double_to_string
+    from pyrmq.common.java_lang import double_to_string
 
-    return java_double_to_string(d)
+    return double_to_string(d)
 
 
 def _parse_java_integer(s: str, lo: int, hi: int, what: str) -> int:
@@ -84,15 +85,16 @@ def _parse_java_integer(s: str, lo: int, hi: int, what: str) -> int:
         raise FilterEvalError(f'java.lang.NumberFormatException: For input string: "{s}"')
     v = int(s)
     if not lo <= v <= hi:
-        raise FilterEvalError(f'java.lang.NumberFormatException: For input string: "{s}"' +
-                              ("" if what == "int" else f" under radix 10"))
+        raise FilterEvalError(
+            f'java.lang.NumberFormatException: For input string: "{s}"' + ("" if what == "int" else " under radix 10")
+        )
     return v
 
 
-_JAVA_FLOAT = re.compile(
-    r"[+-]?(?:NaN|Infinity|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[fFdD]?)", re.ASCII)
+_JAVA_FLOAT = re.compile(r"[+-]?(?:NaN|Infinity|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[fFdD]?)", re.ASCII)
 _JAVA_HEX_FLOAT = re.compile(
-    r"([+-]?)0[xX]((?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?", re.ASCII)
+    r"([+-]?)0[xX]((?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?", re.ASCII
+)
 
 
 def _parse_java_double(s: str) -> float:
@@ -111,8 +113,11 @@ def _parse_java_double(s: str) -> float:
     if m:
         v = float.fromhex("0x" + m.group(2))
         return -v if m.group(1) == "-" else v
-    raise FilterEvalError(f'java.lang.NumberFormatException: For input string: "{s}"'
-                          if t else "java.lang.NumberFormatException: empty String")
+    raise FilterEvalError(
+        f'java.lang.NumberFormatException: For input string: "{s}"'
+        if t
+        else "java.lang.NumberFormatException: empty String"
+    )
 
 
 def _double_compare(a: float, b: float) -> int:
@@ -140,8 +145,9 @@ def java_compare(lv, rv, convert: bool = True) -> int:
         if lc is bool:
             if convert and rc is str:
                 # Java casts the Boolean to String here: ClassCastException
-                raise FilterEvalError("java.lang.ClassCastException: class java.lang.Boolean cannot be cast to "
-                                      "class java.lang.String")
+                raise FilterEvalError(
+                    "java.lang.ClassCastException: class java.lang.Boolean cannot be cast to class java.lang.String"
+                )
             return -1
         if lc is JInt:
             if rc is JLong:
@@ -314,14 +320,17 @@ def _as_boolean(e: Expression) -> BooleanExpression:
     if e.boolean:
         return e  # type: ignore[return-value]
     if isinstance(e, Property):
+
         def cast(ctx, r=e):
             v = r.evaluate(ctx)
             if v is None:
                 return None
             return v if type(v) is bool else False
+
         return _Fn(cast, str(e))
-    raise FilterParseError(f"org.apache.rocketmq.filter.parser.ParseException: Expression will not result in a "
-                           f"boolean value: {e}")
+    raise FilterParseError(
+        f"org.apache.rocketmq.filter.parser.ParseException: Expression will not result in a boolean value: {e}"
+    )
 
 
 def _check_less_than_operand(e: Expression) -> None:
@@ -346,6 +355,7 @@ def create_not(e: BooleanExpression) -> BooleanExpression:
         if type(v) is not bool:
             raise FilterEvalError("java.lang.ClassCastException: not a Boolean")
         return not v
+
     return _Fn(ev, f"(NOT {e})")
 
 
@@ -360,6 +370,7 @@ def create_and(a: BooleanExpression, b: BooleanExpression) -> BooleanExpression:
         if lv is None or rv is None:
             return None
         return True
+
     return _Fn(ev, f"({a} && {b})")
 
 
@@ -374,6 +385,7 @@ def create_or(a: BooleanExpression, b: BooleanExpression) -> BooleanExpression:
         if lv is None or rv is None:
             return None
         return False
+
     return _Fn(ev, f"({a} || {b})")
 
 
@@ -386,6 +398,7 @@ def _do_create_equal(left: Expression, right: Expression) -> BooleanExpression:
         if lv is None or _java_equals(lv, rv):
             return True
         return java_compare(lv, rv) == 0
+
     return _Fn(ev, f"({left} == {right})")
 
 
@@ -416,9 +429,11 @@ def create_order(op: str, left: Expression, right: Expression) -> BooleanExpress
             try:
                 lv, rv = JDouble(_parse_java_double(lv)), JDouble(_parse_java_double(rv))
             except FilterEvalError as e:
-                raise FilterEvalError(f"It's illegal to compare string by '>=', '>', '<', '<='. lv={lv}, rv={rv}") \
-                    from e
+                raise FilterEvalError(
+                    f"It's illegal to compare string by '>=', '>', '<', '<='. lv={lv}, rv={rv}"
+                ) from e
         return test(java_compare(lv, rv))
+
     return _Fn(ev, f"({left} {op} {right})")
 
 
@@ -433,8 +448,10 @@ def create_between(value: Expression, low: Expression, high: Expression) -> Bool
             msg = str(e)
             raise (_rt(msg) if "NumberFormatException" in msg else FilterParseError(msg)) from None
         if ret < 0:
-            raise _rt(f"Illegal values of between, left value({_plain(lv)}) must less than or equal to right "
-                      f"value({_plain(rv)})")
+            raise _rt(
+                f"Illegal values of between, left value({_plain(lv)}) must less than or equal to right "
+                f"value({_plain(rv)})"
+            )
     return create_and(create_order(">=", value, low), create_order("<=", value, high))
 
 
@@ -460,6 +477,7 @@ def create_in(left: Expression, items: list[str], negate: bool) -> BooleanExpres
         if v is None or type(v) is not str:
             return None
         return (v in values) ^ negate
+
     return _Fn(ev, f"{left} {'NOT IN' if negate else 'IN'} ( {', '.join(items)} )")
 
 
@@ -476,13 +494,15 @@ def create_string_op(op: str, left: Expression, search: str, negate: bool) -> Bo
         if v is None or type(v) is not str:
             return False
         return test(v, search) ^ negate
+
     return _Fn(ev, f"({'NOT ' if negate else ''}{op} {left})")
 
 
 # ----------------------------------------------------------------------------- tokenizer
 
-KEYWORDS = frozenset(["NOT", "AND", "OR", "BETWEEN", "IN", "TRUE", "FALSE", "NULL", "IS",
-                      "CONTAINS", "STARTSWITH", "ENDSWITH"])
+KEYWORDS = frozenset(
+    ["NOT", "AND", "OR", "BETWEEN", "IN", "TRUE", "FALSE", "NULL", "IS", "CONTAINS", "STARTSWITH", "ENDSWITH"]
+)
 
 
 @dataclass(slots=True, frozen=True)
@@ -519,7 +539,8 @@ def tokenize(text: str) -> Iterator[Token]:
         if m is None:
             raise FilterParseError(
                 f"org.apache.rocketmq.filter.parser.TokenMgrError: Lexical error at line {line}, column {col}.  "
-                f"Encountered: \"{text[pos]}\" ({ord(text[pos])}), after : \"\"")
+                f'Encountered: "{text[pos]}" ({ord(text[pos])}), after : ""'
+            )
         kind = m.lastgroup
         image = m.group()
         if kind == "word":
@@ -530,7 +551,7 @@ def tokenize(text: str) -> Iterator[Token]:
         if kind not in ("ws", "line_comment", "block_comment"):
             yield Token(kind, image, line, col)
         for i, c in enumerate(image):
-            if c == "\n" or (c == "\r" and not image[i + 1:i + 2] == "\n"):
+            if c == "\n" or (c == "\r" and image[i + 1 : i + 2] != "\n"):
                 line += 1
                 line_start = pos + i + 1
         pos = m.end()
@@ -565,11 +586,13 @@ class _Parser:
         return self.take()
 
     def fail(self, t: Token, expecting: str | None = None):
-        what = "<EOF>" if t.kind == "EOF" else f"\"{t.image}\""
-        msg = (f"org.apache.rocketmq.filter.parser.ParseException: Encountered \" {what} \" at line {t.line}, "
-               f"column {t.column}.")
+        what = "<EOF>" if t.kind == "EOF" else f'"{t.image}"'
+        msg = (
+            f'org.apache.rocketmq.filter.parser.ParseException: Encountered " {what} " at line {t.line}, '
+            f"column {t.column}."
+        )
         if expecting:
-            msg += f"\nWas expecting:\n    \"{expecting}\" ..."
+            msg += f'\nWas expecting:\n    "{expecting}" ...'
         raise FilterParseError(msg)
 
     def parse(self) -> BooleanExpression:

@@ -5,24 +5,30 @@ whose ``waitForRunning(checkInterval)`` ends in ``onWaitEnd`` -> ``check``
 with ``transactionTimeOut`` and ``transactionCheckMax``). Only a master
 checks. The values are read at each round, so a config update applies.
 """
+
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
-    from .check_listener import DefaultTransactionalMessageCheckListener
-    from .transactional_message_service import TransactionalMessageService
+    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.transaction.check_listener import DefaultTransactionalMessageCheckListener
+    from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
 
 log = logging.getLogger("pyrmq.broker.transaction")
 
 
 class TransactionalMessageCheckService:
-    def __init__(self, controller: BrokerController, service: TransactionalMessageService,
-                 listener: DefaultTransactionalMessageCheckListener) -> None:
+    def __init__(
+        self,
+        controller: BrokerController,
+        service: TransactionalMessageService,
+        listener: DefaultTransactionalMessageCheckListener,
+    ) -> None:
         self.controller = controller
         self.service = service
         self.listener = listener
@@ -48,7 +54,5 @@ class TransactionalMessageCheckService:
         t, self._task = self._task, None
         if t is not None:
             t.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-            except (asyncio.CancelledError, Exception):
-                pass

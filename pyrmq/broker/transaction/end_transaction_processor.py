@@ -10,23 +10,23 @@ one-way). A slave answers SLAVE_NOT_AVAILABLE. With
 ``CHECK_IMMUNITY_TIME_IN_SECONDS``, a producer's own (non-check) decision
 arriving after that time is refused with ILLEGAL_OPERATION: the check decides.
 """
+
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import InvalidParameter
+from pyrmq.broker.transaction.util import MC, SF, get_immunity_time
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import InvalidParameter
+from pyrmq.protocol.headers.transaction import EndTransactionRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store import message as m
 from pyrmq.store.results import PutMessageStatus
 
-from .headers import EndTransactionRequestHeader
-from .util import MC, SF, get_immunity_time
-
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.transaction")
 
@@ -47,10 +47,17 @@ def end_message_transaction(half: m.StoredMessage) -> m.MessageExtBrokerInner:
     """Java endMessageTransaction: the real message back from the half message (properties string kept)."""
     props = half.properties
     return m.MessageExtBrokerInner(
-        topic=props.get(MC.REAL_TOPIC, ""), body=half.body or b"", queue_id=int(props.get(MC.REAL_QUEUE_ID, "0")),
-        flag=half.flag, properties_string=m.message_properties_to_string(props), sys_flag=half.sys_flag,
-        born_timestamp=half.born_timestamp, born_host=half.born_host, store_host=half.store_host,
-        reconsume_times=half.reconsume_times)
+        topic=props.get(MC.REAL_TOPIC, ""),
+        body=half.body or b"",
+        queue_id=int(props.get(MC.REAL_QUEUE_ID, "0")),
+        flag=half.flag,
+        properties_string=m.message_properties_to_string(props),
+        sys_flag=half.sys_flag,
+        born_timestamp=half.born_timestamp,
+        born_host=half.born_host,
+        store_host=half.store_host,
+        reconsume_times=half.reconsume_times,
+    )
 
 
 class EndTransactionProcessor:
@@ -65,30 +72,46 @@ class EndTransactionProcessor:
     async def end_transaction(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand | None:
         c = self.controller
         h = EndTransactionRequestHeader.from_ext_fields(cmd.ext_fields)
-        if h.commit_or_rollback not in (SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE,
-                                        SF.TRANSACTION_ROLLBACK_TYPE):
+        if h.commit_or_rollback not in (
+            SF.TRANSACTION_NOT_TYPE,
+            SF.TRANSACTION_COMMIT_TYPE,
+            SF.TRANSACTION_ROLLBACK_TYPE,
+        ):
             raise InvalidParameter("commitOrRollback field wrong")
         if not c.config.is_master:
             log.warning("Message store is slave mode, so end transaction is forbidden.")
             return cmd.make_response(ResponseCode.SLAVE_NOT_AVAILABLE)
         source = "Check producer" if h.from_transaction_check else "The producer"
         if h.commit_or_rollback == SF.TRANSACTION_NOT_TYPE:
-            log.warning("%s[%s] transaction state is pending (UNKNOW). msgId=%s remark=%s", source,
-                        ctx.channel.remote_addr, h.msg_id, cmd.remark)
+            log.warning(
+                "%s[%s] transaction state is pending (UNKNOW). msgId=%s remark=%s",
+                source,
+                ctx.channel.remote_addr,
+                h.msg_id,
+                cmd.remark,
+            )
             return None
         if h.commit_or_rollback == SF.TRANSACTION_ROLLBACK_TYPE or h.from_transaction_check:
-            log.warning("%s[%s] %s the message %s", source, ctx.channel.remote_addr,
-                        "commit" if h.commit_or_rollback == SF.TRANSACTION_COMMIT_TYPE else "rollback", h.msg_id)
+            log.warning(
+                "%s[%s] %s the message %s",
+                source,
+                ctx.channel.remote_addr,
+                "commit" if h.commit_or_rollback == SF.TRANSACTION_COMMIT_TYPE else "rollback",
+                h.msg_id,
+            )
         result = self.service.get_half_message_by_offset(h.commit_log_offset)
         if result.response_code != ResponseCode.SUCCESS:
             return cmd.make_response(result.response_code, result.response_remark)
         half = result.prepare_message
         assert half is not None
         if self._reject_commit_or_rollback(h, half):
-            log.warning("Message %s fail [producer end]. currentTimeMillis - bornTime > checkImmunityTime, msgId=%s, "
-                        "commitLogOffset=%d, wait check",
-                        "commit" if h.commit_or_rollback == SF.TRANSACTION_COMMIT_TYPE else "rollback",
-                        h.msg_id, h.commit_log_offset)
+            log.warning(
+                "Message %s fail [producer end]. currentTimeMillis - bornTime > checkImmunityTime, msgId=%s, "
+                "commitLogOffset=%d, wait check",
+                "commit" if h.commit_or_rollback == SF.TRANSACTION_COMMIT_TYPE else "rollback",
+                h.msg_id,
+                h.commit_log_offset,
+            )
             return cmd.make_response(ResponseCode.ILLEGAL_OPERATION)
         bad = self._check_prepare_message(cmd, half, h)
         if bad is not None:
@@ -114,8 +137,9 @@ class EndTransactionProcessor:
         return False
 
     @staticmethod
-    def _check_prepare_message(cmd: RemotingCommand, half: m.StoredMessage, h: EndTransactionRequestHeader
-                               ) -> RemotingCommand | None:
+    def _check_prepare_message(
+        cmd: RemotingCommand, half: m.StoredMessage, h: EndTransactionRequestHeader
+    ) -> RemotingCommand | None:
         if half.properties.get(MC.PRODUCER_GROUP) != h.producer_group:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "The producer group wrong")
         if half.queue_offset != h.tran_state_table_offset:
@@ -132,6 +156,7 @@ class EndTransactionProcessor:
             return cmd.make_response(
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"The message is illegal, maybe msg body or properties length not matched. msg body length limit "
-                f"{max_size}B, msg properties length limit 32KB.")
+                f"{max_size}B, msg properties length limit 32KB.",
+            )
         code, remark = _FINAL_STATUS.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
         return cmd.make_response(code, remark)

@@ -20,6 +20,7 @@ at once, one offset per message (Java 5.x batches them every
 ``transactionOpBatchInterval``; the body format is the same and Java reads
 both); the pass runs on the event loop and awaits its 1 s pauses.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,11 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from pyrmq.remoting.codes import ResponseCode
-from pyrmq.store import message as m
-from pyrmq.store.results import GetMessageStatus, PutMessageResult, PutMessageStatus
-
-from .util import (
+from pyrmq.broker.transaction.util import (
     CID_SYS_RMQ_TRANS,
     MC,
     OFFSET_SEPARATOR,
@@ -44,9 +41,12 @@ from .util import (
     renew_half_message_inner,
     renew_immunity_half_message_inner,
 )
+from pyrmq.protocol.codes import ResponseCode
+from pyrmq.store import message as m
+from pyrmq.store.results import GetMessageStatus, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.transaction")
 
@@ -136,7 +136,7 @@ class TransactionalMessageService:
         tcm = self.controller.topic_config_manager
         tc = tcm.select_topic_config(topic)
         if tc is None:
-            from ..topic_config_manager import PERM_READ, PERM_WRITE
+            from pyrmq.broker.topic_config_manager import PERM_READ, PERM_WRITE
 
             tc = tcm.create_topic_in_send_message_back_method(topic, 1, PERM_WRITE | PERM_READ, 0)
         return list(range(tc.read_queue_nums)) if tc is not None else []
@@ -190,9 +190,16 @@ class TransactionalMessageService:
         host = self._store_host
         props = {MC.TAGS: REMOVE_TAG, MC.WAIT_STORE_MSG_OK: "true"}
         msg = m.MessageExtBrokerInner(
-            topic=RMQ_SYS_TRANS_OP_HALF_TOPIC, body=data.encode("utf-8"), queue_id=queue_id,
-            properties=props, properties_string=m.message_properties_to_string(props), sys_flag=0,
-            born_timestamp=self.controller.now(), born_host=host, store_host=host)
+            topic=RMQ_SYS_TRANS_OP_HALF_TOPIC,
+            body=data.encode("utf-8"),
+            queue_id=queue_id,
+            properties=props,
+            properties_string=m.message_properties_to_string(props),
+            sys_flag=0,
+            born_timestamp=self.controller.now(),
+            born_host=host,
+            store_host=host,
+        )
         result = await self._put(msg)
         if result.put_message_status != PutMessageStatus.PUT_OK:
             log.error("Transaction op message write failed. queueId is %d, data %s", queue_id, data)
@@ -205,8 +212,9 @@ class TransactionalMessageService:
 
     # ------------------------------------------------------------------ check
 
-    def _fill_op_remove_map(self, st: _CheckState, queue_id: int, pull_offset_of_op: int, mini_offset: int
-                            ) -> PullResult:
+    def _fill_op_remove_map(
+        self, st: _CheckState, queue_id: int, pull_offset_of_op: int, mini_offset: int
+    ) -> PullResult:
         """Java fillOpRemoveMap: op messages from ``pull_offset_of_op`` into the remove map."""
         pr = self.get_op_message(queue_id, pull_offset_of_op, OP_MSG_PULL_NUMS)
         if pr.status in (PullStatus.OFFSET_ILLEGAL, PullStatus.NO_MATCHED_MSG):
@@ -360,16 +368,22 @@ class TransactionalMessageService:
                 elif 0 <= since_born <= immunity:
                     break  # new arrived: later
                 op_msgs = pull.msg_found_list if pull is not None else None
-                need_check = ((op_msgs is None and since_born > immunity)
-                              or (op_msgs is not None and op_msgs[-1].born_timestamp - start > transaction_timeout)
-                              or since_born <= -1)
+                need_check = (
+                    (op_msgs is None and since_born > immunity)
+                    or (op_msgs is not None and op_msgs[-1].born_timestamp - start > transaction_timeout)
+                    or since_born <= -1
+                )
                 if need_check:
                     renewed = await self._put_back_half_msg_queue(msg, props)
                     if renewed is None:
                         continue
-                    log.info("Check transaction. real_topic=%s, uniqKey=%s, offset=%d, commitLogOffset=%d",
-                             props.get(MC.REAL_TOPIC), props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-                             renewed.queue_offset, renewed.commit_log_offset)
+                    log.info(
+                        "Check transaction. real_topic=%s, uniqKey=%s, offset=%d, commitLogOffset=%d",
+                        props.get(MC.REAL_TOPIC),
+                        props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                        renewed.queue_offset,
+                        renewed.commit_log_offset,
+                    )
                     listener.resolve_half_msg(renewed)
                 else:
                     next_op_offset = pull.next_begin_offset if pull is not None else next_op_offset

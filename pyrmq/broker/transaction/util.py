@@ -7,6 +7,7 @@ map into ``propertiesString`` before clearing entries from the map only, so a
 committed message still carries TRAN_MSG, PGROUP, REAL_TOPIC and REAL_QID on
 disk, and consumers see them).
 """
+
 from __future__ import annotations
 
 import re
@@ -42,16 +43,27 @@ def parse_half_message_inner(msg: m.MessageExtBrokerInner) -> m.MessageExtBroker
     return msg
 
 
-def inner_from_stored(stored: m.StoredMessage, properties: dict[str, str] | None = None, *,
-                      topic: str | None = None, queue_id: int | None = None) -> m.MessageExtBrokerInner:
+def inner_from_stored(
+    stored: m.StoredMessage,
+    properties: dict[str, str] | None = None,
+    *,
+    topic: str | None = None,
+    queue_id: int | None = None,
+) -> m.MessageExtBrokerInner:
     """A record read back, ready to be put again (body kept as stored, compressed or not)."""
     props = dict(stored.properties if properties is None else properties)
     return m.MessageExtBrokerInner(
-        topic=stored.topic if topic is None else topic, body=stored.body or b"",
-        queue_id=stored.queue_id if queue_id is None else queue_id, flag=stored.flag,
-        properties=props, properties_string=m.message_properties_to_string(props),
-        sys_flag=stored.sys_flag, born_timestamp=stored.born_timestamp, born_host=stored.born_host,
-        store_host=stored.store_host, reconsume_times=stored.reconsume_times,
+        topic=stored.topic if topic is None else topic,
+        body=stored.body or b"",
+        queue_id=stored.queue_id if queue_id is None else queue_id,
+        flag=stored.flag,
+        properties=props,
+        properties_string=m.message_properties_to_string(props),
+        sys_flag=stored.sys_flag,
+        born_timestamp=stored.born_timestamp,
+        born_host=stored.born_host,
+        store_host=stored.store_host,
+        reconsume_times=stored.reconsume_times,
     )
 
 
@@ -62,8 +74,7 @@ def renew_half_message_inner(stored: m.StoredMessage, properties: dict[str, str]
     return inner
 
 
-def renew_immunity_half_message_inner(stored: m.StoredMessage, properties: dict[str, str]
-                                      ) -> m.MessageExtBrokerInner:
+def renew_immunity_half_message_inner(stored: m.StoredMessage, properties: dict[str, str]) -> m.MessageExtBrokerInner:
     """Java renewImmunityHalfMessageInner: also remember the first queue offset of the half message."""
     props = dict(properties)
     if MC.TRANSACTION_PREPARED_QUEUE_OFFSET not in props:

@@ -2,6 +2,7 @@
 
 The expected help texts are mqadmin 5.5.0's own output (`mqadmin help <cmd>`), captured once.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -43,8 +44,10 @@ def test_help_matches_mqadmin():
     text = REGISTRY["updateSubGroup"].options.help_text("mqadmin updateSubGroup")
     assert SUB_GROUP_P in text
     assert "    --attributes <arg>                     attribute(+a=b,+c=d,-e)\n" in text
-    assert REGISTRY["printMsg"].options.table().splitlines()[0] == \
-        " -b,--beginTimestamp  <arg>   Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"
+    assert (
+        REGISTRY["printMsg"].options.table().splitlines()[0]
+        == " -b,--beginTimestamp  <arg>   Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"
+    )
 
 
 def test_all_28_core_commands_listed(capsys):
@@ -54,13 +57,18 @@ def test_all_28_core_commands_listed(capsys):
     assert "   updateTopic                         Update or create topic.\n" in out
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["-x"], "Unrecognized option: -x"),
-    ([], "Missing required options: [-b create topic to which broker, -c create topic to which cluster], t"),
-    (["-t"], "Missing argument for option: t"),
-    (["-b", "a:1", "-c", "C", "-t", "T"],
-     "The option 'c' was specified but an option from this group has already been selected: 'b'"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["-x"], "Unrecognized option: -x"),
+        ([], "Missing required options: [-b create topic to which broker, -c create topic to which cluster], t"),
+        (["-t"], "Missing argument for option: t"),
+        (
+            ["-b", "a:1", "-c", "C", "-t", "T"],
+            "The option 'c' was specified but an option from this group has already been selected: 'b'",
+        ),
+    ],
+)
 def test_parse_errors_read_like_commons_cli(argv, message):
     with pytest.raises(UsageError) as e:
         REGISTRY["updateTopic"].options.parse(argv)
@@ -91,10 +99,24 @@ def test_java_printf_and_values():
 
 def test_hashmap_order_matches_java():
     # Java: new HashMap<>(128) filled in this order iterates as the mqadmin output shows
-    props = {"UNIQ_KEY": "x", "CLUSTER": "c", "TAGS": "t", "KEYS": "k", "WAIT": "true", "MIN_OFFSET": "0",
-             "MAX_OFFSET": "4"}
-    assert list(hashmap_order(props, 128)) == ["UNIQ_KEY", "CLUSTER", "MIN_OFFSET", "TAGS", "KEYS", "WAIT",
-                                               "MAX_OFFSET"]
+    props = {
+        "UNIQ_KEY": "x",
+        "CLUSTER": "c",
+        "TAGS": "t",
+        "KEYS": "k",
+        "WAIT": "true",
+        "MIN_OFFSET": "0",
+        "MAX_OFFSET": "4",
+    }
+    assert list(hashmap_order(props, 128)) == [
+        "UNIQ_KEY",
+        "CLUSTER",
+        "MIN_OFFSET",
+        "TAGS",
+        "KEYS",
+        "WAIT",
+        "MAX_OFFSET",
+    ]
 
 
 def test_properties_round_trip():

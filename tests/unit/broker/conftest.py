@@ -1,4 +1,5 @@
 """A broker controller over a tmp store, processors awaited directly (no sockets)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,9 +8,9 @@ import pytest
 
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.controller import BrokerController
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import RemotingError
 from pyrmq.remoting.channel import RequestContext
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import RemotingError
 
 
 class FakeChannel:
@@ -56,9 +57,14 @@ class Broker:
         from pyrmq.remoting.channel import ProcessorTable
 
         table = ProcessorTable()
-        for p in (SendMessageProcessor(controller), controller.pull_processor, ClientManageProcessor(controller),
-                  ConsumerManageProcessor(controller), QueryMessageProcessor(controller),
-                  AdminBrokerProcessor(controller)):
+        for p in (
+            SendMessageProcessor(controller),
+            controller.pull_processor,
+            ClientManageProcessor(controller),
+            ConsumerManageProcessor(controller),
+            QueryMessageProcessor(controller),
+            AdminBrokerProcessor(controller),
+        ):
             table.register(p)
         self.table = table
 
@@ -74,9 +80,13 @@ class Broker:
 
 def make_config(tmp_path, **props) -> BrokerConfig:
     base = {
-        "brokerClusterName": "TestCluster", "brokerName": "broker-t", "brokerIP1": "127.0.0.1",
-        "listenPort": "10911", "storePathRootDir": str(tmp_path / "store"),
-        "mappedFileSizeCommitLog": str(1024 * 1024), "mappedFileSizeConsumeQueue": str(20 * 1000),
+        "brokerClusterName": "TestCluster",
+        "brokerName": "broker-t",
+        "brokerIP1": "127.0.0.1",
+        "listenPort": "10911",
+        "storePathRootDir": str(tmp_path / "store"),
+        "mappedFileSizeCommitLog": str(1024 * 1024),
+        "mappedFileSizeConsumeQueue": str(20 * 1000),
     }
     base.update({k: str(v) for k, v in props.items()})
     return BrokerConfig.from_properties(base)

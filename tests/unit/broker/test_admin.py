@@ -1,4 +1,5 @@
 """Admin codes of the broker (mqadmin / dashboard): groups, stats, runtime info, config, reset, relay."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,11 +9,11 @@ import pytest
 
 from pyrmq.broker.admin.client_forward import ClientForwardProcessor
 from pyrmq.broker.admin.group_processor import GroupAdminProcessor
-from pyrmq.broker.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
-from pyrmq.remoting.bodies import lenient_loads
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import RemotingTimeout
+from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import RemotingTimeout
+from pyrmq.protocol.fastjson import lenient_loads
 from pyrmq.store import message as m
 
 
@@ -58,27 +59,58 @@ def call(b, code, ext=None, body=None, ch=None):
 
 
 def send(b, topic, queue_id=0, tags="tagA", keys="k"):
-    ext = {"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0", "g": "1700000000000",
-           "h": "0", "i": m.message_properties_to_string({"TAGS": tags, "KEYS": keys}), "j": "0", "k": "false",
-           "m": "false", "n": "broker-t"}
+    ext = {
+        "a": "pg",
+        "b": topic,
+        "c": "TBW102",
+        "d": "4",
+        "e": str(queue_id),
+        "f": "0",
+        "g": "1700000000000",
+        "h": "0",
+        "i": m.message_properties_to_string({"TAGS": tags, "KEYS": keys}),
+        "j": "0",
+        "k": "false",
+        "m": "false",
+        "n": "broker-t",
+    }
     r = call(b, RequestCode.SEND_MESSAGE_V2, ext, b"payload")
     assert r.code == ResponseCode.SUCCESS, r
     return r
 
 
 def heartbeat(b, ch, group="cg", topic="AT", version=479, producer=None):
-    hb = HeartbeatData("ip@" + group, [ProducerData(producer)] if producer else [],
-                       [ConsumerData(group, "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET",
-                                     [SubscriptionData.build(topic, "*")])])
+    hb = HeartbeatData(
+        "ip@" + group,
+        [ProducerData(producer)] if producer else [],
+        [
+            ConsumerData(
+                group,
+                "CONSUME_PASSIVELY",
+                "CLUSTERING",
+                "CONSUME_FROM_LAST_OFFSET",
+                [SubscriptionData.build(topic, "*")],
+            )
+        ],
+    )
     cmd = RemotingCommand.request(RequestCode.HEART_BEAT, {}, hb.encode())
     cmd.version = version
     return asyncio.run(b.call(cmd, ch))
 
 
 def create_topic(b, topic, n=2):
-    r = call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": topic, "defaultTopic": "TBW102",
-                                                     "readQueueNums": str(n), "writeQueueNums": str(n), "perm": "6",
-                                                     "topicFilterType": "SINGLE_TAG"})
+    r = call(
+        b,
+        RequestCode.UPDATE_AND_CREATE_TOPIC,
+        {
+            "topic": topic,
+            "defaultTopic": "TBW102",
+            "readQueueNums": str(n),
+            "writeQueueNums": str(n),
+            "perm": "6",
+            "topicFilterType": "SINGLE_TAG",
+        },
+    )
     assert r.code == ResponseCode.SUCCESS, r
 
 
@@ -134,36 +166,62 @@ def test_topic_stats_consume_stats_and_server_side_reset(admin):
 
     r = call(b, RequestCode.GET_CONSUME_STATS, {"consumerGroup": "cg", "topic": "AT"})
     cs = mq_table(r.body)
-    assert cs[("AT", "broker-t", 0)] == {"brokerOffset": 3, "consumerOffset": 2, "pullOffset": 2,
-                                         "lastTimestamp": cs[("AT", "broker-t", 0)]["lastTimestamp"]}
+    assert cs[("AT", "broker-t", 0)] == {
+        "brokerOffset": 3,
+        "consumerOffset": 2,
+        "pullOffset": 2,
+        "lastTimestamp": cs[("AT", "broker-t", 0)]["lastTimestamp"],
+    }
     assert cs[("AT", "broker-t", 1)]["consumerOffset"] == 0
     # no topic: the topics the group has offsets for
     assert set(mq_table(call(b, RequestCode.GET_CONSUME_STATS, {"consumerGroup": "cg"}).body)) == set(cs)
 
-    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
-             {"topic": "AT", "group": "cg", "timestamp": "-1", "isForce": "true"})
+    r = call(
+        b,
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        {"topic": "AT", "group": "cg", "timestamp": "-1", "isForce": "true"},
+    )
     assert r.code == ResponseCode.SUCCESS and r.body
     assert mq_table(r.body) == {("AT", "broker-t", 0): 3, ("AT", "broker-t", 1): 1}
     # a commit from the client is ignored until the reset has been delivered by a pull
     com = b.c.consumer_offset_manager
     assert com.has_offset_reset("AT", "cg", 0) and com.query_offset("cg", "AT", 0) == 3
-    pull = {"consumerGroup": "cg", "topic": "AT", "queueId": "0", "queueOffset": "0", "maxMsgNums": "32",
-            "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0", "subVersion": "0",
-            "subscription": "*", "expressionType": "TAG"}
+    pull = {
+        "consumerGroup": "cg",
+        "topic": "AT",
+        "queueId": "0",
+        "queueOffset": "0",
+        "maxMsgNums": "32",
+        "sysFlag": "4",
+        "commitOffset": "0",
+        "suspendTimeoutMillis": "0",
+        "subVersion": "0",
+        "subscription": "*",
+        "expressionType": "TAG",
+    }
     p = call(b, RequestCode.PULL_MESSAGE, pull)
     assert p.code == ResponseCode.PULL_OFFSET_MOVED and p.ext_fields["nextBeginOffset"] == "3"
     assert not com.has_offset_reset("AT", "cg", 0)
     # one queue to an explicit offset, out of range refused
-    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "AT", "group": "cg", "timestamp": "0",
-                                                          "isForce": "true", "queueId": "0", "offset": "9"})
+    r = call(
+        b,
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        {"topic": "AT", "group": "cg", "timestamp": "0", "isForce": "true", "queueId": "0", "offset": "9"},
+    )
     assert r.code == ResponseCode.SYSTEM_ERROR and "not in consume queue range [0-3]" in r.remark
-    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "AT", "group": "nogroup", "timestamp": "0",
-                                                          "isForce": "true"})
+    r = call(
+        b,
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        {"topic": "AT", "group": "nogroup", "timestamp": "0", "isForce": "true"},
+    )
     # containsSubscriptionGroup, no auto-create (Java 5.5.0: CODE 26 "Group X does not exist")
     assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST and r.remark == "Group nogroup does not exist"
     assert not b.c.subscription_group_manager.contains("nogroup")
-    r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "Nope", "group": "cg", "timestamp": "0",
-                                                          "isForce": "true"})
+    r = call(
+        b,
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        {"topic": "Nope", "group": "cg", "timestamp": "0", "isForce": "true"},
+    )
     assert r.code == ResponseCode.TOPIC_NOT_EXIST
 
 
@@ -194,8 +252,14 @@ def test_runtime_info_keys(admin, clock):
     for k in ("putTps", "getTotalTps", "getTransferedTps", "getTransferredTps", "getFoundTps", "getMissTps"):
         toks = t[k].split(" ")
         assert len(toks) == 3 and all(float(x) >= 0 for x in toks), (k, t[k])
-    for k in ("msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgPutTotalTodayNow",
-              "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning", "msgGetTotalTodayNow"):
+    for k in (
+        "msgPutTotalYesterdayMorning",
+        "msgPutTotalTodayMorning",
+        "msgPutTotalTodayNow",
+        "msgGetTotalYesterdayMorning",
+        "msgGetTotalTodayMorning",
+        "msgGetTotalTodayNow",
+    ):
         assert int(t[k]) == 0
     assert t["brokerActive"] == "true" and t["brokerVersionDesc"].startswith("V5_")
     create_topic(b, "AT", 1)
@@ -268,9 +332,15 @@ def test_connections_who_consumes_and_producer_info(admin):
     cluster = b.c.config["brokerClusterName"]
     assert {cluster, "broker-t", f"{cluster}_REPLY_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC"} <= set(sys_topics)
     assert "AT" not in sys_topics
-    r = call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": cluster, "readQueueNums": "1", "writeQueueNums": "1",
-                                                      "perm": "6", "topicFilterType": "SINGLE_TAG"})
-    assert (r.code, r.remark) == (ResponseCode.INVALID_PARAMETER, f"The topic[{cluster}] is conflict with system topic.")
+    r = call(
+        b,
+        RequestCode.UPDATE_AND_CREATE_TOPIC,
+        {"topic": cluster, "readQueueNums": "1", "writeQueueNums": "1", "perm": "6", "topicFilterType": "SINGLE_TAG"},
+    )
+    assert (r.code, r.remark) == (
+        ResponseCode.INVALID_PARAMETER,
+        f"The topic[{cluster}] is conflict with system topic.",
+    )
 
 
 def test_consumer_running_info_and_consume_directly_are_relayed(admin):
@@ -280,12 +350,16 @@ def test_consumer_running_info_and_consume_directly_are_relayed(admin):
     answer = RemotingCommand.response(ResponseCode.SUCCESS, None, None, b'{"properties":{}}')
     ch = Chan("127.0.0.1:12", answer)
     heartbeat(b, ch)
-    r = call(b, RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "cg", "clientId": "ip@cg",
-                                                        "jstackEnable": "false"})
+    r = call(
+        b, RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "cg", "clientId": "ip@cg", "jstackEnable": "false"}
+    )
     assert r.code == ResponseCode.SUCCESS and r.body == b'{"properties":{}}'
     assert ch.invoked[-1].code == RequestCode.GET_CONSUMER_RUNNING_INFO
-    r = call(b, RequestCode.CONSUME_MESSAGE_DIRECTLY, {"consumerGroup": "cg", "clientId": "ip@cg", "msgId": mid,
-                                                       "topic": "AT"})
+    r = call(
+        b,
+        RequestCode.CONSUME_MESSAGE_DIRECTLY,
+        {"consumerGroup": "cg", "clientId": "ip@cg", "msgId": mid, "topic": "AT"},
+    )
     assert r.code == ResponseCode.SUCCESS
     fwd = ch.invoked[-1]
     assert fwd.ext_fields["brokerName"] == "broker-t" and fwd.ext_fields["topicSysFlag"] == "0"

@@ -1,9 +1,10 @@
 """HEART_BEAT / UNREGISTER_CLIENT / GET_CONSUMER_LIST_BY_GROUP, offsets, locks, queries, topics."""
+
 from __future__ import annotations
 
 import asyncio
 
-from pyrmq.broker.bodies import (
+from pyrmq.protocol.bodies.broker import (
     ConsumerData,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
@@ -13,9 +14,9 @@ from pyrmq.broker.bodies import (
     ProducerData,
     SubscriptionData,
 )
-from pyrmq.remoting.bodies import TopicConfigSerializeWrapper
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
+from pyrmq.protocol.bodies.common import TopicConfigSerializeWrapper
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store import message as m
 
 
@@ -43,8 +44,11 @@ def call(broker, code, ext=None, body=None, ch=None):
 
 def heartbeat(broker, ch, client_id, group="cg", topics=("T1",)):
     subs = [SubscriptionData.build(t, "*") for t in topics]
-    hb = HeartbeatData(client_id, [ProducerData("CLIENT_INNER_PRODUCER")],
-                       [ConsumerData(group, "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET", subs)])
+    hb = HeartbeatData(
+        client_id,
+        [ProducerData("CLIENT_INNER_PRODUCER")],
+        [ConsumerData(group, "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET", subs)],
+    )
     return call(broker, RequestCode.HEART_BEAT, {}, hb.encode(), ch)
 
 
@@ -74,10 +78,12 @@ def test_heartbeat_registers_creates_retry_topic_and_notifies_members(broker):
 
 
 def test_go_style_code_set_strings_are_accepted(broker):
-    body = (b'{"clientID":"go@1","consumerDataSet":[{"groupName":"gg","consumeType":"CONSUME_PASSIVELY",'
-            b'"messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":'
-            b'[{"classFilterMode":false,"topic":"T","subString":"a || b","tagsSet":["a","b"],"codeSet":["97","98"],'
-            b'"subVersion":1700000000000000000,"expressionType":"TAG"}],"unitMode":false}],"producerDataSet":[]}')
+    body = (
+        b'{"clientID":"go@1","consumerDataSet":[{"groupName":"gg","consumeType":"CONSUME_PASSIVELY",'
+        b'"messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":'
+        b'[{"classFilterMode":false,"topic":"T","subString":"a || b","tagsSet":["a","b"],"codeSet":["97","98"],'
+        b'"subVersion":1700000000000000000,"expressionType":"TAG"}],"unitMode":false}],"producerDataSet":[]}'
+    )
     assert call(broker, RequestCode.HEART_BEAT, {}, body).code == ResponseCode.SUCCESS
     sub = broker.c.consumer_manager.find_subscription_data("gg", "T")
     assert sub.code_set == [m.java_string_hash("a"), m.java_string_hash("b")]
@@ -128,7 +134,10 @@ def test_lock_batch_expiry(broker, clock):
     body2 = LockBatchRequestBody("g", "c2", False, mqs[:2]).encode()
     assert LockBatchResponseBody.decode(call(broker, RequestCode.LOCK_BATCH_MQ, None, body2).body).lock_ok_mq_set == []
     clock.now += 60_001  # c1's locks expired
-    assert LockBatchResponseBody.decode(call(broker, RequestCode.LOCK_BATCH_MQ, None, body2).body).lock_ok_mq_set == mqs[:2]
+    assert (
+        LockBatchResponseBody.decode(call(broker, RequestCode.LOCK_BATCH_MQ, None, body2).body).lock_ok_mq_set
+        == mqs[:2]
+    )
     # unlock only releases the caller's own locks
     call(broker, RequestCode.UNLOCK_BATCH_MQ, None, LockBatchRequestBody("g", "c1", False, mqs).encode())
     assert set(broker.c.rebalance_lock_manager.mq_lock_table["g"]) == set(mqs[:2])
@@ -136,8 +145,17 @@ def test_lock_batch_expiry(broker, clock):
 
 
 def test_view_and_query_message(broker):
-    put = {"a": "pg", "b": "QT", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0",
-           "i": m.message_properties_to_string({"KEYS": "order-1", "UNIQ_KEY": "U-1"})}
+    put = {
+        "a": "pg",
+        "b": "QT",
+        "c": "TBW102",
+        "d": "4",
+        "e": "0",
+        "f": "0",
+        "g": "1",
+        "h": "0",
+        "i": m.message_properties_to_string({"KEYS": "order-1", "UNIQ_KEY": "U-1"}),
+    }
     r = call(broker, RequestCode.SEND_MESSAGE_V2, put, b"q")
     off = m.decode_message_id(r.ext_fields["msgId"]).offset
     v = call(broker, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(off)})
@@ -146,7 +164,7 @@ def test_view_and_query_message(broker):
     assert (v.code, v.remark) == (ResponseCode.SYSTEM_ERROR, "can not find message by the offset, 999999")
     q = {"topic": "QT", "key": "order-1", "maxNum": "32", "beginTimestamp": "0", "endTimestamp": str(2**62)}
     r = call(broker, RequestCode.QUERY_MESSAGE, q)
-    assert r.code == ResponseCode.SUCCESS and list(m.decode_messages(r.body))[0].body == b"q"
+    assert r.code == ResponseCode.SUCCESS and next(iter(m.decode_messages(r.body))).body == b"q"
     assert set(r.ext_fields) == {"indexLastUpdateTimestamp", "indexLastUpdatePhyoffset"}
     r = call(broker, RequestCode.QUERY_MESSAGE, {**q, "key": "U-1", "_UNIQUE_KEY_QUERY": "true"})
     assert r.code == ResponseCode.SUCCESS
@@ -155,9 +173,11 @@ def test_view_and_query_message(broker):
 
 
 def test_create_topic_and_list_all(broker):
-    r = call(broker, RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": "Made", "readQueueNums": "3",
-                                                           "writeQueueNums": "3", "perm": "6",
-                                                           "topicFilterType": "SINGLE_TAG"})
+    r = call(
+        broker,
+        RequestCode.UPDATE_AND_CREATE_TOPIC,
+        {"topic": "Made", "readQueueNums": "3", "writeQueueNums": "3", "perm": "6", "topicFilterType": "SINGLE_TAG"},
+    )
     assert r.code == ResponseCode.SUCCESS
     r = call(broker, RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": "TBW102"})
     assert r.code == ResponseCode.INVALID_PARAMETER
@@ -173,7 +193,7 @@ def test_create_topic_and_list_all(broker):
 
 
 def test_consumer_connection_list(broker):
-    from pyrmq.broker.bodies import ConsumerConnection
+    from pyrmq.protocol.bodies.broker import ConsumerConnection
 
     r = call(broker, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "cg"})
     assert (r.code, r.remark) == (ResponseCode.CONSUMER_NOT_ONLINE, "the consumer group[cg] not online")

@@ -1,11 +1,12 @@
 """PULL_MESSAGE: status -> code mapping, tag filtering, commit-offset piggyback, long polling."""
+
 from __future__ import annotations
 
 import asyncio
 
-from pyrmq.broker.bodies import ConsumerData, HeartbeatData, SubscriptionData
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
+from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, SubscriptionData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store import message as m
 
 
@@ -25,18 +26,37 @@ class Chan:
 
 
 def put(broker, topic="PullT", queue_id=0, tags="TagA", body=b"x", n=1):
-    ext = {"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0", "g": "1", "h": "0",
-           "i": m.message_properties_to_string({"TAGS": tags}), "n": "broker-t"}
+    ext = {
+        "a": "pg",
+        "b": topic,
+        "c": "TBW102",
+        "d": "4",
+        "e": str(queue_id),
+        "f": "0",
+        "g": "1",
+        "h": "0",
+        "i": m.message_properties_to_string({"TAGS": tags}),
+        "n": "broker-t",
+    }
     for _ in range(n):
         r = asyncio.run(broker.call(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)))
         assert r.code == ResponseCode.SUCCESS, r
 
 
 def pull_ext(topic="PullT", queue_id=0, offset=0, sys_flag=0x4, sub="*", suspend_ms=0, commit=0, group="cg"):
-    return {"consumerGroup": group, "topic": topic, "queueId": str(queue_id), "queueOffset": str(offset),
-            "maxMsgNums": "32", "sysFlag": str(sys_flag), "commitOffset": str(commit),
-            "suspendTimeoutMillis": str(suspend_ms), "subscription": sub, "subVersion": "0",
-            "expressionType": "TAG"}
+    return {
+        "consumerGroup": group,
+        "topic": topic,
+        "queueId": str(queue_id),
+        "queueOffset": str(offset),
+        "maxMsgNums": "32",
+        "sysFlag": str(sys_flag),
+        "commitOffset": str(commit),
+        "suspendTimeoutMillis": str(suspend_ms),
+        "subscription": sub,
+        "subVersion": "0",
+        "expressionType": "TAG",
+    }
 
 
 def pull(broker, ch=None, **kw):
@@ -55,12 +75,20 @@ def test_found_returns_stored_records_and_offsets(broker):
 
 def test_statuses_map_to_codes(broker):
     r = pull(broker, topic="TBW102")  # existing topic, queue never written, offset 0
-    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (ResponseCode.PULL_NOT_FOUND, "NO_MATCHED_LOGIC_QUEUE", "0")
+    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (
+        ResponseCode.PULL_NOT_FOUND,
+        "NO_MATCHED_LOGIC_QUEUE",
+        "0",
+    )
     r = pull(broker, topic="TBW102", offset=5)
     assert r.code == ResponseCode.PULL_OFFSET_MOVED
     put(broker, n=2)
     r = pull(broker, offset=2)
-    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (ResponseCode.PULL_NOT_FOUND, "OFFSET_OVERFLOW_ONE", "2")
+    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (
+        ResponseCode.PULL_NOT_FOUND,
+        "OFFSET_OVERFLOW_ONE",
+        "2",
+    )
     r = pull(broker, offset=9)
     # nextBeginOffset here is the store's choice (Java 5.x: max offset; the store still follows 4.9.x)
     assert (r.code, r.remark) == (ResponseCode.PULL_OFFSET_MOVED, "OFFSET_OVERFLOW_BADLY")
@@ -90,8 +118,19 @@ def test_tag_filter_by_code_skips_and_retries(broker):
 def test_subscription_from_heartbeat(broker):
     put(broker, tags="TagB")
     put(broker, tags="TagA")
-    hb = HeartbeatData("cid-1", [], [ConsumerData("cg", "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET",
-                                                  [SubscriptionData.build("PullT", "TagA")])])
+    hb = HeartbeatData(
+        "cid-1",
+        [],
+        [
+            ConsumerData(
+                "cg",
+                "CONSUME_PASSIVELY",
+                "CLUSTERING",
+                "CONSUME_FROM_LAST_OFFSET",
+                [SubscriptionData.build("PullT", "TagA")],
+            )
+        ],
+    )
     r = asyncio.run(broker.call(RemotingCommand.request(RequestCode.HEART_BEAT, {}, hb.encode()), Chan()))
     assert r.code == ResponseCode.SUCCESS
     r = pull(broker, sys_flag=0x2 & 0)
@@ -109,14 +148,29 @@ def test_long_poll_answered_when_message_arrives(broker):
     ch = Chan()
 
     async def scenario():
-        r = await broker.call(RemotingCommand.request(RequestCode.PULL_MESSAGE,
-                                                      pull_ext(offset=1, sys_flag=0x6, suspend_ms=30000)), ch)
+        r = await broker.call(
+            RemotingCommand.request(RequestCode.PULL_MESSAGE, pull_ext(offset=1, sys_flag=0x6, suspend_ms=30000)), ch
+        )
         assert r is None  # held
         assert broker.c.pull_request_hold_service.held_count == 1
         assert ch.sent == []
-        await broker.call(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {
-            "a": "pg", "b": "PullT", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0",
-            "i": m.message_properties_to_string({"TAGS": "TagA"})}, b"late"))
+        await broker.call(
+            RemotingCommand.request(
+                RequestCode.SEND_MESSAGE_V2,
+                {
+                    "a": "pg",
+                    "b": "PullT",
+                    "c": "TBW102",
+                    "d": "4",
+                    "e": "0",
+                    "f": "0",
+                    "g": "1",
+                    "h": "0",
+                    "i": m.message_properties_to_string({"TAGS": "TagA"}),
+                },
+                b"late",
+            )
+        )
         for _ in range(50):
             if ch.sent:
                 break
@@ -135,11 +189,24 @@ def test_long_poll_not_woken_by_unmatched_tag_and_times_out(broker):
 
     async def scenario():
         loop = asyncio.get_running_loop()
-        r = await broker.call(RemotingCommand.request(RequestCode.PULL_MESSAGE,
-                                                      pull_ext(offset=1, sys_flag=0x6, sub="TagA", suspend_ms=300)), ch)
+        r = await broker.call(
+            RemotingCommand.request(
+                RequestCode.PULL_MESSAGE, pull_ext(offset=1, sys_flag=0x6, sub="TagA", suspend_ms=300)
+            ),
+            ch,
+        )
         assert r is None
-        put_ext = {"a": "pg", "b": "PullT", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0",
-                   "i": m.message_properties_to_string({"TAGS": "TagZ"})}
+        put_ext = {
+            "a": "pg",
+            "b": "PullT",
+            "c": "TBW102",
+            "d": "4",
+            "e": "0",
+            "f": "0",
+            "g": "1",
+            "h": "0",
+            "i": m.message_properties_to_string({"TAGS": "TagZ"}),
+        }
         await broker.call(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, put_ext, b"z"))
         await asyncio.sleep(0.05)
         assert ch.sent == []  # not matched: still held

@@ -1,6 +1,7 @@
 """Delay levels, timer messages, CONSUMER_SEND_MSG_BACK, request-reply: processors and services
 awaited directly on a tmp store. The controller's clock is real time plus a skew the tests move
 forward, so due times are reached without sleeping (the store stamps records with real time)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,9 +18,9 @@ from pyrmq.broker.reply_processor import ReplyMessageProcessor
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
 from pyrmq.broker.send_processor import SendMessageProcessor
 from pyrmq.broker.timer_message_store import TIMER_TOPIC, TimerMessageStore
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.channel import RequestContext
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
 from pyrmq.store import message as m
 from pyrmq.store.config import DelayOffsetSerializeWrapper, load_config
 
@@ -57,9 +58,20 @@ def env(tmp_path):
 
 
 def v2(topic, props, queue_id=1, reconsume=0):
-    return {"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
-            "g": "1700000000123", "h": "0", "i": m.message_properties_to_string(props), "j": str(reconsume),
-            "k": "false", "m": "false"}
+    return {
+        "a": "pg",
+        "b": topic,
+        "c": "TBW102",
+        "d": "4",
+        "e": str(queue_id),
+        "f": "0",
+        "g": "1700000000123",
+        "h": "0",
+        "i": m.message_properties_to_string(props),
+        "j": str(reconsume),
+        "k": "false",
+        "m": "false",
+    }
 
 
 def call(proc_method, cmd, channel=None):
@@ -67,8 +79,10 @@ def call(proc_method, cmd, channel=None):
 
 
 def send(c, topic, props, body=b"hello", queue_id=1):
-    r = call(SendMessageProcessor(c).send_message,
-             RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2(topic, props, queue_id), body))
+    r = call(
+        SendMessageProcessor(c).send_message,
+        RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2(topic, props, queue_id), body),
+    )
     assert r.code == ResponseCode.SUCCESS, r
     return r
 
@@ -123,6 +137,7 @@ def test_schedule_delivers_when_due_and_persists_offsets(env):
         assert c.message_store.get_consume_queue("DelayT", 1) is None and svc.offset_table[2] == 0
         clock.skew = 2100
         await svc.execute_on_time_up(2)
+
     asyncio.run(go())
     assert svc.offset_table[2] == 2
     msg, tags_code = stored_at(c, "DelayT", 1, 0)
@@ -160,6 +175,7 @@ def test_timer_message_round_trip_and_checkpoint(env):
         assert 2.0 < wait <= 3.5
         clock.skew = 3600
         await tms.dequeue()
+
     asyncio.run(go())
     out, _ = stored_at(c, "TimerT", 1, 0)
     assert out.body == b"tick" and out.properties["REAL_TOPIC"] == "TimerT" and "TIMER_DEQUEUE_MS" in out.properties
@@ -181,15 +197,21 @@ def test_timer_rejections(env):
     c = factory()
     proc = SendMessageProcessor(c)
     far = clock() + 4 * 86400 * 1000
-    r = call(proc.send_message, RemotingCommand.request(
-        RequestCode.SEND_MESSAGE_V2, v2("TimerT", {"TIMER_DELIVER_MS": str(far)}), b"x"))
+    r = call(
+        proc.send_message,
+        RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2("TimerT", {"TIMER_DELIVER_MS": str(far)}), b"x"),
+    )
     assert r.code == ResponseCode.MESSAGE_ILLEGAL and r.remark.startswith("timer message illegal")
-    r = call(proc.send_message, RemotingCommand.request(
-        RequestCode.SEND_MESSAGE_V2, v2("TimerT", {"TIMER_DELAY_SEC": "soon"}), b"x"))
+    r = call(
+        proc.send_message,
+        RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2("TimerT", {"TIMER_DELAY_SEC": "soon"}), b"x"),
+    )
     assert r.code == ResponseCode.MESSAGE_ILLEGAL
     c2 = factory(timerWheelEnable="false")
-    r = call(SendMessageProcessor(c2).send_message, RemotingCommand.request(
-        RequestCode.SEND_MESSAGE_V2, v2("TimerT", {"TIMER_DELAY_SEC": "3"}), b"x"))
+    r = call(
+        SendMessageProcessor(c2).send_message,
+        RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2("TimerT", {"TIMER_DELAY_SEC": "3"}), b"x"),
+    )
     assert r.code == ResponseCode.SYSTEM_ERROR
     assert r.remark == "accurate timer message is not enabled, timerWheelEnable is false"
 
@@ -198,8 +220,14 @@ def test_timer_rejections(env):
 
 
 def send_back(c, offset, group="G1", delay_level=0, max_times=None):
-    ext = {"offset": str(offset), "group": group, "delayLevel": str(delay_level), "originTopic": "RT",
-           "originMsgId": "x", "unitMode": "false"}
+    ext = {
+        "offset": str(offset),
+        "group": group,
+        "delayLevel": str(delay_level),
+        "originTopic": "RT",
+        "originMsgId": "x",
+        "unitMode": "false",
+    }
     if max_times is not None:
         ext["maxReconsumeTimes"] = str(max_times)
     cmd = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, ext)
@@ -282,10 +310,21 @@ def test_reply_without_requester_fails_with_java_remark(env):
     _, factory = env
     c = factory()
     props = {"REPLY_TO_CLIENT": "gone", "CORRELATION_ID": "c"}
-    cmd = RemotingCommand.request(RequestCode.SEND_REPLY_MESSAGE, {
-        "producerGroup": "pg", "topic": "TestCluster_REPLY_TOPIC", "defaultTopic": "TBW102",
-        "defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": "0", "bornTimestamp": "1", "flag": "0",
-        "properties": m.message_properties_to_string(props)}, b"x")
+    cmd = RemotingCommand.request(
+        RequestCode.SEND_REPLY_MESSAGE,
+        {
+            "producerGroup": "pg",
+            "topic": "TestCluster_REPLY_TOPIC",
+            "defaultTopic": "TBW102",
+            "defaultTopicQueueNums": "4",
+            "queueId": "0",
+            "sysFlag": "0",
+            "bornTimestamp": "1",
+            "flag": "0",
+            "properties": m.message_properties_to_string(props),
+        },
+        b"x",
+    )
     r = call(ReplyMessageProcessor(c).send_reply_message, cmd)
     assert r.code == ResponseCode.SYSTEM_ERROR
     assert r.remark == "push reply message fail, channel of <gone> not found."

@@ -1,18 +1,30 @@
 """SEND_MESSAGE / _V2 / SEND_BATCH_MESSAGE: checks, codes, remarks, response header, stored record."""
+
 from __future__ import annotations
 
 import asyncio
 
-
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand, decode_frame, encode
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand, decode_frame, encode
 from pyrmq.store import message as m
 
 
 def v2(topic="SendT", queue_id=-1, props=None, batch=False, **over):
-    ext = {"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
-           "g": "1700000000123", "h": "7", "i": m.message_properties_to_string(props or {"TAGS": "TagA"}),
-           "j": "0", "k": "false", "m": "true" if batch else "false", "n": "broker-t"}
+    ext = {
+        "a": "pg",
+        "b": topic,
+        "c": "TBW102",
+        "d": "4",
+        "e": str(queue_id),
+        "f": "0",
+        "g": "1700000000123",
+        "h": "7",
+        "i": m.message_properties_to_string(props or {"TAGS": "TagA"}),
+        "j": "0",
+        "k": "false",
+        "m": "true" if batch else "false",
+        "n": "broker-t",
+    }
     ext.update(over)
     return ext
 
@@ -38,10 +50,21 @@ def test_send_v2_auto_creates_topic_and_answers_header(broker):
 
 
 def test_send_v1_header_and_broker_made_uniq_key(broker):
-    ext = {"producerGroup": "pg", "topic": "SendV1", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
-           "queueId": "0", "sysFlag": "0", "bornTimestamp": "1", "flag": "0",
-           "properties": m.message_properties_to_string({"TAGS": "x"}), "reconsumeTimes": "0",
-           "unitMode": "false", "batch": "false", "bname": "broker-t"}
+    ext = {
+        "producerGroup": "pg",
+        "topic": "SendV1",
+        "defaultTopic": "TBW102",
+        "defaultTopicQueueNums": "4",
+        "queueId": "0",
+        "sysFlag": "0",
+        "bornTimestamp": "1",
+        "flag": "0",
+        "properties": m.message_properties_to_string({"TAGS": "x"}),
+        "reconsumeTimes": "0",
+        "unitMode": "false",
+        "batch": "false",
+        "bname": "broker-t",
+    }
     r = send(broker, ext, code=RequestCode.SEND_MESSAGE)
     assert r.code == ResponseCode.SUCCESS, r
     assert len(r.ext_fields["transactionId"]) == 32  # UNIQ_KEY made by the broker
@@ -51,7 +74,10 @@ def test_send_v1_header_and_broker_made_uniq_key(broker):
 
 def test_forbidden_and_invalid_topics(broker):
     r = send(broker, v2(topic="SCHEDULE_TOPIC_XXXX"))
-    assert (r.code, r.remark) == (ResponseCode.NO_PERMISSION, "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden.")
+    assert (r.code, r.remark) == (
+        ResponseCode.NO_PERMISSION,
+        "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden.",
+    )
     assert r.ext_fields["MSG_REGION"] == "DefaultRegion"
     r = send(broker, v2(topic="bad topic"))
     assert r.code == ResponseCode.INVALID_PARAMETER
@@ -72,7 +98,9 @@ def test_queue_id_out_of_range_and_body_too_big(make_broker):
     b = make_broker(maxMessageSize=1000)
     assert send(b, v2(queue_id=0)).code == ResponseCode.SUCCESS
     r = send(b, v2(queue_id=4))
-    assert r.code == ResponseCode.INVALID_PARAMETER and r.remark.startswith("request queueId[4] is illegal, TopicConfig [topicName=SendT")
+    assert r.code == ResponseCode.INVALID_PARAMETER and r.remark.startswith(
+        "request queueId[4] is illegal, TopicConfig [topicName=SendT"
+    )
     r = send(b, v2(queue_id=0), body=b"x" * 1001)
     assert r.code == ResponseCode.MESSAGE_ILLEGAL
     assert "msg body length limit 1000B" in r.remark
@@ -80,7 +108,7 @@ def test_queue_id_out_of_range_and_body_too_big(make_broker):
 
 def test_no_write_permission_on_topic_is_not_checked_but_broker_perm_is_for_order_topics(broker):
     # Java msgCheck only refuses writes when the *broker* is not writable and the topic is ordered
-    from pyrmq.remoting.bodies import TopicConfig
+    from pyrmq.protocol.bodies.common import TopicConfig
 
     broker.c.topic_config_manager.update_topic_config(TopicConfig("Ord", 2, 2, 6, order=True))
     broker.c.config["brokerPermission"] = 4
@@ -89,12 +117,19 @@ def test_no_write_permission_on_topic_is_not_checked_but_broker_perm_is_for_orde
 
 
 def test_batch_elements_keep_their_own_properties(broker):
-    elems = [m.BatchElement(body=f"b{i}".encode(), flag=0,
-                            properties=m.message_properties_to_string({"UNIQ_KEY": f"U{i}", "TAGS": "t"}))
-             for i in range(3)]
+    elems = [
+        m.BatchElement(
+            body=f"b{i}".encode(), flag=0, properties=m.message_properties_to_string({"UNIQ_KEY": f"U{i}", "TAGS": "t"})
+        )
+        for i in range(3)
+    ]
     body = m.encode_batch_body(elems)
-    r = send(broker, v2(topic="BatchT", queue_id=1, batch=True, props={"WAIT": "true"}), body=body,
-             code=RequestCode.SEND_BATCH_MESSAGE)
+    r = send(
+        broker,
+        v2(topic="BatchT", queue_id=1, batch=True, props={"WAIT": "true"}),
+        body=body,
+        code=RequestCode.SEND_BATCH_MESSAGE,
+    )
     assert r.code == ResponseCode.SUCCESS, r
     ids = r.ext_fields["msgId"].split(",")
     assert len(ids) == 3 and r.ext_fields["queueOffset"] == "0"
@@ -106,8 +141,7 @@ def test_batch_elements_keep_their_own_properties(broker):
 
 
 def test_batch_to_retry_topic_is_illegal(broker):
-    r = send(broker, v2(topic="%RETRY%g1", queue_id=0, batch=True), body=b"",
-             code=RequestCode.SEND_BATCH_MESSAGE)
+    r = send(broker, v2(topic="%RETRY%g1", queue_id=0, batch=True), body=b"", code=RequestCode.SEND_BATCH_MESSAGE)
     assert r.code == ResponseCode.MESSAGE_ILLEGAL
 
 

@@ -5,6 +5,7 @@
 for each selector of ``sql92_cases.txt``, Java's parse error or its value on
 each property map of ``sql92_props.json`` (true / false / null / error).
 """
+
 from __future__ import annotations
 
 import json
@@ -100,10 +101,15 @@ _atoms = st.one_of(
     st.builds(lambda n, lo: f"{n} BETWEEN {lo} AND {lo + 2}", _names, st.integers(-3, 3)),
     st.builds(lambda n: f"{n} IN ('x', '1')", _names),
 )
-_exprs = st.recursive(_atoms, lambda inner: st.one_of(
-    st.builds(lambda a, b: f"({a}) AND ({b})", inner, inner),
-    st.builds(lambda a, b: f"({a}) OR ({b})", inner, inner),
-    st.builds(lambda a: f"NOT ({a})", inner)), max_leaves=6)
+_exprs = st.recursive(
+    _atoms,
+    lambda inner: st.one_of(
+        st.builds(lambda a, b: f"({a}) AND ({b})", inner, inner),
+        st.builds(lambda a, b: f"({a}) OR ({b})", inner, inner),
+        st.builds(lambda a: f"NOT ({a})", inner),
+    ),
+    max_leaves=6,
+)
 _props = st.dictionaries(_names, st.sampled_from(["1", "2", "x", "y", "-3", "abc", "4"]))
 
 

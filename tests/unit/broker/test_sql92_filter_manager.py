@@ -1,12 +1,13 @@
 """ConsumerFilterManager, its bloom filter data and the store-side ExpressionMessageFilter."""
+
 from __future__ import annotations
 
 import json
 
-from pyrmq.broker.bodies import SubscriptionData
 from pyrmq.broker.filter.bloom import BloomFilter, murmur3_x64_128
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
+from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.store import message as m
 
 # Guava 32.0.1 Hashing.murmur3_128().hashString(s, UTF_8).asLong(), captured with jshell
@@ -78,8 +79,16 @@ def test_persist_format_and_reload(tmp_path):
     text = path.read_text()
     tree = json.loads(text)
     data = tree["filterDataByTopic"]["Top"]["groupFilterData"]["grp"]
-    assert list(data) == ["bloomFilterData", "bornTime", "clientVersion", "consumerGroup", "deadTime",
-                          "expression", "expressionType", "topic"]
+    assert list(data) == [
+        "bloomFilterData",
+        "bornTime",
+        "clientVersion",
+        "consumerGroup",
+        "deadTime",
+        "expression",
+        "expressionType",
+        "topic",
+    ]
     assert data["bloomFilterData"] == {"bitNum": 112, "bitPos": list(BloomFilter().calc_bit_positions("grp#Top"))}
     assert '"bitPos":[' in text  # an int[] stays on one line in fastjson2's pretty form
     clock.t += 100_000

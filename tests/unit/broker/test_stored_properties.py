@@ -1,18 +1,32 @@
 """The properties a sent message is stored with: Java 5.5.0 adds MSG_REGION and TRACE_ON and writes
 them all in HashMap(128) order (order taken from a store the 5.5.0 broker wrote for the same keys)."""
+
 from __future__ import annotations
 
 import asyncio
 
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
+from pyrmq.common.java_lang import hashmap_order
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store import message as m
-from pyrmq.store.java_map import hashmap_order
 
 
 def _send(broker, props: str):
-    ext = {"a": "pg", "b": "PropT", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1700000000123", "h": "0",
-           "i": props, "j": "0", "k": "false", "m": "false", "n": "broker-t"}
+    ext = {
+        "a": "pg",
+        "b": "PropT",
+        "c": "TBW102",
+        "d": "4",
+        "e": "0",
+        "f": "0",
+        "g": "1700000000123",
+        "h": "0",
+        "i": props,
+        "j": "0",
+        "k": "false",
+        "m": "false",
+        "n": "broker-t",
+    }
     r = asyncio.run(broker.call(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, b"x")))
     assert r.code == ResponseCode.SUCCESS, r
     return broker.c.message_store.look_message_by_offset(m.decode_message_id(r.ext_fields["msgId"]).offset)
@@ -24,8 +38,16 @@ def test_stored_properties_are_javas_keys_values_and_order(broker):
     stored = _send(broker, client)
     # 5.5.0 broker, same keys: MSG_REGION UNIQ_KEY CLUSTER TAGS color KEYS WAIT TRACE_ON n
     assert list(stored.properties.items()) == [
-        ("MSG_REGION", "DefaultRegion"), ("UNIQ_KEY", "U1"), ("CLUSTER", "TestCluster"), ("TAGS", "TagA"),
-        ("color", "red"), ("KEYS", "k1 k2"), ("WAIT", "true"), ("TRACE_ON", "true"), ("n", "1")]
+        ("MSG_REGION", "DefaultRegion"),
+        ("UNIQ_KEY", "U1"),
+        ("CLUSTER", "TestCluster"),
+        ("TAGS", "TagA"),
+        ("color", "red"),
+        ("KEYS", "k1 k2"),
+        ("WAIT", "true"),
+        ("TRACE_ON", "true"),
+        ("n", "1"),
+    ]
 
 
 def test_broker_made_uniq_key_and_client_region_overwritten(broker):

@@ -1,10 +1,10 @@
 """Transactions: half messages, END_TRANSACTION, op messages, check-back and discard (no sockets)."""
+
 from __future__ import annotations
 
 import asyncio
 import time
 
-from pyrmq.broker.bodies import HeartbeatData, ProducerData
 from pyrmq.broker.transaction.end_transaction_processor import EndTransactionProcessor
 from pyrmq.broker.transaction.util import (
     CID_SYS_RMQ_TRANS,
@@ -12,10 +12,10 @@ from pyrmq.broker.transaction.util import (
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
 )
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand
+from pyrmq.protocol.bodies.broker import HeartbeatData, ProducerData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store import message as m
-
 
 
 class FakeChannel:
@@ -37,6 +37,7 @@ class FakeChannel:
         self.sent.append(cmd)
         return True
 
+
 COMMIT, ROLLBACK, UNKNOWN = 0x8, 0xC, 0x0
 
 
@@ -46,24 +47,44 @@ def now_ms() -> int:
 
 def half_send(broker, topic="TxT", body=b"tx", pgroup="txg", born=None, extra=None, queue_id=1):
     props = {"TAGS": "TagT", "KEYS": "k", "TRAN_MSG": "true", "PGROUP": pgroup, **(extra or {})}
-    ext = {"a": pgroup, "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "4",
-           "g": str(born if born is not None else now_ms()), "h": "0", "i": m.message_properties_to_string(props),
-           "j": "0", "k": "false", "m": "false", "n": "broker-t"}
+    ext = {
+        "a": pgroup,
+        "b": topic,
+        "c": "TBW102",
+        "d": "4",
+        "e": str(queue_id),
+        "f": "4",
+        "g": str(born if born is not None else now_ms()),
+        "h": "0",
+        "i": m.message_properties_to_string(props),
+        "j": "0",
+        "k": "false",
+        "m": "false",
+        "n": "broker-t",
+    }
     return asyncio.run(broker.call(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)))
 
 
 def end_tx(broker, send_resp, kind, pgroup="txg", from_check=False, offsets=None):
     mid = m.decode_message_id(send_resp.ext_fields["msgId"])
     commit_log_offset, table_offset = offsets or (mid.offset, int(send_resp.ext_fields["queueOffset"]))
-    ext = {"producerGroup": pgroup, "tranStateTableOffset": str(table_offset),
-           "commitLogOffset": str(commit_log_offset), "commitOrRollback": str(kind),
-           "fromTransactionCheck": "true" if from_check else "false",
-           "msgId": send_resp.ext_fields.get("transactionId", "x"), "topic": "TxT"}
+    ext = {
+        "producerGroup": pgroup,
+        "tranStateTableOffset": str(table_offset),
+        "commitLogOffset": str(commit_log_offset),
+        "commitOrRollback": str(kind),
+        "fromTransactionCheck": "true" if from_check else "false",
+        "msgId": send_resp.ext_fields.get("transactionId", "x"),
+        "topic": "TxT",
+    }
     proc = EndTransactionProcessor(broker.c)
     from pyrmq.remoting.channel import RequestContext
 
-    return asyncio.run(proc.end_transaction(RequestContext(FakeChannel(), None),
-                                            RemotingCommand.request(RequestCode.END_TRANSACTION, ext)))
+    return asyncio.run(
+        proc.end_transaction(
+            RequestContext(FakeChannel(), None), RemotingCommand.request(RequestCode.END_TRANSACTION, ext)
+        )
+    )
 
 
 def records(broker, topic, qid=0):
@@ -83,9 +104,13 @@ def register_producer(broker, ch, group="txg"):
 
 def check(broker):
     c = broker.c
-    asyncio.run(c.transactional_message_service.check(
-        int(c.config["transactionTimeOut"]), int(c.config["transactionCheckMax"]),
-        c.transactional_message_check_listener))
+    asyncio.run(
+        c.transactional_message_service.check(
+            int(c.config["transactionTimeOut"]),
+            int(c.config["transactionCheckMax"]),
+            c.transactional_message_check_listener,
+        )
+    )
 
 
 def test_half_message_goes_to_half_topic_not_the_real_one(broker):

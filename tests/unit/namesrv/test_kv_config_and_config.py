@@ -1,4 +1,5 @@
 """KV config persistence format and the properties-file configuration."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ import pytest
 
 from pyrmq.namesrv.config import NamesrvConfig, load_properties, properties_text
 from pyrmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
-from pyrmq.remoting.bodies import KVTable
+from pyrmq.protocol.bodies.namesrv import KVTable
 
 
 def test_kv_persisted_in_java_format_and_reloaded(tmp_path) -> None:
@@ -75,8 +76,14 @@ def test_properties_format() -> None:
 
 def test_config_typed_values_unknown_keys_and_bad_values() -> None:
     cfg = NamesrvConfig.from_properties(
-        {"listenPort": "9999", "orderMessageEnable": "TRUE", "scanNotActiveBrokerInterval": "abc",
-         "listenHost": "127.0.0.1", "somethingElse": "1", "brokerChannelExpiredTime": "3000"}
+        {
+            "listenPort": "9999",
+            "orderMessageEnable": "TRUE",
+            "scanNotActiveBrokerInterval": "abc",
+            "listenHost": "127.0.0.1",
+            "somethingElse": "1",
+            "brokerChannelExpiredTime": "3000",
+        }
     )
     assert cfg["listenPort"] == 9999
     assert cfg["orderMessageEnable"] is True

@@ -1,4 +1,5 @@
 """NameServer processors awaited directly, without sockets: codes, remarks, headers, bodies."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,19 +10,12 @@ import pytest
 from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.controller import NamesrvController
 from pyrmq.namesrv.processor import ClientRequestProcessor, DefaultRequestProcessor
-from pyrmq.remoting.bodies import (
-    DataVersion,
-    KVTable,
-    RegisterBrokerBody,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
-    TopicList,
-    TopicRouteData,
-)
+from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from pyrmq.protocol.bodies.namesrv import KVTable, RegisterBrokerBody, TopicList, TopicRouteData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand, decode_frame, encode
+from pyrmq.protocol.errors import RemotingError
 from pyrmq.remoting.channel import ProcessorTable, RequestContext
-from pyrmq.remoting.codes import RequestCode, ResponseCode
-from pyrmq.remoting.command import RemotingCommand, decode_frame, encode
-from pyrmq.remoting.errors import RemotingError
 
 V5_5_0 = 513
 V4_9_3 = 400
@@ -48,8 +42,15 @@ class Harness:
         self.table.register(ClientRequestProcessor(self.controller))
         self.table.register(DefaultRequestProcessor(self.controller))
 
-    def call(self, code: int, ext: dict | None = None, body: bytes | None = None, *, version: int = V5_5_0,
-             channel: FakeChannel | None = None) -> RemotingCommand:
+    def call(
+        self,
+        code: int,
+        ext: dict | None = None,
+        body: bytes | None = None,
+        *,
+        version: int = V5_5_0,
+        channel: FakeChannel | None = None,
+    ) -> RemotingCommand:
         cmd = RemotingCommand.request(code, ext, body)
         cmd.version = version
         handler = self.table.lookup(code)
@@ -70,9 +71,16 @@ def topics(*names: str, counter: int = 1) -> TopicConfigSerializeWrapper:
 
 
 def reg_ext(name: str = "broker-a", addr: str = "127.0.0.1:10911", bid: int = 0, **more: str) -> dict:
-    ext = {"brokerName": name, "brokerAddr": addr, "clusterName": "DefaultCluster",
-           "haServerAddr": addr.replace("10911", "10912"), "brokerId": str(bid), "compressed": "false",
-           "bodyCrc32": "0", "enableActingMaster": "false"}
+    ext = {
+        "brokerName": name,
+        "brokerAddr": addr,
+        "clusterName": "DefaultCluster",
+        "haServerAddr": addr.replace("10911", "10912"),
+        "brokerId": str(bid),
+        "compressed": "false",
+        "bodyCrc32": "0",
+        "enableActingMaster": "false",
+    }
     ext.update(more)
     return ext
 
@@ -92,15 +100,29 @@ def ns(tmp_path) -> Harness:
 
 def test_every_nameserver_code_of_spec_table_2_1_is_served(ns: Harness) -> None:
     served = {
-        RequestCode.PUT_KV_CONFIG, RequestCode.GET_KV_CONFIG, RequestCode.DELETE_KV_CONFIG,
-        RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.GET_ROUTEINFO_BY_TOPIC,
-        RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
-        RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-        RequestCode.REGISTER_TOPIC_IN_NAMESRV, RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.GET_TOPICS_BY_CLUSTER,
-        RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, RequestCode.GET_UNIT_TOPIC_LIST,
-        RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
-        RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.GET_NAMESRV_CONFIG, RequestCode.QUERY_DATA_VERSION,
-        RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.GET_BROKER_MEMBER_GROUP, RequestCode.BROKER_HEARTBEAT,
+        RequestCode.PUT_KV_CONFIG,
+        RequestCode.GET_KV_CONFIG,
+        RequestCode.DELETE_KV_CONFIG,
+        RequestCode.REGISTER_BROKER,
+        RequestCode.UNREGISTER_BROKER,
+        RequestCode.GET_ROUTEINFO_BY_TOPIC,
+        RequestCode.GET_BROKER_CLUSTER_INFO,
+        RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+        RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        RequestCode.DELETE_TOPIC_IN_NAMESRV,
+        RequestCode.REGISTER_TOPIC_IN_NAMESRV,
+        RequestCode.GET_KVLIST_BY_NAMESPACE,
+        RequestCode.GET_TOPICS_BY_CLUSTER,
+        RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS,
+        RequestCode.GET_UNIT_TOPIC_LIST,
+        RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST,
+        RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
+        RequestCode.UPDATE_NAMESRV_CONFIG,
+        RequestCode.GET_NAMESRV_CONFIG,
+        RequestCode.QUERY_DATA_VERSION,
+        RequestCode.ADD_WRITE_PERM_OF_BROKER,
+        RequestCode.GET_BROKER_MEMBER_GROUP,
+        RequestCode.BROKER_HEARTBEAT,
     }
     assert set(ns.table.handlers) == {int(c) for c in served}
 
@@ -115,8 +137,9 @@ def test_register_then_route_in_both_key_forms(ns: Harness) -> None:
     assert b'"brokerAddrs":{"0":"127.0.0.1:10911"}' in new.body
     old = ns.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}, version=V4_9_3)
     assert b'"brokerAddrs":{0:"127.0.0.1:10911"}' in old.body
-    asked = ns.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest", "acceptStandardJsonOnly": "true"},
-                    version=317)
+    asked = ns.call(
+        RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest", "acceptStandardJsonOnly": "true"}, version=317
+    )
     assert asked.body == new.body
     assert TopicRouteData.decode(old.body) == TopicRouteData.decode(new.body)
 
@@ -124,8 +147,10 @@ def test_register_then_route_in_both_key_forms(ns: Harness) -> None:
 def test_route_of_unknown_topic_is_topic_not_exist_with_java_remark(ns: Harness) -> None:
     r = ns.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Nope"})
     assert r.code == ResponseCode.TOPIC_NOT_EXIST
-    assert r.remark == ("No topic route info in name server for the topic: Nope"
-                        "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.")
+    assert r.remark == (
+        "No topic route info in name server for the topic: Nope"
+        "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+    )
 
 
 def test_missing_required_header_is_a_readable_error(ns: Harness) -> None:
@@ -232,13 +257,19 @@ def test_topic_list_codes_and_switches(tmp_path) -> None:
     assert sorted(TopicList.decode(r.body).topic_list) == ["T", "U"]
     r = ns.call(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS)
     assert TopicList.decode(r.body) == TopicList(["DefaultCluster", "broker-a"], "127.0.0.1:10911")
-    for code in (RequestCode.GET_UNIT_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST,
-                 RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST):
+    for code in (
+        RequestCode.GET_UNIT_TOPIC_LIST,
+        RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST,
+        RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
+    ):
         assert ns.call(code).body == b'{"topicList":[]}'
 
     off = Harness(tmp_path / "off", enableAllTopicList="false", enableTopicList="false")
-    for code, ext in ((RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None),
-                      (RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": "c"}), (RequestCode.GET_UNIT_TOPIC_LIST, None)):
+    for code, ext in (
+        (RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None),
+        (RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": "c"}),
+        (RequestCode.GET_UNIT_TOPIC_LIST, None),
+    ):
         r = off.call(code, ext)
         assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "disable")
 
@@ -256,9 +287,11 @@ def test_delete_and_register_topic(ns: Harness) -> None:
 def test_unregister_and_cluster_info(ns: Harness) -> None:
     ns.call(RequestCode.REGISTER_BROKER, reg_ext(), reg_body("T", "U"))
     info = ns.call(RequestCode.GET_BROKER_CLUSTER_INFO)
-    assert info.body == (b'{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a",'
-                         b'"cluster":"DefaultCluster","enableActingMaster":false}},'
-                         b'"clusterAddrTable":{"DefaultCluster":["broker-a"]}}')
+    assert info.body == (
+        b'{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a",'
+        b'"cluster":"DefaultCluster","enableActingMaster":false}},'
+        b'"clusterAddrTable":{"DefaultCluster":["broker-a"]}}'
+    )
     ext = {"brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911", "clusterName": "DefaultCluster", "brokerId": "0"}
     assert ns.call(RequestCode.UNREGISTER_BROKER, ext).code == 0
     assert ns.call(RequestCode.GET_BROKER_CLUSTER_INFO).body == b'{"brokerAddrTable":{},"clusterAddrTable":{}}'
@@ -283,8 +316,10 @@ def test_query_data_version_and_heartbeat(ns: Harness) -> None:
 def test_broker_member_group(ns: Harness) -> None:
     ns.call(RequestCode.REGISTER_BROKER, reg_ext(), reg_body("T", "U"))
     r = ns.call(RequestCode.GET_BROKER_MEMBER_GROUP, {"clusterName": "DefaultCluster", "brokerName": "broker-a"})
-    assert r.body == (b'{"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a",'
-                      b'"cluster":"DefaultCluster"}}')
+    assert r.body == (
+        b'{"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a",'
+        b'"cluster":"DefaultCluster"}}'
+    )
 
 
 def test_namesrv_config_get_update_and_black_list(ns: Harness, tmp_path) -> None:
@@ -328,31 +363,78 @@ def test_expired_broker_channel_is_closed(ns: Harness) -> None:
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_KEYS = ["topic", "brokerName", "brokerAddr", "clusterName", "haServerAddr", "brokerId", "compressed", "bodyCrc32",
-         "heartbeatTimeoutMillis", "enableActingMaster", "namespace", "key", "value", "cluster",
-         "acceptStandardJsonOnly", "__ZONE_MODE", "__ZONE_NAME"]
-_VALUES = st.one_of(st.sampled_from(["", "0", "-1", "true", "abc", "9" * 30, "broker-a", "127.0.0.1:10911"]),
-                    st.text(max_size=8))
+_KEYS = [
+    "topic",
+    "brokerName",
+    "brokerAddr",
+    "clusterName",
+    "haServerAddr",
+    "brokerId",
+    "compressed",
+    "bodyCrc32",
+    "heartbeatTimeoutMillis",
+    "enableActingMaster",
+    "namespace",
+    "key",
+    "value",
+    "cluster",
+    "acceptStandardJsonOnly",
+    "__ZONE_MODE",
+    "__ZONE_NAME",
+]
+_VALUES = st.one_of(
+    st.sampled_from(["", "0", "-1", "true", "abc", "9" * 30, "broker-a", "127.0.0.1:10911"]), st.text(max_size=8)
+)
 _BODIES = st.one_of(
     st.none(),
     st.binary(max_size=64),
-    st.sampled_from([b"{}", b"[]", b"null", b'{"topicConfigSerializeWrapper":[]}', b'{"queueDatas":[{"perm":"x"}]}',
-                     b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"perm":6}},"dataVersion":{}}}',
-                     zlib.compress(b"\x00\x00\x00\x02{}"), b"a=b\nconfigStorePath=/x\n"]),
+    st.sampled_from(
+        [
+            b"{}",
+            b"[]",
+            b"null",
+            b'{"topicConfigSerializeWrapper":[]}',
+            b'{"queueDatas":[{"perm":"x"}]}',
+            b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"perm":6}},"dataVersion":{}}}',
+            zlib.compress(b"\x00\x00\x00\x02{}"),
+            b"a=b\nconfigStorePath=/x\n",
+        ]
+    ),
 )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(code=st.sampled_from(sorted([
-    int(c) for c in (RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.GET_ROUTEINFO_BY_TOPIC,
-                     RequestCode.PUT_KV_CONFIG, RequestCode.GET_KV_CONFIG, RequestCode.DELETE_KV_CONFIG,
-                     RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.QUERY_DATA_VERSION, RequestCode.BROKER_HEARTBEAT,
-                     RequestCode.REGISTER_TOPIC_IN_NAMESRV, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-                     RequestCode.GET_TOPICS_BY_CLUSTER, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
-                     RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.GET_BROKER_MEMBER_GROUP,
-                     RequestCode.UPDATE_NAMESRV_CONFIG, RequestCode.GET_NAMESRV_CONFIG)])),
-       ext=st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=10),
-       body=_BODIES, version=st.sampled_from([0, 30, 317, 400, 401, 513, 9999]))
+@given(
+    code=st.sampled_from(
+        sorted(
+            [
+                int(c)
+                for c in (
+                    RequestCode.REGISTER_BROKER,
+                    RequestCode.UNREGISTER_BROKER,
+                    RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                    RequestCode.PUT_KV_CONFIG,
+                    RequestCode.GET_KV_CONFIG,
+                    RequestCode.DELETE_KV_CONFIG,
+                    RequestCode.GET_KVLIST_BY_NAMESPACE,
+                    RequestCode.QUERY_DATA_VERSION,
+                    RequestCode.BROKER_HEARTBEAT,
+                    RequestCode.REGISTER_TOPIC_IN_NAMESRV,
+                    RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                    RequestCode.GET_TOPICS_BY_CLUSTER,
+                    RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+                    RequestCode.ADD_WRITE_PERM_OF_BROKER,
+                    RequestCode.GET_BROKER_MEMBER_GROUP,
+                    RequestCode.UPDATE_NAMESRV_CONFIG,
+                    RequestCode.GET_NAMESRV_CONFIG,
+                )
+            ]
+        )
+    ),
+    ext=st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=10),
+    body=_BODIES,
+    version=st.sampled_from([0, 30, 317, 400, 401, 513, 9999]),
+)
 def test_any_input_gets_a_response_never_a_crash(tmp_path_factory, code, ext, body, version) -> None:
     """Every handler returns a response or raises RemotingError (mapped to its code); nothing else escapes."""
     ns = Harness(tmp_path_factory.mktemp("fuzz"))

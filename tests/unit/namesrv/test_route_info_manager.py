@@ -1,4 +1,5 @@
 """RouteInfoManager with a frozen clock: registration, versions, master/slave, expiry, removal."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,13 +9,13 @@ from pyrmq.namesrv.route_info_manager import (
     BrokerAddrInfo,
     RouteInfoManager,
 )
-from pyrmq.remoting.bodies import (
+from pyrmq.protocol.bodies.common import (
     DataVersion,
-    QueueData,
     TopicConfig,
     TopicConfigAndMappingSerializeWrapper,
     TopicConfigSerializeWrapper,
 )
+from pyrmq.protocol.bodies.namesrv import QueueData
 
 CLUSTER = "DefaultCluster"
 A0 = "10.0.0.1:10911"
@@ -48,9 +49,17 @@ def wrapper(counter: int, *topics: TopicConfig, state: int = 0, ts: int = 1) -> 
 
 def register(rim, name="broker-a", addr=A0, bid=0, w=None, channel=None, timeout=None, acting=None, ha=None):
     return rim.register_broker(
-        CLUSTER, addr, name, bid, ha or addr.replace("10911", "10912"), None, timeout, acting,
+        CLUSTER,
+        addr,
+        name,
+        bid,
+        ha or addr.replace("10911", "10912"),
+        None,
+        timeout,
+        acting,
         w if w is not None else wrapper(1, TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TBW102", 8, 8, 7)),
-        [], channel,
+        [],
+        channel,
     )
 
 
@@ -213,8 +222,19 @@ def test_wipe_and_add_write_perm(rim: RouteInfoManager) -> None:
 
 def test_delete_topic_everywhere_or_in_one_cluster(rim: RouteInfoManager) -> None:
     register(rim)
-    rim.register_broker("Other", B0, "broker-b", 0, "h:1", None, None, None,
-                        wrapper(1, TopicConfig("TopicTest", 4, 4, 6), TopicConfig("X", 1, 1, 6)), [], None)
+    rim.register_broker(
+        "Other",
+        B0,
+        "broker-b",
+        0,
+        "h:1",
+        None,
+        None,
+        None,
+        wrapper(1, TopicConfig("TopicTest", 4, 4, 6), TopicConfig("X", 1, 1, 6)),
+        [],
+        None,
+    )
     rim.delete_topic("TopicTest", "Other")
     assert set(rim.topic_queue_table["TopicTest"]) == {"broker-a"}
     rim.delete_topic("TopicTest", "NoSuchCluster")
@@ -234,10 +254,29 @@ def test_register_topic_needs_known_brokers(rim: RouteInfoManager) -> None:
 
 
 def test_topic_lists(rim: RouteInfoManager) -> None:
-    register(rim, w=wrapper(1, TopicConfig("T1", 4, 4, 6), TopicConfig("U", 4, 4, 6, topic_sys_flag=1),
-                            TopicConfig("S", 4, 4, 6, topic_sys_flag=2), TopicConfig("US", 4, 4, 6, topic_sys_flag=3)))
-    rim.register_broker("Other", B0, "broker-b", 0, "h:1", None, None, None,
-                        wrapper(1, TopicConfig("OnlyB", 4, 4, 6), TopicConfig("T1", 1, 1, 6)), [], None)
+    register(
+        rim,
+        w=wrapper(
+            1,
+            TopicConfig("T1", 4, 4, 6),
+            TopicConfig("U", 4, 4, 6, topic_sys_flag=1),
+            TopicConfig("S", 4, 4, 6, topic_sys_flag=2),
+            TopicConfig("US", 4, 4, 6, topic_sys_flag=3),
+        ),
+    )
+    rim.register_broker(
+        "Other",
+        B0,
+        "broker-b",
+        0,
+        "h:1",
+        None,
+        None,
+        None,
+        wrapper(1, TopicConfig("OnlyB", 4, 4, 6), TopicConfig("T1", 1, 1, 6)),
+        [],
+        None,
+    )
     assert set(rim.get_all_topic_list().topic_list) == {"T1", "U", "S", "US", "OnlyB"}
     assert sorted(rim.get_topics_by_cluster("Other").topic_list) == ["OnlyB", "T1"]
     assert rim.get_topics_by_cluster("nope").topic_list == []
@@ -269,17 +308,40 @@ def test_data_version_queries(rim: RouteInfoManager) -> None:
 
 
 def test_filter_servers_appear_in_route_data(rim: RouteInfoManager) -> None:
-    rim.register_broker(CLUSTER, A0, "broker-a", 0, "h:1", None, None, None,
-                        wrapper(1, TopicConfig("T", 1, 1, 6), TopicConfig("U", 1, 1, 6)), ["10.9.9.9:1"], None)
+    rim.register_broker(
+        CLUSTER,
+        A0,
+        "broker-a",
+        0,
+        "h:1",
+        None,
+        None,
+        None,
+        wrapper(1, TopicConfig("T", 1, 1, 6), TopicConfig("U", 1, 1, 6)),
+        ["10.9.9.9:1"],
+        None,
+    )
     assert rim.pickup_topic_route_data("T").filter_server_table == {A0: ["10.9.9.9:1"]}
-    rim.register_broker(CLUSTER, A0, "broker-a", 0, "h:1", None, None, None,
-                        wrapper(1, TopicConfig("T", 1, 1, 6), TopicConfig("U", 1, 1, 6)), [], None)
+    rim.register_broker(
+        CLUSTER,
+        A0,
+        "broker-a",
+        0,
+        "h:1",
+        None,
+        None,
+        None,
+        wrapper(1, TopicConfig("T", 1, 1, 6), TopicConfig("U", 1, 1, 6)),
+        [],
+        None,
+    )
     assert rim.pickup_topic_route_data("T").filter_server_table == {}
 
 
 def test_static_topic_mapping_infos_are_carried_to_route_data(rim: RouteInfoManager) -> None:
     w = TopicConfigAndMappingSerializeWrapper(
-        {"T": TopicConfig("T", 1, 1, 6), "U": TopicConfig("U", 1, 1, 6)}, DataVersion(1, 0, 1),
+        {"T": TopicConfig("T", 1, 1, 6), "U": TopicConfig("U", 1, 1, 6)},
+        DataVersion(1, 0, 1),
         topic_queue_mapping_info_map={"T": {"bname": "broker-a", "topic": "T", "totalQueues": 2, "epoch": 1}},
     )
     rim.register_broker(CLUSTER, A0, "broker-a", 0, "h:1", None, None, None, w, [], None)
@@ -310,8 +372,9 @@ def test_old_broker_without_acting_master_flag_is_not_prime_slave(rim: RouteInfo
 
 
 def test_topic_config_without_topic_name_uses_its_table_key(rim: RouteInfoManager) -> None:
-    w = TopicConfigSerializeWrapper({"Keyed": TopicConfig(None, 2, 2, 6), "TBW102": TopicConfig("TBW102", 8, 8, 7)},
-                                    DataVersion(1, 0, 1))
+    w = TopicConfigSerializeWrapper(
+        {"Keyed": TopicConfig(None, 2, 2, 6), "TBW102": TopicConfig("TBW102", 8, 8, 7)}, DataVersion(1, 0, 1)
+    )
     register(rim, w=w)
     assert rim.topic_queue_table["Keyed"]["broker-a"].write_queue_nums == 2
     assert None not in rim.topic_queue_table

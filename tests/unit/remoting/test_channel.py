@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
+from pyrmq.protocol.codes import RequestCode, ResponseCode, SerializeType
+from pyrmq.protocol.command import RemotingCommand, encode
+from pyrmq.protocol.errors import NoPermission, RemotingSendRequestError
+from pyrmq.protocol.framing import FrameDecoder
 from pyrmq.remoting.channel import Channel, ProcessorTable, handles
-from pyrmq.remoting.codes import RequestCode, ResponseCode, SerializeType
-from pyrmq.remoting.command import RemotingCommand, encode
-from pyrmq.remoting.errors import NoPermission, RemotingSendRequestError
-from pyrmq.remoting.framing import FrameDecoder
 
 
 class MemoryTransport(asyncio.Transport):
@@ -133,7 +133,7 @@ def test_connection_lost_fails_pending_and_calls_on_close_once():
 
 def test_response_matched_by_opaque():
     async def t():
-        ch, tr = make_channel()
+        ch, _tr = make_channel()
         r1 = asyncio.ensure_future(ch.invoke(RemotingCommand(code=1, opaque=100), 5))
         r2 = asyncio.ensure_future(ch.invoke(RemotingCommand(code=2, opaque=200), 5))
         await settle()

@@ -47,8 +47,11 @@ from pyrmq.store.store_config import MessageStoreConfig  # noqa: E402
 def tiny_config(root, **kw) -> MessageStoreConfig:
     """Small files so rolling happens after a few messages."""
     base = dict(
-        store_path_root_dir=str(root), mapped_file_size_commit_log=4096, mapped_file_size_consume_queue=20 * 16,
-        max_hash_slot_num=64, max_index_num=256,
+        store_path_root_dir=str(root),
+        mapped_file_size_commit_log=4096,
+        mapped_file_size_consume_queue=20 * 16,
+        max_hash_slot_num=64,
+        max_index_num=256,
     )
     base.update(kw)
     return MessageStoreConfig(**base)
@@ -58,8 +61,13 @@ def make_msg(i: int, topic: str = "T", queue_id: int = 0, **props) -> MessageExt
     p = {"TAGS": f"tag{i % 3}", "KEYS": f"k{i} common", "UNIQ_KEY": f"UNIQ{i:08d}"}
     p.update(props)
     return MessageExtBrokerInner(
-        topic=topic, body=f"body-{i}".encode() * (1 + i % 5), queue_id=queue_id, properties=p,
-        born_timestamp=1_700_000_000_000 + i, born_host=("10.0.0.9", 5555), store_host=("10.0.0.2", 10911),
+        topic=topic,
+        body=f"body-{i}".encode() * (1 + i % 5),
+        queue_id=queue_id,
+        properties=p,
+        born_timestamp=1_700_000_000_000 + i,
+        born_host=("10.0.0.9", 5555),
+        store_host=("10.0.0.2", 10911),
     )
 
 

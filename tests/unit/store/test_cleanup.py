@@ -1,4 +1,5 @@
 """Expired-file deletion and the disk-full guard, with injected disk usage, clock and hour."""
+
 from __future__ import annotations
 
 import os
@@ -55,8 +56,15 @@ def _cleaner(store, clock, disk=None, hour=12, **kw):
 
 @pytest.mark.parametrize(
     "when, hour, expected",
-    [("04", 4, True), ("04", 5, False), ("01;02;03", 2, True), ("01;02;03", 4, False), ("4", 4, True),
-     ("", 4, False), ("xx;04", 4, True)],
+    [
+        ("04", 4, True),
+        ("04", 5, False),
+        ("01;02;03", 2, True),
+        ("01;02;03", 4, False),
+        ("4", 4, True),
+        ("", 4, False),
+        ("xx;04", 4, True),
+    ],
 )
 def test_is_it_time_to_do(when: str, hour: int, expected: bool) -> None:
     assert is_it_time_to_do(when, hour) is expected
@@ -100,7 +108,7 @@ def test_expired_files_deleted_at_delete_when_then_queues_and_reads_follow(
     # consume queues: leading files that only point below the new min offset are gone
     assert r.consume_queue_files_deleted >= 1
     cq_files_after = sorted(os.listdir(os.path.join(s.config.consume_queue_dir, "T", "0")))
-    assert cq_files_after == cq_files_before[len(cq_files_before) - len(cq_files_after):]
+    assert cq_files_after == cq_files_before[len(cq_files_before) - len(cq_files_after) :]
     assert len(cq_files_after) < len(cq_files_before)
     # the queue's min offset is the first entry still in the commit log, and reading from it works
     for qid in (0, 1):
@@ -236,9 +244,7 @@ def test_disk_full_is_a_store_flag_with_a_readable_reason(open_store, msg_factor
 
 
 def test_ratios_are_clamped_like_java(open_store, frozen_clock) -> None:
-    s = open_store(
-        disk_space_warning_level_ratio=99, disk_space_clean_forcibly_ratio=10, disk_max_used_space_ratio=1
-    )
+    s = open_store(disk_space_warning_level_ratio=99, disk_space_clean_forcibly_ratio=10, disk_max_used_space_ratio=1)
     c = _cleaner(s, frozen_clock)
     assert c.disk_space_warning_level_ratio() == 0.90
     assert c.disk_space_clean_forcibly_ratio() == 0.30

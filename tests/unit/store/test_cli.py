@@ -1,4 +1,5 @@
 """`pyrmq store inspect|verify` on stores written by pyrmq.store, intact and damaged."""
+
 from __future__ import annotations
 
 import io
@@ -28,9 +29,12 @@ def store_dir(tmp_path, open_store, msg_factory):
     s.shutdown()
     root = tmp_path / "store"
     cfg.persist_config(root, cfg.ConsumerOffsetSerializeWrapper(offset_table={"T@g": {0: 3, 1: 2}}))
-    cfg.persist_config(root, cfg.TopicConfigSerializeWrapper(
-        topic_config_table={"T": cfg.TopicConfig(topic_name="T", read_queue_nums=2, write_queue_nums=2)}
-    ))
+    cfg.persist_config(
+        root,
+        cfg.TopicConfigSerializeWrapper(
+            topic_config_table={"T": cfg.TopicConfig(topic_name="T", read_queue_nums=2, write_queue_nums=2)}
+        ),
+    )
     return root
 
 
@@ -82,7 +86,9 @@ def test_verify_clean_store(store_dir, capsys) -> None:
     assert rc == 0 and out.startswith("OK: 90 record(s)")
 
 
-@pytest.mark.parametrize("argv_dir, msg", [("missing", "no such directory"), ("empty", "does not look like a RocketMQ store")])
+@pytest.mark.parametrize(
+    "argv_dir, msg", [("missing", "no such directory"), ("empty", "does not look like a RocketMQ store")]
+)
 def test_not_a_store(tmp_path, capsys, argv_dir: str, msg: str) -> None:
     (tmp_path / "empty").mkdir()
     for cmd in ("inspect", "verify"):
@@ -121,8 +127,11 @@ def test_truncated_file_is_reported(store_dir, capsys) -> None:
     p.write_bytes(p.read_bytes()[:1000])
     rc, rep = verify_json(store_dir, capsys)
     assert rc == 1
-    assert {"path": f"commitlog/{name}", "offset": None,
-            "message": "length 1000 != 4096 (mapped file size); Java refuses to load it"} in rep["problems"]
+    assert {
+        "path": f"commitlog/{name}",
+        "offset": None,
+        "message": "length 1000 != 4096 (mapped file size); Java refuses to load it",
+    } in rep["problems"]
 
 
 def test_stray_file_in_commitlog_is_reported(store_dir, capsys) -> None:
@@ -145,8 +154,10 @@ def test_garbage_record_header_stops_the_file_and_later_data_is_flagged(store_di
     first = rep["problems"][0]
     assert first["path"] == f"commitlog/{names[0]}" and first["offset"] == second
     assert "illegal magic code 0x01020304" in first["message"]
-    assert any(x["path"] == f"commitlog/{names[1]}" and x["offset"] == 0 and "after the end" in x["message"]
-               for x in rep["problems"])
+    assert any(
+        x["path"] == f"commitlog/{names[1]}" and x["offset"] == 0 and "after the end" in x["message"]
+        for x in rep["problems"]
+    )
 
 
 def test_bad_consume_queue_entry_is_reported(store_dir, capsys) -> None:
@@ -187,8 +198,13 @@ def test_bad_index_entry_is_reported(store_dir, capsys) -> None:
     (idx / name).write_bytes(bytes(data))
     rc, rep = verify_json(store_dir, capsys)
     assert rc == 1
-    assert rep["problems"] == [{"path": f"index/{name}", "offset": pos,
-                                "message": f"entry 1: key hash {key_hash ^ 1} matches no key of the record at {phy}"}]
+    assert rep["problems"] == [
+        {
+            "path": f"index/{name}",
+            "offset": pos,
+            "message": f"entry 1: key hash {key_hash ^ 1} matches no key of the record at {phy}",
+        }
+    ]
     # geometry given explicitly works too; a wrong one is a warning, not a false alarm
     assert verify_json(store_dir, capsys, "--max-hash-slot-num", "64")[0] == 1
     rc, rep = verify_json(store_dir, capsys, "--max-hash-slot-num", "63", "--max-index-num", "256")
@@ -210,9 +226,9 @@ def test_undispatched_tail_is_a_warning(store_dir, capsys) -> None:
 
 
 def test_progress_bar_on_request(store_dir, capsys) -> None:
-    rc, out, err = run("verify", str(store_dir), "--progress", capsys=capsys)
+    rc, _out, err = run("verify", str(store_dir), "--progress", capsys=capsys)
     assert rc == 0 and "100%" in err and "[" in err
-    rc, out, err = run("verify", str(store_dir), capsys=capsys)  # stderr is not a terminal here
+    rc, _out, err = run("verify", str(store_dir), capsys=capsys)  # stderr is not a terminal here
     assert err == ""
 
 
@@ -220,8 +236,10 @@ def test_verify_after_expired_files_were_deleted(store_dir, capsys, config_facto
     from pyrmq.store.cleanup import StoreCleaner
     from pyrmq.store.message_store import MessageStore
 
-    s = MessageStore(config_factory(store_dir, delete_commit_log_files_interval=0,
-                                    delete_consume_queue_files_interval=0), clock=frozen_clock)
+    s = MessageStore(
+        config_factory(store_dir, delete_commit_log_files_interval=0, delete_consume_queue_files_interval=0),
+        clock=frozen_clock,
+    )
     s.load()
     s.start()
     try:

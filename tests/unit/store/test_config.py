@@ -1,4 +1,5 @@
 """Config JSON files: the fastjson dialects, Java 5.5.0's exact bytes, ConfigManager persistence."""
+
 from __future__ import annotations
 
 import difflib
@@ -67,9 +68,7 @@ def test_java_delay_offsets_decoded() -> None:
 
 
 def test_java_subscription_groups_decoded_and_defaults_match_java() -> None:
-    w = cfg.decode_config(
-        SubscriptionGroupSerializeWrapper, (GOLDEN / "java-5.5.0/subscriptionGroup.json").read_text()
-    )
+    w = cfg.decode_config(SubscriptionGroupSerializeWrapper, (GOLDEN / "java-5.5.0/subscriptionGroup.json").read_text())
     t = w.subscription_group_table
     # a group the broker creates with Java's defaults equals our defaults
     assert t["SELF_TEST_C_GROUP"] == SubscriptionGroupConfig(group_name="SELF_TEST_C_GROUP")
@@ -97,7 +96,7 @@ def test_pretty_writer_matches_fastjson2() -> None:
         "list": ["a", "b"],
         "longs": (1000, 2000),
         "objList": [{"x": 1}, {"y": True}],
-        "str": "q\"b\\s/ \t\n\r\u0001\u001f\u007f é 中 \U0001F600 <>&'",
+        "str": "q\"b\\s/ \t\n\r\u0001\u001f\u007f é 中 \U0001f600 <>&'",
         "nullv": None,
         "withNull": {"a": None, "b": 1},
         "dbl": 1.5,
@@ -111,7 +110,7 @@ def test_pretty_writer_matches_fastjson2() -> None:
 @pytest.mark.parametrize(
     "text, value",
     [
-        ('{0:1,1:2}', {0: 1, 1: 2}),
+        ("{0:1,1:2}", {0: 1, 1: 2}),
         ('{"0":1}', {"0": 1}),
         ("{\n\t-3:4\n}", {-3: 4}),
         ('{"a":{7:8\n\t\t},"b":[1,2]}', {"a": {7: 8}, "b": [1, 2]}),
@@ -147,7 +146,7 @@ def test_quoted_integer_keys_are_read_as_ints_by_the_typed_beans() -> None:
     assert w.offset_table == {1: 12, 2: 0}
     assert w.data_version == DataVersion()  # missing property: the Java default
     w.data_version = None  # a 4.9.x-shaped file has none
-    assert cfg.encode_config(w) == "{\n\t\"offsetTable\":{\n\t\t1:12,\n\t\t2:0\n\t}\n}"
+    assert cfg.encode_config(w) == '{\n\t"offsetTable":{\n\t\t1:12,\n\t\t2:0\n\t}\n}'
 
 
 def test_group_topic_map_skips_broadcast_keys() -> None:
@@ -180,7 +179,11 @@ def test_consumer_offsets_round_trip(table: dict, counter: int) -> None:
 def test_topic_config_defaults_are_javas() -> None:
     tc = TopicConfig(topic_name="T")
     assert (tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_filter_type, tc.order) == (
-        16, 16, 6, "SINGLE_TAG", False,
+        16,
+        16,
+        6,
+        "SINGLE_TAG",
+        False,
     )
 
 
@@ -225,7 +228,9 @@ def test_load_falls_back_to_bak(tmp_path: pathlib.Path, damage: str) -> None:
         assert not main.exists()
         # the next persist must not copy the corrupt file over the good backup
         cfg.persist_config(tmp_path, _topics(3))
-        assert cfg.decode_config(TopicConfigSerializeWrapper, (tmp_path / "config/topics.json.bak").read_text()) == _topics(1)
+        assert cfg.decode_config(
+            TopicConfigSerializeWrapper, (tmp_path / "config/topics.json.bak").read_text()
+        ) == _topics(1)
         assert cfg.load_config(tmp_path, TopicConfigSerializeWrapper) == _topics(3)
 
 
@@ -234,7 +239,7 @@ def test_both_unreadable_raises(tmp_path: pathlib.Path) -> None:
     d.mkdir()
     (d / "consumerOffset.json").write_text("{garbage")
     (d / "consumerOffset.json.bak").write_text("{also garbage")
-    with pytest.raises(ConfigFileError, match="consumerOffset.json"):
+    with pytest.raises(ConfigFileError, match=r"consumerOffset\.json"):
         cfg.load_config(tmp_path, ConsumerOffsetSerializeWrapper)
 
 

@@ -94,7 +94,8 @@ def test_async_flush_eventually_flushes(tmp_path, frozen_clock, config_factory, 
     sync = RecordingSync()
     s = MessageStore(
         config_factory(tmp_path, flush_interval_commit_log=20, flush_commit_log_thorough_interval=50),
-        clock=frozen_clock, sync=sync,
+        clock=frozen_clock,
+        sync=sync,
     )
     s.load()
     s.start()

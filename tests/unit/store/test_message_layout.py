@@ -57,10 +57,21 @@ def test_random_records_struct_equals_construct(
     props_s = m.message_properties_to_string(props)
     fast = bytes(
         m.encode_record(
-            topic=topic.encode(), queue_id=queue_id, flag=flag, queue_offset=queue_offset,
-            physical_offset=phy, sys_flag=sys_flag, born_timestamp=ts, born_host=m.host_to_bytes(born),
-            store_timestamp=ts + 1, store_host=m.host_to_bytes(store), reconsume_times=3,
-            prepared_transaction_offset=phy // 2, body=body, properties=props_s.encode(), version=version,
+            topic=topic.encode(),
+            queue_id=queue_id,
+            flag=flag,
+            queue_offset=queue_offset,
+            physical_offset=phy,
+            sys_flag=sys_flag,
+            born_timestamp=ts,
+            born_host=m.host_to_bytes(born),
+            store_timestamp=ts + 1,
+            store_host=m.host_to_bytes(store),
+            reconsume_times=3,
+            prepared_transaction_offset=phy // 2,
+            body=body,
+            properties=props_s.encode(),
+            version=version,
         )
     )
     parsed = m.COMMITLOG_RECORD.parse(fast)
@@ -71,7 +82,5 @@ def test_random_records_struct_equals_construct(
     assert decoded.properties == m.string_to_message_properties(props_s)
     assert decoded.born_host[1] == born[1] and decoded.store_host[1] == store[1]
     # built from the declarative side, then decoded by the fast path
-    rebuilt = m.COMMITLOG_RECORD.build(
-        dict(parsed, body=body, topic=topic, properties=props_s)
-    )
+    rebuilt = m.COMMITLOG_RECORD.build(dict(parsed, body=body, topic=topic, properties=props_s))
     assert rebuilt == fast

@@ -88,7 +88,10 @@ def test_batch_is_one_record_per_element(open_store):
     assert [x.msg_id for x in recs] == ids
     assert s.query_message("B", "U2", 10, 0, 2**62).phy_offsets == [recs[1].commit_log_offset]
     # the next single message continues the queue
-    assert s.put_message(m.MessageExtBrokerInner(topic="B", queue_id=1, body=b"c")).append_message_result.logics_offset == 2
+    assert (
+        s.put_message(m.MessageExtBrokerInner(topic="B", queue_id=1, body=b"c")).append_message_result.logics_offset
+        == 2
+    )
 
 
 def test_batch_does_not_span_files(open_store):
@@ -118,7 +121,11 @@ def test_transaction_prepared_and_rollback_take_no_queue_offset(open_store):
 
 def test_schedule_topic_tags_code_is_deliver_time(open_store, frozen_clock):
     s = open_store()
-    s.put_message(m.MessageExtBrokerInner(topic="SCHEDULE_TOPIC_XXXX", queue_id=2, body=b"d", properties={"DELAY": "3", "TAGS": "t"}))
+    s.put_message(
+        m.MessageExtBrokerInner(
+            topic="SCHEDULE_TOPIC_XXXX", queue_id=2, body=b"d", properties={"DELAY": "3", "TAGS": "t"}
+        )
+    )
     cq = s.get_consume_queue("SCHEDULE_TOPIC_XXXX", 2)
     assert cq.get(0)[2] == frozen_clock.now + 10_000  # level 3 = 10s
 
@@ -172,7 +179,9 @@ def test_illegal_puts(open_store):
 
 def test_ipv6_hosts(open_store):
     s = open_store()
-    r = s.put_message(m.MessageExtBrokerInner(topic="T", body=b"6", born_host=("::1", 7), store_host=("fe80::1", 10911)))
+    r = s.put_message(
+        m.MessageExtBrokerInner(topic="T", body=b"6", born_host=("::1", 7), store_host=("fe80::1", 10911))
+    )
     assert len(r.append_message_result.msg_id) == 56
     got = s.look_message_by_offset(0)
     assert got.sys_flag & 0x30 == 0x30 and got.store_host == ("fe80::1", 10911) and got.born_host == ("::1", 7)
@@ -182,7 +191,9 @@ def test_on_dispatched_listener(tmp_path, frozen_clock, config_factory, msg_fact
     from pyrmq.store.message_store import MessageStore
 
     seen = []
-    s = MessageStore(config_factory(tmp_path), clock=frozen_clock, on_dispatched=lambda t, q, mx, tc, req: seen.append((t, q, mx)))
+    s = MessageStore(
+        config_factory(tmp_path), clock=frozen_clock, on_dispatched=lambda t, q, mx, tc, req: seen.append((t, q, mx))
+    )
     s.load()
     s.start()
     try:

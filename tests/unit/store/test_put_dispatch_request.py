@@ -15,7 +15,8 @@ _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=1
 _prop_values = st.one_of(_text, st.sampled_from(["", "a\x01b", "x\x02y", "TagA", "k1 k2  k3"]))
 _props = st.dictionaries(
     st.one_of(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "WAIT", "", "A\x01"]), _text),
-    _prop_values, max_size=5,
+    _prop_values,
+    max_size=5,
 )
 
 
@@ -42,7 +43,11 @@ def test_built_request_equals_decoded(open_store, tmp_path, props, use_string, t
     s = open_store(root=tmp_path / f"s{next(_seq)}")
     try:
         msg = m.MessageExtBrokerInner(
-            topic=topic, body=b"body", queue_id=1, properties=dict(props), sys_flag=tran,
+            topic=topic,
+            body=b"body",
+            queue_id=1,
+            properties=dict(props),
+            sys_flag=tran,
             store_host=("::1", 10911) if v6 else ("10.0.0.2", 10911),
         )
         if use_string:
@@ -57,11 +62,13 @@ def test_built_request_equals_decoded(open_store, tmp_path, props, use_string, t
 
 def test_batch_requests_equal_decoded(open_store):
     s = open_store()
-    body = m.encode_batch_body([
-        m.BatchElement(b"a", "TAGS\x01x\x02KEYS\x01k1 k2\x02"),
-        m.BatchElement(b"bb", "UNIQ_KEY\x01U1\x02"),
-        m.BatchElement(b"ccc", ""),
-    ])
+    body = m.encode_batch_body(
+        [
+            m.BatchElement(b"a", "TAGS\x01x\x02KEYS\x01k1 k2\x02"),
+            m.BatchElement(b"bb", "UNIQ_KEY\x01U1\x02"),
+            m.BatchElement(b"ccc", ""),
+        ]
+    )
     batch = MessageExtBatch(topic="B", body=body, queue_id=2, properties_string="CLUSTER\x01c\x02")
     result, reqs = s.commit_log.append_messages_for_dispatch(batch)
     assert result.is_ok() and len(reqs) == 3
@@ -79,7 +86,11 @@ def _java_hash_reference(s: str) -> int:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(st.text(max_size=40), st.text(min_size=250, max_size=800), st.text(alphabet="0123456789ABCDEF#", max_size=600)))
+@given(
+    st.one_of(
+        st.text(max_size=40), st.text(min_size=250, max_size=800), st.text(alphabet="0123456789ABCDEF#", max_size=600)
+    )
+)
 def test_java_string_hash_matches_the_recurrence(s):
     # tags codes and index key hashes on the put path: any length (the chunked path past 256 units)
     assert m.java_string_hash(s) == _java_hash_reference(s)

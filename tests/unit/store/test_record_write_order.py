@@ -12,8 +12,26 @@ def _args(props):
     header = m.record_header_struct(8, 8)
     topic_part = m.topic_field(b"T", m.MESSAGE_MAGIC_CODE)
     total = header.size + 3 + len(topic_part) + 2 + 4
-    return (header, total, m.MESSAGE_MAGIC_CODE, m.crc32(b"abc"), 1, 0, 5, 100, 0, 1, m.host_to_bytes(("1.2.3.4", 5)),
-            2, m.host_to_bytes(("1.2.3.4", 6)), 0, 0, b"abc", topic_part, props)
+    return (
+        header,
+        total,
+        m.MESSAGE_MAGIC_CODE,
+        m.crc32(b"abc"),
+        1,
+        0,
+        5,
+        100,
+        0,
+        1,
+        m.host_to_bytes(("1.2.3.4", 5)),
+        2,
+        m.host_to_bytes(("1.2.3.4", 6)),
+        0,
+        0,
+        b"abc",
+        topic_part,
+        props,
+    )
 
 
 class _Uncopyable:

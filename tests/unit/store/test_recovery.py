@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from pyrmq.store import message as m
-from pyrmq.store.checkpoint import StoreLockedError
 from pyrmq.store.mapped_file import StoreLoadError
 from pyrmq.store.message_store import MessageStore
 
@@ -53,7 +52,9 @@ def test_normal_recovery_keeps_everything(open_store, msg_factory, tmp_path, fro
     s2.shutdown()
 
 
-def test_normal_recovery_rebuilds_missing_consume_queues(open_store, msg_factory, tmp_path, frozen_clock, config_factory):
+def test_normal_recovery_rebuilds_missing_consume_queues(
+    open_store, msg_factory, tmp_path, frozen_clock, config_factory
+):
     import shutil
 
     s = open_store()
@@ -68,7 +69,9 @@ def test_normal_recovery_rebuilds_missing_consume_queues(open_store, msg_factory
 
 
 @pytest.mark.parametrize("damage", ["torn_tail", "flipped_body_byte", "zeroed_tail"])
-def test_abnormal_recovery_cuts_at_last_valid_record(open_store, msg_factory, tmp_path, frozen_clock, config_factory, damage):
+def test_abnormal_recovery_cuts_at_last_valid_record(
+    open_store, msg_factory, tmp_path, frozen_clock, config_factory, damage
+):
     s = open_store()
     res = _fill(s, msg_factory, 50)
     victim = res[45]
@@ -111,7 +114,9 @@ def test_abnormal_recovery_cuts_at_last_valid_record(open_store, msg_factory, tm
     s3.shutdown()
 
 
-def test_abnormal_recovery_with_stale_consume_queue_entries(open_store, msg_factory, tmp_path, frozen_clock, config_factory):
+def test_abnormal_recovery_with_stale_consume_queue_entries(
+    open_store, msg_factory, tmp_path, frozen_clock, config_factory
+):
     """CQ entries pointing beyond the recovered commit log end are truncated."""
     s = open_store()
     res = _fill(s, msg_factory, 20)
@@ -169,5 +174,3 @@ def test_all_zero_preallocated_file_is_dropped(open_store, msg_factory, tmp_path
     assert s2.get_max_phy_offset() == res[-1].wrote_offset + res[-1].wrote_bytes
     s2.start()
     s2.shutdown()
-
-

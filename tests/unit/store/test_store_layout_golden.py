@@ -13,7 +13,9 @@ def test_consume_queue_entry(golden):
     want = golden("consume_queue_entry_v1.hex")
     got = cqm.encode_entry(0x0102030405060708, 139, 2598919)
     assert got == want, got.hex(" ")
-    assert cqm.CONSUME_QUEUE_ENTRY.build(dict(commit_log_offset=0x0102030405060708, size=139, tags_code=2598919)) == want
+    assert (
+        cqm.CONSUME_QUEUE_ENTRY.build(dict(commit_log_offset=0x0102030405060708, size=139, tags_code=2598919)) == want
+    )
     assert cqm.decode_entry(want) == (0x0102030405060708, 139, 2598919)
 
 

@@ -27,7 +27,9 @@ class HeldSync:
 
 def _open(tmp_path, frozen_clock, config_factory, sync, seen, **kw):
     cfg = config_factory(tmp_path, flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=1 << 20, **kw)
-    s = MessageStore(cfg, clock=frozen_clock, sync=sync, on_dispatched=lambda t, q, mx, tc, req: seen.append((t, q, mx)))
+    s = MessageStore(
+        cfg, clock=frozen_clock, sync=sync, on_dispatched=lambda t, q, mx, tc, req: seen.append((t, q, mx))
+    )
     s.load()
     s.start()
     return s

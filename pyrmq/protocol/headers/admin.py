@@ -2,11 +2,12 @@
 
 Fields without a default are Java's ``@CFNotNull`` ones.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyrmq.remoting.headers import RemotingHeader
+from pyrmq.protocol.headers.base import RemotingHeader
 
 
 @dataclass(slots=True)

@@ -7,11 +7,12 @@ Java: ``remoting/protocol/header/namesrv/*`` (5.x) and
 Where Java answers a missing field with its own remark (PUT_KV_CONFIG) the
 field is optional here and the processor checks it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyrmq.remoting.headers import RemotingHeader
+from pyrmq.protocol.headers.base import RemotingHeader
 
 #: ext field holding the broker's zone (Java MixAll.ZONE_NAME)
 ZONE_NAME = "__ZONE_NAME"

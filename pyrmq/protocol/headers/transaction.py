@@ -3,11 +3,12 @@
 Java: ``remoting/protocol/header/{EndTransactionRequestHeader,
 CheckTransactionStateRequestHeader}`` (both ``RpcRequestHeader``s: ``bname``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyrmq.remoting.headers import RemotingHeader
+from pyrmq.protocol.headers.base import RemotingHeader
 
 
 @dataclass(slots=True)

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyrmq.remoting.command import RemotingCommand
-from pyrmq.remoting.errors import InvalidParameter, MissingHeaderField
-from pyrmq.remoting.headers import RemotingHeader, camel_case, java_double_to_string, key
+from pyrmq.common.java_lang import double_to_string
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import InvalidParameter, MissingHeaderField
+from pyrmq.protocol.headers.base import RemotingHeader, camel_case, key
 
 
 class BoundaryType(enum.Enum):
@@ -55,7 +56,9 @@ def test_decode_types_defaults_and_unknown_keys():
     )
 
 
-@pytest.mark.parametrize("text,value", [("true", True), ("True", True), ("TRUE", True), ("1", False), ("yes", False), ("", False)])
+@pytest.mark.parametrize(
+    "text,value", [("true", True), ("True", True), ("TRUE", True), ("1", False), ("yes", False), ("", False)]
+)
 def test_bool_only_true_is_true(text, value):
     assert SampleHeader.from_ext_fields({"topic": "T", "queueId": "1", "unitMode": text}).unit_mode is value
 
@@ -77,7 +80,9 @@ def test_bad_values():
         SampleHeader.from_ext_fields({"topic": "T", "queueId": "1.5"})
     with pytest.raises(InvalidParameter):
         SampleHeader.from_ext_fields({"topic": "T", "queueId": " 1"})  # Integer.parseInt rejects spaces
-    h = SampleHeader.from_ext_fields({"topic": "T", "queueId": "+7", "maxMsgNums": "x", "tps": "?", "boundaryType": "MID"})
+    h = SampleHeader.from_ext_fields(
+        {"topic": "T", "queueId": "+7", "maxMsgNums": "x", "tps": "?", "boundaryType": "MID"}
+    )
     assert (h.queue_id, h.max_msg_nums, h.tps, h.boundary_type) == (7, 32, None, None)
 
 
@@ -123,12 +128,12 @@ def test_explicit_keys_and_command_helper():
     ],
 )
 def test_java_double_to_string(value, text):
-    assert java_double_to_string(value) == text
+    assert double_to_string(value) == text
 
 
 @given(st.floats(allow_nan=False))
 def test_java_double_to_string_parses_back(x):
-    s = java_double_to_string(x)
+    s = double_to_string(x)
     assert float(s.replace("Infinity", "inf")) == x
 
 

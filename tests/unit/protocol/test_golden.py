@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pyrmq.remoting.codes import LanguageCode, SerializeType
-from pyrmq.remoting.command import decode_frame, encode
-from pyrmq.remoting.framing import FrameDecoder
+from pyrmq.protocol.codes import LanguageCode, SerializeType
+from pyrmq.protocol.command import decode_frame, encode
+from pyrmq.protocol.framing import FrameDecoder
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 REMOTING = GOLDEN / "remoting"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from .codes import ResponseCode
+from pyrmq.protocol.codes import ResponseCode
 
 
 class RemotingProtocolError(ValueError):

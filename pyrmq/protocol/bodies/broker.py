@@ -6,12 +6,13 @@ UnlockBatchRequestBody,GetConsumerListByGroupResponseBody,CheckClientRequestBody
 ``common/message/MessageQueue``. Reading is lenient like fastjson (Go sends
 ``codeSet`` elements as strings; the broker recomputes codes from ``tagsSet``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyrmq.remoting.bodies import FastJsonBody
-from pyrmq.store.message import java_string_hash
+from pyrmq.common.java_lang import java_string_hash
+from pyrmq.protocol.fastjson import FastJsonBody
 
 SUB_ALL = "*"
 
@@ -27,11 +28,13 @@ class SubscriptionData(FastJsonBody):
     expression_type: str = "TAG"
 
     @classmethod
-    def build(cls, topic: str, sub_string: str | None, expression_type: str | None = None,
-              sub_version: int = 0) -> "SubscriptionData":
+    def build(
+        cls, topic: str, sub_string: str | None, expression_type: str | None = None, sub_version: int = 0
+    ) -> SubscriptionData:
         """Java FilterAPI#build / buildSubscriptionData: split 'a || b', hash each tag."""
-        sd = cls(topic=topic, sub_string=sub_string, sub_version=sub_version,
-                 expression_type=(expression_type or "TAG"))
+        sd = cls(
+            topic=topic, sub_string=sub_string, sub_version=sub_version, expression_type=(expression_type or "TAG")
+        )
         if sd.expression_type.upper() != "TAG":
             return sd
         if not sub_string or sub_string.strip() in ("", SUB_ALL):

@@ -1,5 +1,6 @@
 """Bodies in the fastjson dialect, checked byte for byte against captures from the
 official rocketmq-remoting 5.5.0 jar (tests/golden/bodies/, see MANIFEST.json)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,26 +13,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyrmq.remoting.bodies import (
-    MQ_VERSION_V4_9_4,
-    MQ_VERSION_V5_0_0,
-    BodyDecodeError,
+from pyrmq.protocol.bodies.common import (
+    DataVersion,
+    TopicConfig,
+    TopicConfigAndMappingSerializeWrapper,
+    TopicConfigSerializeWrapper,
+)
+from pyrmq.protocol.bodies.namesrv import (
     BrokerData,
     BrokerMemberGroup,
     ClusterInfo,
-    DataVersion,
     GetBrokerMemberGroupResponseBody,
     KVTable,
     QueueData,
     RegisterBrokerBody,
-    TopicConfig,
-    TopicConfigAndMappingSerializeWrapper,
-    TopicConfigSerializeWrapper,
     TopicList,
     TopicRouteData,
-    fastjson_dumps,
-    lenient_loads,
 )
+from pyrmq.protocol.fastjson import BodyDecodeError, fastjson_dumps, lenient_loads
+from pyrmq.protocol.version import MQVersion
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "bodies"
 
@@ -179,7 +179,7 @@ def test_big_longs_become_strings_only_in_standard_form() -> None:
 
 
 def test_strings_are_escaped_like_fastjson() -> None:
-    assert fastjson_dumps("a/b\"c\\d\x01\b\t\n\f\ré中") == '"a/b\\"c\\\\d\\u0001\\b\\t\\n\\f\\ré中"'.encode()
+    assert fastjson_dumps('a/b"c\\d\x01\b\t\n\f\ré中') == '"a/b\\"c\\\\d\\u0001\\b\\t\\n\\f\\ré中"'.encode()
 
 
 # ----------------------------------------------------------------- reading
@@ -206,7 +206,7 @@ def test_decode_java_compressed_register_broker_body() -> None:
     """The compressed form as RegisterBrokerBody#encode(true) of the 5.5.0 jar wrote it."""
     data = golden("register_broker_body_compressed.bin")
     assert data[:2] == b"\x78\xda"  # zlib, Deflater.BEST_COMPRESSION
-    body = RegisterBrokerBody.decode_request(data, compressed=True, version=MQ_VERSION_V5_0_0)
+    body = RegisterBrokerBody.decode_request(data, compressed=True, version=MQVersion.V5_0_0)
     w = body.topic_config_serialize_wrapper
     assert w.data_version == data_version(1)
     # topicSysFlag and order do not travel in the text form
@@ -231,14 +231,14 @@ def build_compressed_by_hand(version: int, mapping: list[dict]) -> bytes:
     chunk(b"TopicA 8 4 6 SINGLE_TAG {}")
     chunk(b"TopicB 2 2 2 MULTI_TAG")  # 4.9.x: five tokens
     chunk(b'["10.0.0.9:1"]')
-    if version >= MQ_VERSION_V5_0_0:
+    if version >= MQVersion.V5_0_0:
         out.extend(struct.pack(">i", len(mapping)))
         for m in mapping:
             chunk(json.dumps(m, separators=(",", ":")).encode())
     return zlib.compress(bytes(out), 9)
 
 
-@pytest.mark.parametrize("version", [MQ_VERSION_V4_9_4, MQ_VERSION_V5_0_0])
+@pytest.mark.parametrize("version", [MQVersion.V4_9_4, MQVersion.V5_0_0])
 def test_decode_compressed_built_by_hand(version: int) -> None:
     mapping = [{"bname": "broker-a", "epoch": 1, "topic": "TopicA", "totalQueues": 8}]
     body = RegisterBrokerBody.decode_compressed(build_compressed_by_hand(version, mapping), version)
@@ -247,25 +247,27 @@ def test_decode_compressed_built_by_hand(version: int) -> None:
     assert w.topic_config_table["TopicA"] == TopicConfig("TopicA", 8, 4, 6)
     assert w.topic_config_table["TopicB"] == TopicConfig("TopicB", 2, 2, 2, "MULTI_TAG")
     assert body.filter_server_list == ["10.0.0.9:1"]
-    assert w.topic_queue_mapping_info_map == ({"TopicA": mapping[0]} if version >= MQ_VERSION_V5_0_0 else {})
+    assert w.topic_queue_mapping_info_map == ({"TopicA": mapping[0]} if version >= MQVersion.V5_0_0 else {})
 
 
 def test_compressed_round_trip_and_truncation() -> None:
     body = register_body()
-    data = body.encode_compressed(MQ_VERSION_V5_0_0)
-    back = RegisterBrokerBody.decode_compressed(data, MQ_VERSION_V5_0_0)
+    data = body.encode_compressed(MQVersion.V5_0_0)
+    back = RegisterBrokerBody.decode_compressed(data, MQVersion.V5_0_0)
     for tc in body.topic_config_serialize_wrapper.topic_config_table.values():
         tc.order = False  # not carried by the text form
-    assert back.topic_config_serialize_wrapper.topic_config_table == body.topic_config_serialize_wrapper.topic_config_table
+    assert (
+        back.topic_config_serialize_wrapper.topic_config_table == body.topic_config_serialize_wrapper.topic_config_table
+    )
     raw = zlib.decompress(data)
     with pytest.raises(BodyDecodeError, match="End of compressed data"):
-        RegisterBrokerBody.decode_compressed(zlib.compress(raw[:-3]), MQ_VERSION_V5_0_0)
+        RegisterBrokerBody.decode_compressed(zlib.compress(raw[:-3]), MQVersion.V5_0_0)
     with pytest.raises(BodyDecodeError):
-        RegisterBrokerBody.decode_compressed(b"not zlib at all", MQ_VERSION_V5_0_0)
+        RegisterBrokerBody.decode_compressed(b"not zlib at all", MQVersion.V5_0_0)
 
 
 def test_missing_register_body_means_empty_table_version_zero() -> None:
-    body = RegisterBrokerBody.decode_request(None, compressed=False, version=MQ_VERSION_V5_0_0)
+    body = RegisterBrokerBody.decode_request(None, compressed=False, version=MQVersion.V5_0_0)
     assert body.topic_config_serialize_wrapper.topic_config_table == {}
     assert body.topic_config_serialize_wrapper.data_version == DataVersion(0, 0, 0)
 
@@ -316,10 +318,10 @@ def test_broker_data_round_trip(addrs: dict[int, str], cluster: str, standard: b
 def test_compressed_body_under_a_compressed_false_header_is_still_read() -> None:
     """5.x brokers with compressedRegister=true send compressed=false with a zlib body."""
     data = golden("register_broker_body_compressed.bin")
-    body = RegisterBrokerBody.decode_request(data, compressed=False, version=MQ_VERSION_V5_0_0)
+    body = RegisterBrokerBody.decode_request(data, compressed=False, version=MQVersion.V5_0_0)
     assert set(body.topic_config_serialize_wrapper.topic_config_table) == {"TopicAttr", "TopicTest", "TBW102"}
     # and a JSON body is never mistaken for zlib
-    assert RegisterBrokerBody.decode_request(golden("register_broker_body.json"), False, MQ_VERSION_V5_0_0) == (
+    assert RegisterBrokerBody.decode_request(golden("register_broker_body.json"), False, MQVersion.V5_0_0) == (
         RegisterBrokerBody.decode(golden("register_broker_body.json"))
     )
 
@@ -331,9 +333,11 @@ def test_plain_long_keys_follow_java_hashmap_order() -> None:
 
 def test_decode_4_9_register_broker_body() -> None:
     """4.9.x brokers: no mapping fields, no stateVersion, no attributes (spec §3.2)."""
-    data = (b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":2,'
-            b'"timestamp":1700000000000},"topicConfigTable":{"T":{"order":false,"perm":6,"readQueueNums":4,'
-            b'"topicFilterType":"SINGLE_TAG","topicName":"T","topicSysFlag":0,"writeQueueNums":4}}}}')
+    data = (
+        b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":2,'
+        b'"timestamp":1700000000000},"topicConfigTable":{"T":{"order":false,"perm":6,"readQueueNums":4,'
+        b'"topicFilterType":"SINGLE_TAG","topicName":"T","topicSysFlag":0,"writeQueueNums":4}}}}'
+    )
     body = RegisterBrokerBody.decode_request(data, compressed=False, version=409)
     w = body.topic_config_serialize_wrapper
     assert w.data_version == DataVersion(counter=2, state_version=0, timestamp=1700000000000)

@@ -5,11 +5,12 @@ without a default are Java's ``@CFNotNull`` ones. SEND_MESSAGE_V2's
 single-letter keys are normalised to the V1 field set like
 ``SendMessageRequestHeaderV2#createSendMessageRequestHeaderV1``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyrmq.remoting.headers import RemotingHeader, key
+from pyrmq.protocol.headers.base import RemotingHeader, key
 
 
 @dataclass(slots=True)
@@ -49,8 +50,20 @@ class SendMessageRequestHeaderV2(RemotingHeader):
 
     def to_v1(self) -> SendMessageRequestHeader:
         return SendMessageRequestHeader(
-            self.a, self.b, self.c, self.d, self.e, self.f, self.g, self.h,
-            self.i, self.j, self.k, self.m, self.l, self.n,
+            self.a,
+            self.b,
+            self.c,
+            self.d,
+            self.e,
+            self.f,
+            self.g,
+            self.h,
+            self.i,
+            self.j,
+            self.k,
+            self.m,
+            self.l,
+            self.n,
         )
 
 
@@ -200,3 +213,23 @@ class ConsumerSendMsgBackRequestHeader(RemotingHeader):
     origin_topic: str | None = None
     unit_mode: bool = False
     max_reconsume_times: int | None = None
+
+
+@dataclass(slots=True)
+class ReplyMessageRequestHeader(RemotingHeader):
+    """Java remoting/protocol/header/ReplyMessageRequestHeader (broker -> requester, code 326)."""
+
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    born_host: str
+    store_host: str
+    store_timestamp: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False

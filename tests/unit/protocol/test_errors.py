@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyrmq.remoting import errors
-from pyrmq.remoting.codes import ResponseCode
+from pyrmq.protocol import errors
+from pyrmq.protocol.codes import ResponseCode
 
 TABLE = [
     (errors.RemotingError, 1),

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 import re
 import types
 import typing
-from decimal import Decimal
-from typing import Any, ClassVar, Mapping, Self
+from collections.abc import Mapping
+from typing import Any, ClassVar, Self
 
-from .errors import InvalidParameter, MissingHeaderField
+from pyrmq.common.java_lang import double_to_string
+from pyrmq.protocol.errors import InvalidParameter, MissingHeaderField
 
 _KIND_STR, _KIND_INT, _KIND_BOOL, _KIND_FLOAT, _KIND_ENUM = range(5)
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")
@@ -36,30 +36,6 @@ def camel_case(name: str) -> str:
     """snake_case -> camelCase (`max_msg_nums` -> `maxMsgNums`); names without `_` stay."""
     head, *rest = name.split("_")
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
-def java_double_to_string(d: float) -> str:
-    """Java Double.toString: shortest digits, plain in [1e-3, 1e7), else `d.dddE[-]n`."""
-    if math.isnan(d):
-        return "NaN"
-    if math.isinf(d):
-        return "Infinity" if d > 0 else "-Infinity"
-    if d == 0.0:
-        return "-0.0" if math.copysign(1.0, d) < 0 else "0.0"
-    sign = "-" if d < 0 else ""
-    a = abs(d)
-    _, digits, exp = Decimal(repr(a)).as_tuple()
-    ds = "".join(map(str, digits)).rstrip("0") or "0"
-    # value = 0.ds * 10**point
-    point = len(digits) + int(exp)
-    if 1e-3 <= a < 1e7:
-        if point <= 0:
-            return f"{sign}0.{'0' * -point}{ds}"
-        if point >= len(ds):
-            return f"{sign}{ds}{'0' * (point - len(ds))}.0"
-        return f"{sign}{ds[:point]}.{ds[point:]}"
-    frac = ds[1:] or "0"
-    return f"{sign}{ds[0]}.{frac}E{point - 1}"
 
 
 def _parse_java_int(v: str) -> int:
@@ -151,7 +127,7 @@ class RemotingHeader:
             elif kind == _KIND_INT:
                 out[f.key] = str(int(v))
             elif kind == _KIND_FLOAT:
-                out[f.key] = java_double_to_string(float(v))
+                out[f.key] = double_to_string(float(v))
             else:
                 out[f.key] = v.name
         return out

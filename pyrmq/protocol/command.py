@@ -21,12 +21,9 @@ from typing import Any
 
 import orjson
 
-from .codes import LanguageCode, ResponseCode, SerializeType
-from .errors import RemotingProtocolError
-
-#: Version we put in every command we send: MQVersion ordinal of V5_3_3. At
-#: least 232 (Java SQL92 consumers check it, spec §1.3), fits int16 (Go client).
-PYRMQ_VERSION = 479
+from pyrmq.protocol.codes import LanguageCode, ResponseCode, SerializeType
+from pyrmq.protocol.errors import RemotingProtocolError
+from pyrmq.protocol.version import PYRMQ_VERSION
 
 #: flag bit 0 (Java RPC_TYPE): set on responses.
 FLAG_RESPONSE = 0x1
@@ -229,10 +226,7 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
 
 
 def _all_str(values: Any) -> bool:
-    for v in values:
-        if type(v) is not str:
-            return False
-    return True
+    return all(type(v) is str for v in values)
 
 
 def _encode_json_header_slow(cmd: RemotingCommand) -> bytes:
@@ -241,7 +235,9 @@ def _encode_json_header_slow(cmd: RemotingCommand) -> bytes:
     if ef is not None:
         q = json_quote
         items = ",".join(
-            f"{q(k)}:{q(v if type(v) is str else _wire_str(v))}" for k, v in ef.items() if k is not None and v is not None
+            f"{q(k)}:{q(v if type(v) is str else _wire_str(v))}"
+            for k, v in ef.items()
+            if k is not None and v is not None
         )
         parts.append(f',"extFields":{{{items}}}')
     # An int that is not a known LanguageCode is written as OTHER: every decoder
@@ -349,7 +345,9 @@ def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     try:
         fixed = _RMQ_FIXED.pack(cmd.code, cmd.language & 0xFF, cmd.version, cmd.opaque, cmd.flag)
     except struct.error as e:
-        raise ValueError(f"command does not fit the ROCKETMQ header (code/version int16, opaque/flag int32): {e}") from None
+        raise ValueError(
+            f"command does not fit the ROCKETMQ header (code/version int16, opaque/flag int32): {e}"
+        ) from None
     out = bytearray(fixed)
     remark = cmd.remark
     if remark:

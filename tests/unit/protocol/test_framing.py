@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pyrmq.remoting.codes import RequestCode, SerializeType
-from pyrmq.remoting.command import RemotingCommand, decode_frame, encode
-from pyrmq.remoting.errors import RemotingProtocolError
-from pyrmq.remoting.framing import MAX_FRAME_LENGTH, FrameDecoder
+from pyrmq.protocol.codes import RequestCode, SerializeType
+from pyrmq.protocol.command import RemotingCommand, decode_frame, encode
+from pyrmq.protocol.errors import RemotingProtocolError
+from pyrmq.protocol.framing import MAX_FRAME_LENGTH, FrameDecoder
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "remoting"
 

@@ -5,15 +5,21 @@ Java: ``remoting/protocol/admin/{TopicStatsTable,TopicOffset,ConsumeStats,Offset
 ProducerInfo,ResetOffsetBody,BrokerStatsData,BrokerStatsItem,SubscriptionGroupWrapper,
 QueryConsumeQueueResponseBody,ConsumeQueueData,QuerySubscriptionResponseBody}``.
 Doubles are never NaN/Infinity (spec §5).
+
+Reading: fastjson writes a MessageQueue-keyed map with the key bean itself as the key; the
+lenient parser returns such keys as ``tuple(sorted(items))`` (or a JSON string when the writer
+quoted them), which the generic bean coercion cannot turn into ``MessageQueue``; the readers at
+the end of this module do (spec §1.8 item 3).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyrmq.remoting.bodies import DataVersion, FastJsonBody
-
-from ..bodies import Connection, MessageQueue, SubscriptionData
+from pyrmq.protocol.bodies.broker import Connection, MessageQueue, SubscriptionData
+from pyrmq.protocol.bodies.common import DataVersion
+from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, lenient_loads
 
 
 @dataclass(slots=True)
@@ -126,3 +132,41 @@ class QueryConsumeQueueResponseBody(FastJsonBody):
     queue_data: list[ConsumeQueueData] = field(default_factory=list)
     max_queue_index: int = 0
     min_queue_index: int = 0
+
+
+# --------------------------------------------------------------------------- MessageQueue-keyed readers
+
+
+def message_queue(key: Any) -> MessageQueue:
+    if isinstance(key, str):
+        key = lenient_loads(key)
+    d = dict(key) if isinstance(key, tuple) else key
+    if not isinstance(d, dict):
+        raise BodyDecodeError(f"not a MessageQueue key: {key!r}")
+    return MessageQueue(d.get("topic"), d.get("brokerName"), int(d.get("queueId", 0)))
+
+
+def _table(obj: dict, value: Any) -> dict:
+    raw = obj.get("offsetTable") or {}
+    return {message_queue(k): value(v) for k, v in raw.items()}
+
+
+def _obj(body: bytes | None) -> dict:
+    obj = lenient_loads(body or b"{}")
+    if not isinstance(obj, dict):
+        raise BodyDecodeError("body is not a JSON object")
+    return obj
+
+
+def topic_stats_table(body: bytes | None) -> TopicStatsTable:
+    obj = _obj(body)
+    return TopicStatsTable(_table(obj, TopicOffset.from_obj), float(obj.get("topicPutTps") or 0.0))
+
+
+def consume_stats(body: bytes | None) -> ConsumeStats:
+    obj = _obj(body)
+    return ConsumeStats(_table(obj, OffsetWrapper.from_obj), float(obj.get("consumeTps") or 0.0))
+
+
+def reset_offset_body(body: bytes | None) -> ResetOffsetBody:
+    return ResetOffsetBody(_table(_obj(body), int))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyrmq.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
+from pyrmq.protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyrmq.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
-from pyrmq.remoting.command import (
+from pyrmq.protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
+from pyrmq.protocol.command import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
-    PYRMQ_VERSION,
     RemotingCommand,
     decode_frame,
     encode,
@@ -22,7 +21,8 @@ from pyrmq.remoting.command import (
     json_quote,
     next_opaque,
 )
-from pyrmq.remoting.errors import RemotingProtocolError
+from pyrmq.protocol.errors import RemotingProtocolError
+from pyrmq.protocol.version import PYRMQ_VERSION
 
 
 def frame_of(header: bytes, st: int, body: bytes = b"") -> bytes:
@@ -59,9 +59,7 @@ def test_spec_1_4_json_examples():
         b'{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":7,'
         b'"serializeTypeCurrentRPC":"JSON","version":479}'
     )
-    resp = RemotingCommand(
-        code=17, flag=1, opaque=7, remark="No topic route info in name server for the topic: X"
-    )
+    resp = RemotingCommand(code=17, flag=1, opaque=7, remark="No topic route info in name server for the topic: X")
     assert encode_header(resp) == (
         b'{"code":17,"flag":1,"language":"JAVA","opaque":7,'
         b'"remark":"No topic route info in name server for the topic: X",'
@@ -79,7 +77,7 @@ ESCAPE_JSON_HEADER = (
     '{"code":1,"extFields":{"":"e","z":"","k":"v\\"\\\\/"},"flag":1,"language":"JAVA","opaque":5,'
     '"remark":"\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\b\\t\\n\\u000b\\f\\r\\u000e'
     "\\u000f\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001a\\u001b"
-    '\\u001c\\u001d\\u001e\\u001f !\\"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ'
+    "\\u001c\\u001d\\u001e\\u001f !\\\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
     '[\\\\]^_`abcdefghijklmnopqrstuvwxyz{|}~\x7f\u2028\u2029中文😀?",'
     '"serializeTypeCurrentRPC":"JSON","version":0}'
 ).encode()
@@ -262,7 +260,7 @@ def test_request_response_helpers():
 def test_opaque_counter_wraps_like_java_atomic_integer(monkeypatch):
     import itertools
 
-    import pyrmq.remoting.command as command
+    import pyrmq.protocol.command as command
 
     monkeypatch.setattr(command, "_request_ids", itertools.count(2**31 - 2))
     assert [next_opaque() for _ in range(4)] == [2**31 - 2, 2**31 - 1, -(2**31), -(2**31) + 1]
@@ -336,7 +334,7 @@ def test_roundtrip(cmd):
 @given(commands())
 def test_json_fast_path_equals_reference_writer(cmd):
     """The orjson fast path and the hand-written fastjson2 writer agree byte for byte."""
-    from pyrmq.remoting.command import _encode_json_header, _encode_json_header_slow
+    from pyrmq.protocol.command import _encode_json_header, _encode_json_header_slow
 
     cmd.serialize_type = SerializeType.JSON
     if cmd.ext_fields:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import struct
 
-from .command import RemotingCommand, decode_frame
-from .errors import RemotingProtocolError
+from pyrmq.protocol.command import RemotingCommand, decode_frame
+from pyrmq.protocol.errors import RemotingProtocolError
 
 MAX_FRAME_LENGTH = 16 * 1024 * 1024  # NettyDecoder frameMaxLength, includes the 4-byte prefix (spec §1.2)
 
@@ -32,7 +32,7 @@ class FrameDecoder:
     `get_buffer` can never make a resize fail with BufferError.
     """
 
-    __slots__ = ("max_frame_length", "_buf", "_start", "_end", "_need", "_error")
+    __slots__ = ("_buf", "_end", "_error", "_need", "_start", "max_frame_length")
 
     def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
         self.max_frame_length = max_frame_length

@@ -1,0 +1,1 @@
+"""JSON bodies in the fastjson dialect, one module per requester family."""

@@ -1,0 +1,1 @@
+"""Request and response headers (ext fields), one module per requester family."""

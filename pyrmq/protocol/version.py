@@ -1,0 +1,24 @@
+"""Java ``MQVersion.Version`` ordinals that change what goes on the wire.
+
+A request's ``version`` field carries the sender's ordinal; pyrmq answers in the
+form that ordinal understands. Only the ordinals pyrmq branches on are listed.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class MQVersion(enum.IntEnum):
+    V3_0_7_SNAPSHOT = 18  # clients from here understand RESET_CONSUMER_CLIENT_OFFSET
+    V3_0_11 = 37  # RegisterBrokerBody instead of a bare TopicConfigSerializeWrapper
+    V3_1_8_SNAPSHOT = 60  # clients from here answer GET_CONSUMER_RUNNING_INFO
+    V3_4_9 = 86  # maxReconsumeTimes honoured from here
+    V4_9_4 = 401  # route data with quoted (standard JSON) brokerAddrs keys
+    V5_0_0 = 413  # compressed RegisterBrokerBody carries topic queue mapping infos
+    V5_3_3 = 479  # what pyrmq says it is
+
+
+#: the version pyrmq puts in every command it sends: at least 232 (Java SQL92 consumers check
+#: it, spec §1.3) and within int16 (the Go client)
+PYRMQ_VERSION = MQVersion.V5_3_3.value
