@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from support import java
+from support.suites import mark_suite
 from support.servers import JavaBroker, JavaNamesrv, namesrv_under_test
 
 
@@ -35,8 +36,11 @@ REFERENCE_PARAMS = ("broker_kind", "cluster", "namesrv")
 REFERENCE_ENV = "PYRMQ_COMPAT_REFERENCE"
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Reference runs of the client scenarios against the Java servers are opt-in.
+    """Every test here is marked `compat` (tests/support/suites.py).
+
+    Reference runs of the client scenarios against the Java servers are opt-in.
 
     Each scenario was written against the real Java broker first (that run proves the
     scenario, not pyrmq); `PYRMQ_COMPAT_REFERENCE=1 tools/test tests/compat` repeats it.
@@ -46,6 +50,7 @@ def pytest_collection_modifyitems(config, items):
     """
     import os
 
+    mark_suite(items, __file__)
     if os.environ.get(REFERENCE_ENV) == "1":
         return
     keep, reference = [], []

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.suites import mark_suite
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # before testcontainers reads its config
 os.environ.setdefault("PYRMQ_DOCKER_NETWORK", "host")
@@ -22,6 +23,12 @@ os.environ.setdefault("TESTCONTAINERS_CHECKS_DISABLE", "true")  # Java: no alpin
 os.environ.setdefault("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here is marked `container` (tests/support/suites.py)."""
+    mark_suite(items, __file__)
 
 
 @pytest.fixture(scope="session")

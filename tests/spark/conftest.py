@@ -1,4 +1,4 @@
-"""Spark tests: one SparkSession for the whole run (local[2], no UI, 2 shuffle partitions) and a
+"""Spark suite: one SparkSession for the whole run (local[2], no UI, 2 shuffle partitions) and a
 pyrmq-written store with every record shape the sources must handle."""
 
 from __future__ import annotations
@@ -7,6 +7,13 @@ from pathlib import Path
 
 import pytest
 from spark.store_builder import Sent, build_store
+from support.suites import mark_suite
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here is marked `spark` (tests/support/suites.py)."""
+    mark_suite(items, __file__)
 
 
 @pytest.fixture(scope="session")
