@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.fakes import golden
 
 from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.controller import NamesrvController
@@ -22,7 +23,7 @@ from pyrmq.protocol.command import RemotingCommand, encode
 from pyrmq.remoting.client import RemotingClient
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN_BODY = ROOT / "tests" / "golden" / "bodies" / "register_broker_body.json"
+GOLDEN_BODY = golden("bodies/register_broker_body.json")
 V5_5_0 = 513
 
 
@@ -60,7 +61,7 @@ def reg_cmd(name: str = "broker-a", addr: str = "127.0.0.1:10911", bid: int = 0,
         "heartbeatTimeoutMillis": "120000",
     }
     ext.update(more)
-    cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, ext, GOLDEN_BODY.read_bytes())
+    cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, ext, GOLDEN_BODY)
     cmd.version = V5_5_0
     return cmd
 
@@ -92,9 +93,7 @@ def test_register_route_cluster_info_over_tcp(tmp_path: Path) -> None:
                 )
                 assert info.cluster_addr_table == {"DefaultCluster": ["broker-a"]}
                 assert set(
-                    RegisterBrokerBody.decode(
-                        GOLDEN_BODY.read_bytes()
-                    ).topic_config_serialize_wrapper.topic_config_table
+                    RegisterBrokerBody.decode(GOLDEN_BODY).topic_config_serialize_wrapper.topic_config_table
                 ) <= set(ns.route_info_manager.topic_queue_table)
                 # the broker's connection closes: its routes go at once (BrokerHousekeepingService)
                 await broker.close()

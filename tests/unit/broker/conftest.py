@@ -5,42 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from support.fakes import FakeChannel, ManualClock
 
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.controller import BrokerController
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.errors import RemotingError
 from pyrmq.remoting.channel import RequestContext
-
-
-class FakeChannel:
-    """Records what the broker sends on a connection."""
-
-    def __init__(self, addr: str = "127.0.0.1:50000") -> None:
-        self.remote_addr = addr
-        self.closed = False
-        self.attrs: dict = {}
-        self.transport = None
-        self.sent: list[RemotingCommand] = []
-
-    def send(self, cmd: RemotingCommand) -> bool:
-        self.sent.append(cmd)
-        return True
-
-    def send_oneway(self, cmd: RemotingCommand) -> bool:
-        self.sent.append(cmd)
-        return True
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class FakeClock:
-    def __init__(self, now: int = 1_700_000_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 class Broker:
@@ -94,7 +65,7 @@ def make_config(tmp_path, **props) -> BrokerConfig:
 
 @pytest.fixture
 def clock():
-    return FakeClock()
+    return ManualClock()
 
 
 @pytest.fixture

@@ -6,41 +6,15 @@ import asyncio
 
 import orjson
 import pytest
+from support.fakes import FakeChannel
 
 from pyrmq.broker.admin.client_forward import ClientForwardProcessor
 from pyrmq.broker.admin.group_processor import GroupAdminProcessor
 from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import RemotingTimeout
 from pyrmq.protocol.fastjson import lenient_loads
 from pyrmq.store import message as m
-
-
-class Chan:
-    def __init__(self, addr="127.0.0.1:7", answer=None):
-        self.remote_addr = addr
-        self.closed = False
-        self.attrs = {}
-        self.transport = None
-        self.sent = []
-        self.invoked = []
-        self.answer = answer
-
-    def send(self, cmd):
-        self.sent.append(cmd)
-        return True
-
-    send_oneway = send
-
-    def close(self):
-        self.closed = True
-
-    async def invoke(self, cmd, timeout):
-        self.invoked.append(cmd)
-        if self.answer is None:
-            raise RemotingTimeout("wait response timeout")
-        return self.answer
 
 
 @pytest.fixture
@@ -55,7 +29,7 @@ def admin(make_broker):
 
 
 def call(b, code, ext=None, body=None, ch=None):
-    return asyncio.run(b.call(RemotingCommand.request(code, ext or {}, body), ch or Chan()))
+    return asyncio.run(b.call(RemotingCommand.request(code, ext or {}, body), ch or FakeChannel("127.0.0.1:7")))
 
 
 def send(b, topic, queue_id=0, tags="tagA", keys="k"):
@@ -233,7 +207,7 @@ def test_client_side_reset_and_consumer_not_online(admin):
     ext = {"topic": "AT", "group": "cg", "timestamp": "-1", "isForce": "false"}
     r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
     assert r.code == ResponseCode.CONSUMER_NOT_ONLINE and "Consumer not online" in r.remark
-    ch = Chan("127.0.0.1:9")
+    ch = FakeChannel("127.0.0.1:9")
     heartbeat(b, ch)
     ch.sent.clear()
     r = call(b, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
@@ -263,10 +237,10 @@ def test_runtime_info_keys(admin, clock):
         assert int(t[k]) == 0
     assert t["brokerActive"] == "true" and t["brokerVersionDesc"].startswith("V5_")
     create_topic(b, "AT", 1)
-    clock.now += 1000
+    clock.advance(1000)
     send(b, "AT")
     send(b, "AT")
-    clock.now += 2000
+    clock.advance(2000)
     t = orjson.loads(call(b, RequestCode.GET_BROKER_RUNTIME_INFO).body)["table"]
     assert t["msgPutTotalTodayNow"] == "2" and t["putMessageTimesTotal"] == "2"
     assert float(t["putTps"].split(" ")[0]) > 0
@@ -280,7 +254,7 @@ def test_view_broker_stats_data(admin, clock):
     create_topic(b, "AT", 1)
     for _ in range(5):
         send(b, "AT")
-    clock.now += 10_000
+    clock.advance(10_000)
     r = call(b, RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": "AT"})
     d = orjson.loads(r.body)
     assert d["statsMinute"]["sum"] == 5 and d["statsMinute"]["tps"] > 0 and d["statsMinute"]["avgpt"] == 1.0
@@ -316,7 +290,7 @@ def test_delete_topic_cleans_config_offsets_and_queues(admin):
 def test_connections_who_consumes_and_producer_info(admin):
     b = admin()
     create_topic(b, "AT", 1)
-    ch = Chan("127.0.0.1:11")
+    ch = FakeChannel("127.0.0.1:11")
     heartbeat(b, ch, producer="PG")
     r = call(b, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": "PG"})
     conns = orjson.loads(r.body)["connectionSet"]
@@ -348,7 +322,7 @@ def test_consumer_running_info_and_consume_directly_are_relayed(admin):
     create_topic(b, "AT", 1)
     mid = send(b, "AT").ext_fields["msgId"]
     answer = RemotingCommand.response(ResponseCode.SUCCESS, None, None, b'{"properties":{}}')
-    ch = Chan("127.0.0.1:12", answer)
+    ch = FakeChannel("127.0.0.1:12", answer)
     heartbeat(b, ch)
     r = call(
         b, RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "cg", "clientId": "ip@cg", "jstackEnable": "false"}

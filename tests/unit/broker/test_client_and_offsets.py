@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from support.fakes import FakeChannel
+
 from pyrmq.protocol.bodies.broker import (
     ConsumerData,
     GetConsumerListByGroupResponseBody,
@@ -20,26 +22,8 @@ from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store import message as m
 
 
-class Chan:
-    def __init__(self, addr):
-        self.remote_addr = addr
-        self.closed = False
-        self.attrs = {}
-        self.transport = None
-        self.sent = []
-
-    def send(self, cmd):
-        self.sent.append(cmd)
-        return True
-
-    send_oneway = send
-
-    def close(self):
-        self.closed = True
-
-
 def call(broker, code, ext=None, body=None, ch=None):
-    return asyncio.run(broker.call(RemotingCommand.request(code, ext or {}, body), ch or Chan("127.0.0.1:1")))
+    return asyncio.run(broker.call(RemotingCommand.request(code, ext or {}, body), ch or FakeChannel("127.0.0.1:1")))
 
 
 def heartbeat(broker, ch, client_id, group="cg", topics=("T1",)):
@@ -53,7 +37,7 @@ def heartbeat(broker, ch, client_id, group="cg", topics=("T1",)):
 
 
 def test_heartbeat_registers_creates_retry_topic_and_notifies_members(broker):
-    a, b = Chan("127.0.0.1:2"), Chan("127.0.0.1:3")
+    a, b = FakeChannel("127.0.0.1:2"), FakeChannel("127.0.0.1:3")
     r = heartbeat(broker, a, "ip@A")
     assert r.code == ResponseCode.SUCCESS and r.ext_fields["IS_SUPPORT_HEART_BEAT_V2"] == "true"
     assert broker.c.topic_config_manager.select_topic_config("%RETRY%cg").read_queue_nums == 1
@@ -90,9 +74,9 @@ def test_go_style_code_set_strings_are_accepted(broker):
 
 
 def test_channel_expiry(broker, clock):
-    a = Chan("127.0.0.1:4")
+    a = FakeChannel("127.0.0.1:4")
     heartbeat(broker, a, "ip@A")
-    clock.now += 120_001
+    clock.advance(120_001)
     broker.c.scan_not_active_channel()
     assert a.closed and broker.c.consumer_manager.get_consumer_group_info("cg") is None
 
@@ -133,7 +117,7 @@ def test_lock_batch_expiry(broker, clock):
     assert LockBatchResponseBody.decode(r.body).lock_ok_mq_set == mqs
     body2 = LockBatchRequestBody("g", "c2", False, mqs[:2]).encode()
     assert LockBatchResponseBody.decode(call(broker, RequestCode.LOCK_BATCH_MQ, None, body2).body).lock_ok_mq_set == []
-    clock.now += 60_001  # c1's locks expired
+    clock.advance(60_001)  # c1's locks expired
     assert (
         LockBatchResponseBody.decode(call(broker, RequestCode.LOCK_BATCH_MQ, None, body2).body).lock_ok_mq_set
         == mqs[:2]
@@ -197,7 +181,7 @@ def test_consumer_connection_list(broker):
 
     r = call(broker, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "cg"})
     assert (r.code, r.remark) == (ResponseCode.CONSUMER_NOT_ONLINE, "the consumer group[cg] not online")
-    heartbeat(broker, Chan("127.0.0.1:9"), "ip@A", topics=("T1", "T2"))
+    heartbeat(broker, FakeChannel("127.0.0.1:9"), "ip@A", topics=("T1", "T2"))
     r = call(broker, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "cg"})
     cc = ConsumerConnection.decode(r.body)
     assert [(c.client_id, c.client_addr, c.language) for c in cc.connection_set] == [("ip@A", "127.0.0.1:9", "JAVA")]

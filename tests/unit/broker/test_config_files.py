@@ -7,6 +7,7 @@ import pathlib
 import shutil
 
 import pytest
+from support.fakes import GOLDEN_DIR
 
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
@@ -14,7 +15,7 @@ from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
 from pyrmq.broker.topic_config_manager import TopicConfigManager
 from pyrmq.store import config as cfg
 
-GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "golden" / "store" / "config" / "java-5.5.0"
+GOLDEN = GOLDEN_DIR / "store" / "config" / "java-5.5.0"
 
 
 def _copy(tmp_path: pathlib.Path, name: str) -> str:

@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+from support.fakes import FakeChannel
+
 from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store import message as m
-
-
-class Chan:
-    def __init__(self):
-        self.remote_addr = "127.0.0.1:50001"
-        self.closed = False
-        self.attrs = {}
-        self.transport = None
-        self.sent = []
-
-    def send(self, cmd):
-        self.sent.append(cmd)
-        return True
-
-    send_oneway = send
 
 
 def put(broker, topic="PullT", queue_id=0, tags="TagA", body=b"x", n=1):
@@ -131,7 +118,9 @@ def test_subscription_from_heartbeat(broker):
             )
         ],
     )
-    r = asyncio.run(broker.call(RemotingCommand.request(RequestCode.HEART_BEAT, {}, hb.encode()), Chan()))
+    r = asyncio.run(
+        broker.call(RemotingCommand.request(RequestCode.HEART_BEAT, {}, hb.encode()), FakeChannel("127.0.0.1:50001"))
+    )
     assert r.code == ResponseCode.SUCCESS
     r = pull(broker, sys_flag=0x2 & 0)
     assert [x.tags for x in m.decode_messages(r.body)] == ["TagA"]
@@ -145,7 +134,7 @@ def test_commit_offset_piggyback(broker):
 
 def test_long_poll_answered_when_message_arrives(broker):
     put(broker)
-    ch = Chan()
+    ch = FakeChannel("127.0.0.1:50001")
 
     async def scenario():
         r = await broker.call(
@@ -185,7 +174,7 @@ def test_long_poll_answered_when_message_arrives(broker):
 
 def test_long_poll_not_woken_by_unmatched_tag_and_times_out(broker):
     put(broker)
-    ch = Chan()
+    ch = FakeChannel("127.0.0.1:50001")
 
     async def scenario():
         loop = asyncio.get_running_loop()

@@ -1,15 +1,16 @@
 """Delay levels, timer messages, CONSUMER_SEND_MSG_BACK, request-reply: processors and services
-awaited directly on a tmp store. The controller's clock is real time plus a skew the tests move
-forward, so due times are reached without sleeping (the store stamps records with real time)."""
+awaited directly on a tmp store. The controller's clock is real time plus what the tests advance
+(ManualClock(wall=True)), so due times are reached without sleeping (the store stamps records with
+real time)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import struct
-import time
 
 import pytest
+from support.fakes import FakeChannel, ManualClock
 
 from pyrmq.broker.client_manager import ClientChannelInfo
 from pyrmq.broker.consumer_send_msg_back import ConsumerSendMsgBackProcessor
@@ -24,22 +25,14 @@ from pyrmq.remoting.channel import RequestContext
 from pyrmq.store import message as m
 from pyrmq.store.config import DelayOffsetSerializeWrapper, load_config
 
-from .conftest import FakeChannel, make_config
+from .conftest import make_config
 
 SCHEDULE = "SCHEDULE_TOPIC_XXXX"
 
 
-class SkewClock:
-    def __init__(self) -> None:
-        self.skew = 0
-
-    def __call__(self) -> int:
-        return int(time.time() * 1000) + self.skew
-
-
 @pytest.fixture
 def env(tmp_path):
-    clock = SkewClock()
+    clock = ManualClock(wall=True)
     made = []
 
     def factory(**props):
@@ -135,7 +128,7 @@ def test_schedule_delivers_when_due_and_persists_offsets(env):
         wait = await svc.execute_on_time_up(2)
         assert 1.0 < wait <= 2.0  # sleeps until the head is due
         assert c.message_store.get_consume_queue("DelayT", 1) is None and svc.offset_table[2] == 0
-        clock.skew = 2100
+        clock.advance(2100)
         await svc.execute_on_time_up(2)
 
     asyncio.run(go())
@@ -173,7 +166,7 @@ def test_timer_message_round_trip_and_checkpoint(env):
         assert tms.enqueue() == 1
         wait = await tms.dequeue()
         assert 2.0 < wait <= 3.5
-        clock.skew = 3600
+        clock.advance(3600)
         await tms.dequeue()
 
     asyncio.run(go())
@@ -277,27 +270,16 @@ def test_send_back_group_retry_max_times_and_bad_offset(env):
 # ------------------------------------------------------------------ request-reply
 
 
-class ReplyChannel(FakeChannel):
-    def __init__(self, code=ResponseCode.SUCCESS):
-        super().__init__("127.0.0.1:50001")
-        self.code = code
-        self.pushed: list[RemotingCommand] = []
-
-    async def invoke(self, cmd, timeout_s):
-        self.pushed.append(cmd)
-        return cmd.make_response(self.code, None)
-
-
 def test_reply_is_pushed_to_the_requester_and_stored(env):
     _, factory = env
     c = factory()
-    requester = ReplyChannel()
+    requester = FakeChannel("127.0.0.1:50001", answer=lambda cmd: cmd.make_response(ResponseCode.SUCCESS, None))
     c.producer_manager.register_producer("pg", ClientChannelInfo(requester, "req-client-1", 0, 0, c.now()))
     props = {"REPLY_TO_CLIENT": "req-client-1", "CORRELATION_ID": "corr-1", "MSG_TYPE": "reply"}
     cmd = RemotingCommand.request(RequestCode.SEND_REPLY_MESSAGE_V2, v2("TestCluster_REPLY_TOPIC", props, 0), b"pong")
     r = call(ReplyMessageProcessor(c).send_reply_message, cmd)
     assert r.code == ResponseCode.SUCCESS, r
-    (push,) = requester.pushed
+    (push,) = requester.invoked
     assert push.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT and push.body == b"pong"
     pp = m.string_to_message_properties(push.ext_fields["properties"])
     assert pp["CORRELATION_ID"] == "corr-1" and "PUSH_REPLY_TIME" in pp

@@ -9,11 +9,11 @@ each property map of ``sql92_props.json`` (true / false / null / error).
 from __future__ import annotations
 
 import json
-import pathlib
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.fakes import GOLDEN_DIR
 
 from pyrmq.broker.filter.sql92 import (
     FilterEvalError,
@@ -23,7 +23,7 @@ from pyrmq.broker.filter.sql92 import (
     tokenize,
 )
 
-GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "golden" / "filter"
+GOLDEN = GOLDEN_DIR / "filter"
 PROPS = json.loads((GOLDEN / "sql92_props.json").read_text())
 CASES = [json.loads(line) for line in (GOLDEN / "sql92_java_5.5.0.json").read_text().splitlines() if line.strip()]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from support.fakes import ManualClock
+
 from pyrmq.broker.filter.bloom import BloomFilter, murmur3_x64_128
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
@@ -34,20 +36,12 @@ def test_bloom_filter_shape_of_java_defaults():
     assert len(pos) == 3 and all(0 <= p < 112 for p in pos)
 
 
-class Clock:
-    def __init__(self, t: int = 1_000_000) -> None:
-        self.t = t
-
-    def __call__(self) -> int:
-        return self.t
-
-
 def _sub(topic, expr, version, kind="SQL92"):
     return SubscriptionData(topic=topic, sub_string=expr, expression_type=kind, sub_version=version)
 
 
 def test_register_versions_dead_and_clean(tmp_path):
-    clock = Clock()
+    clock = ManualClock()
     fm = ConsumerFilterManager(str(tmp_path / "consumerFilter.json"), now=clock)
     fm.register_group("g", [_sub("T", "a > 1", 10), _sub("%RETRY%g", "*", 10, "TAG")])
     d = fm.get("T", "g")
@@ -62,16 +56,16 @@ def test_register_versions_dead_and_clean(tmp_path):
     fm.register_group("g", [_sub("T", "a >", 12)])
     assert fm.get("T", "g") is None
     fm.register_group("g", [_sub("T", "b = 'x'", 13)])
-    clock.t += 5
+    clock.advance(5)
     fm.unregister("g")
     assert fm.get("T", "g").is_dead()
-    clock.t += fm.clean_time_span_ms
+    clock.advance(fm.clean_time_span_ms)
     fm.persist()
     assert json.loads((tmp_path / "consumerFilter.json").read_text()) == {"filterDataByTopic": {}}
 
 
 def test_persist_format_and_reload(tmp_path):
-    clock = Clock()
+    clock = ManualClock()
     path = tmp_path / "consumerFilter.json"
     fm = ConsumerFilterManager(str(path), now=clock)
     fm.register_group("grp", [_sub("Top", "a BETWEEN 3 AND 5", 42)])
@@ -91,7 +85,7 @@ def test_persist_format_and_reload(tmp_path):
     ]
     assert data["bloomFilterData"] == {"bitNum": 112, "bitPos": list(BloomFilter().calc_bit_positions("grp#Top"))}
     assert '"bitPos":[' in text  # an int[] stays on one line in fastjson2's pretty form
-    clock.t += 100_000
+    clock.advance(100_000)
     fm2 = ConsumerFilterManager(str(path), now=clock)
     fm2.load()
     d = fm2.get("Top", "grp")
@@ -110,7 +104,7 @@ def _record(props: dict[str, str], topic="T") -> bytes:
 
 
 def test_expression_message_filter(tmp_path):
-    fm = ConsumerFilterManager(str(tmp_path / "f.json"), now=Clock())
+    fm = ConsumerFilterManager(str(tmp_path / "f.json"), now=ManualClock())
     sub = _sub("T", "a BETWEEN 3 AND 5 AND b = 'x'", 1)
     fm.register_group("g", [sub])
     f = ExpressionMessageFilter(sub, fm.get("T", "g"), fm)
@@ -129,7 +123,7 @@ def test_expression_message_filter(tmp_path):
 
 
 def test_retry_filter_uses_the_original_topic_expression(tmp_path):
-    fm = ConsumerFilterManager(str(tmp_path / "f.json"), now=Clock())
+    fm = ConsumerFilterManager(str(tmp_path / "f.json"), now=ManualClock())
     fm.register_group("g", [_sub("T", "a = 1", 1)])
     retry_sub = _sub("%RETRY%g", "a = 1", 1)
     f = ExpressionForRetryMessageFilter(retry_sub, None, fm)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from support.fakes import FakeChannel
+
 from pyrmq.broker.transaction.end_transaction_processor import EndTransactionProcessor
 from pyrmq.broker.transaction.util import (
     CID_SYS_RMQ_TRANS,
@@ -16,27 +18,6 @@ from pyrmq.protocol.bodies.broker import HeartbeatData, ProducerData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store import message as m
-
-
-class FakeChannel:
-    """A client connection: records what the broker sends."""
-
-    def __init__(self, addr: str = "127.0.0.1:50000") -> None:
-        self.remote_addr = addr
-        self.closed = False
-        self.attrs: dict = {}
-        self.transport = None
-        self.sent: list[RemotingCommand] = []
-
-    def send(self, cmd: RemotingCommand) -> bool:
-        self.sent.append(cmd)
-        return True
-
-    def send_oneway(self, cmd: RemotingCommand) -> bool:
-        cmd.flag |= 0x2
-        self.sent.append(cmd)
-        return True
-
 
 COMMIT, ROLLBACK, UNKNOWN = 0x8, 0xC, 0x0
 

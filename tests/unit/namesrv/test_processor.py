@@ -6,6 +6,7 @@ import asyncio
 import zlib
 
 import pytest
+from support.fakes import FakeChannel, ManualClock
 
 from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.controller import NamesrvController
@@ -21,23 +22,14 @@ V5_5_0 = 513
 V4_9_3 = 400
 
 
-class FakeChannel:
-    def __init__(self, addr: str = "127.0.0.1:50000") -> None:
-        self.remote_addr = addr
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
-
-
 class Harness:
     """Dispatches like the server does (one table, RemotingError -> its code), no sockets."""
 
     def __init__(self, tmp_path, **props: str) -> None:
         props.setdefault("kvConfigPath", str(tmp_path / "kvConfig.json"))
         props.setdefault("configStorePath", str(tmp_path / "namesrv.properties"))
-        self.clock_ms = 1_700_000_000_000
-        self.controller = NamesrvController(NamesrvConfig.from_properties(props), clock=lambda: self.clock_ms)
+        self.clock = ManualClock()
+        self.controller = NamesrvController(NamesrvConfig.from_properties(props), clock=self.clock)
         self.table = ProcessorTable()
         self.table.register(ClientRequestProcessor(self.controller))
         self.table.register(DefaultRequestProcessor(self.controller))
@@ -307,10 +299,10 @@ def test_query_data_version_and_heartbeat(ns: Harness) -> None:
     assert r.ext_fields == {"changed": "true"}
     live = ns.controller.route_info_manager.broker_live_table
     (info,) = live.values()
-    ns.clock_ms += 60_000
+    ns.clock.advance(60_000)
     hb = {"clusterName": "DefaultCluster", "brokerAddr": "127.0.0.1:10911", "brokerName": "broker-a"}
     assert ns.call(RequestCode.BROKER_HEARTBEAT, hb).code == 0
-    assert info.last_update_timestamp == ns.clock_ms
+    assert info.last_update_timestamp == ns.clock()
 
 
 def test_broker_member_group(ns: Harness) -> None:
@@ -352,7 +344,7 @@ def test_need_wait_for_service(tmp_path) -> None:
 def test_expired_broker_channel_is_closed(ns: Harness) -> None:
     ch = FakeChannel("127.0.0.1:40000")
     ns.call(RequestCode.REGISTER_BROKER, reg_ext(heartbeatTimeoutMillis="1000"), reg_body("T", "U"), channel=ch)
-    ns.clock_ms += 1001
+    ns.clock.advance(1001)
     ns.controller.scan_not_active_broker()
     assert ch.closed
     assert ns.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code == ResponseCode.TOPIC_NOT_EXIST

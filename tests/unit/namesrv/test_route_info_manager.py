@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.fakes import ManualClock
 
 from pyrmq.namesrv.route_info_manager import (
     DEFAULT_BROKER_CHANNEL_EXPIRED_TIME,
@@ -23,21 +24,13 @@ A1 = "10.0.0.2:10911"
 B0 = "10.0.0.3:10911"
 
 
-class Clock:
-    def __init__(self, t: int = 1_700_000_000_000) -> None:
-        self.t = t
-
-    def __call__(self) -> int:
-        return self.t
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def rim(clock: Clock) -> RouteInfoManager:
+def rim(clock: ManualClock) -> RouteInfoManager:
     return RouteInfoManager(clock=clock)
 
 
@@ -169,31 +162,31 @@ def test_unregister_master_then_slave_removes_everything(rim: RouteInfoManager) 
     assert rim.cluster_addr_table == {} and rim.topic_queue_table == {} and rim.broker_live_table == {}
 
 
-def test_expiry_uses_default_then_header_timeout(rim: RouteInfoManager, clock: Clock) -> None:
+def test_expiry_uses_default_then_header_timeout(rim: RouteInfoManager, clock: ManualClock) -> None:
     register(rim, channel="ch-a")
     register(rim, name="broker-b", addr=B0, channel="ch-b", timeout=10_000)
-    clock.t += 10_000
+    clock.advance(10_000)
     assert rim.scan_not_active_broker() == []  # not yet: last + timeout < now is strict
-    clock.t += 1
+    clock.advance(1)
     assert rim.scan_not_active_broker() == ["ch-b"]
     assert "broker-b" not in rim.broker_addr_table and "broker-a" in rim.broker_addr_table
-    clock.t += DEFAULT_BROKER_CHANNEL_EXPIRED_TIME - 10_000
+    clock.advance(DEFAULT_BROKER_CHANNEL_EXPIRED_TIME - 10_000)
     assert rim.scan_not_active_broker() == ["ch-a"]
     assert rim.topic_queue_table == {} and rim.cluster_addr_table == {}
 
 
-def test_heartbeat_and_reregistration_refresh_liveness(rim: RouteInfoManager, clock: Clock) -> None:
+def test_heartbeat_and_reregistration_refresh_liveness(rim: RouteInfoManager, clock: ManualClock) -> None:
     rim.default_timeout_millis = 3000
     register(rim, channel="ch-a")
-    clock.t += 2500
+    clock.advance(2500)
     rim.update_broker_info_update_timestamp(CLUSTER, A0)
-    clock.t += 2500
+    clock.advance(2500)
     assert rim.scan_not_active_broker() == []
-    clock.t += 2000
+    clock.advance(2000)
     register(rim, channel="ch-a")
-    clock.t += 2999
+    clock.advance(2999)
     assert rim.scan_not_active_broker() == []
-    clock.t += 2
+    clock.advance(2)
     assert rim.scan_not_active_broker() == ["ch-a"]
 
 
@@ -366,7 +359,7 @@ def test_acting_master_prime_slave_is_read_only_and_shown_as_master(rim: RouteIn
 def test_old_broker_without_acting_master_flag_is_not_prime_slave(rim: RouteInfoManager) -> None:
     register(rim, addr=A1, bid=1, acting=None)
     assert rim.topic_queue_table == {}
-    rim2 = RouteInfoManager(clock=Clock())
+    rim2 = RouteInfoManager(clock=ManualClock())
     register(rim2, addr=A1, bid=1, acting=False)  # 5.x broker: the smallest id registers its topics
     assert "TopicTest" in rim2.topic_queue_table
 

@@ -3,15 +3,14 @@ official rocketmq-remoting 5.5.0 jar (tests/golden/bodies/, see MANIFEST.json)."
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 import zlib
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.fakes import golden
 
 from pyrmq.protocol.bodies.common import (
     DataVersion,
@@ -32,15 +31,6 @@ from pyrmq.protocol.bodies.namesrv import (
 )
 from pyrmq.protocol.fastjson import BodyDecodeError, fastjson_dumps, lenient_loads
 from pyrmq.protocol.version import MQVersion
-
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "bodies"
-
-
-def golden(name: str) -> bytes:
-    data = (GOLDEN / name).read_bytes()
-    meta = json.loads((GOLDEN / "MANIFEST.json").read_text())[name]
-    assert hashlib.sha256(data).hexdigest() == meta["sha256"], f"{name} changed without its MANIFEST entry"
-    return data
 
 
 def same(got: bytes, want: bytes, name: str) -> None:
@@ -90,7 +80,7 @@ def register_body() -> RegisterBrokerBody:
     ],
 )
 def test_topic_route_data_both_key_forms(name: str, order: bool, standard: bool) -> None:
-    same(route_data(order).encode(standard=standard), golden(name), name)
+    same(route_data(order).encode(standard=standard), golden(f"bodies/{name}"), name)
 
 
 def test_plain_route_data_has_unquoted_long_keys_and_no_whitespace() -> None:
@@ -115,7 +105,7 @@ def test_cluster_info() -> None:
         },
         cluster_addr_table={"DefaultCluster": ["broker-b", "broker-a"]},
     )
-    same(info.encode(), golden("cluster_info.json"), "cluster_info")
+    same(info.encode(), golden("bodies/cluster_info.json"), "cluster_info")
 
 
 @pytest.mark.parametrize(
@@ -134,13 +124,13 @@ def test_cluster_info() -> None:
     ],
 )
 def test_small_bodies(name: str, body) -> None:
-    same(body.encode(), golden(name), name)
+    same(body.encode(), golden(f"bodies/{name}"), name)
 
 
 def test_register_broker_body_json() -> None:
     # Java wrote the topics in ConcurrentHashMap order; the bodies are equal as JSON
     # and byte-equal once our dict has the same order.
-    want = golden("register_broker_body.json")
+    want = golden("bodies/register_broker_body.json")
     body = register_body()
     t = body.topic_config_serialize_wrapper.topic_config_table
     body.topic_config_serialize_wrapper.topic_config_table = {k: t[k] for k in ("TopicAttr", "TopicTest", "TBW102")}
@@ -149,12 +139,12 @@ def test_register_broker_body_json() -> None:
 
 def test_topic_config_serialize_wrapper_bare_form() -> None:
     w = TopicConfigSerializeWrapper({"TopicTest": TopicConfig("TopicTest", 4, 4, 6)}, data_version(2, 1700000000001))
-    same(w.encode(), golden("topic_config_serialize_wrapper.json"), "topic_config_serialize_wrapper")
+    same(w.encode(), golden("bodies/topic_config_serialize_wrapper.json"), "topic_config_serialize_wrapper")
 
 
 def test_topic_config_text_form() -> None:
     tc = TopicConfig("TopicAttr", 2, 2, 6, attributes={"+message.type": "FIFO"})
-    assert tc.encode_text().encode() == golden("topic_config_encode.txt")
+    assert tc.encode_text().encode() == golden("bodies/topic_config_encode.txt")
     back = TopicConfig.decode_text(tc.encode_text())
     assert back == TopicConfig("TopicAttr", 2, 2, 6, attributes={"+message.type": "FIFO"})
 
@@ -187,8 +177,8 @@ def test_strings_are_escaped_like_fastjson() -> None:
 
 def test_decode_route_data_both_forms() -> None:
     for name in ("topic_route_data_plain.json", "topic_route_data_standard.json"):
-        assert TopicRouteData.decode(golden(name)) == route_data(), name
-    assert TopicRouteData.decode(golden("topic_route_data_order_zone_plain.json")) == route_data(order=True)
+        assert TopicRouteData.decode(golden(f"bodies/{name}")) == route_data(), name
+    assert TopicRouteData.decode(golden("bodies/topic_route_data_order_zone_plain.json")) == route_data(order=True)
 
 
 def test_decode_queue_data_old_spelling() -> None:
@@ -197,14 +187,14 @@ def test_decode_queue_data_old_spelling() -> None:
 
 
 def test_decode_register_broker_body_json() -> None:
-    body = RegisterBrokerBody.decode(golden("register_broker_body.json"))
+    body = RegisterBrokerBody.decode(golden("bodies/register_broker_body.json"))
     assert body == register_body()
     assert isinstance(body.topic_config_serialize_wrapper, TopicConfigAndMappingSerializeWrapper)
 
 
 def test_decode_java_compressed_register_broker_body() -> None:
     """The compressed form as RegisterBrokerBody#encode(true) of the 5.5.0 jar wrote it."""
-    data = golden("register_broker_body_compressed.bin")
+    data = golden("bodies/register_broker_body_compressed.bin")
     assert data[:2] == b"\x78\xda"  # zlib, Deflater.BEST_COMPRESSION
     body = RegisterBrokerBody.decode_request(data, compressed=True, version=MQVersion.V5_0_0)
     w = body.topic_config_serialize_wrapper
@@ -317,12 +307,12 @@ def test_broker_data_round_trip(addrs: dict[int, str], cluster: str, standard: b
 
 def test_compressed_body_under_a_compressed_false_header_is_still_read() -> None:
     """5.x brokers with compressedRegister=true send compressed=false with a zlib body."""
-    data = golden("register_broker_body_compressed.bin")
+    data = golden("bodies/register_broker_body_compressed.bin")
     body = RegisterBrokerBody.decode_request(data, compressed=False, version=MQVersion.V5_0_0)
     assert set(body.topic_config_serialize_wrapper.topic_config_table) == {"TopicAttr", "TopicTest", "TBW102"}
     # and a JSON body is never mistaken for zlib
-    assert RegisterBrokerBody.decode_request(golden("register_broker_body.json"), False, MQVersion.V5_0_0) == (
-        RegisterBrokerBody.decode(golden("register_broker_body.json"))
+    assert RegisterBrokerBody.decode_request(golden("bodies/register_broker_body.json"), False, MQVersion.V5_0_0) == (
+        RegisterBrokerBody.decode(golden("bodies/register_broker_body.json"))
     )
 
 

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import re
 import struct
-from pathlib import Path
 
 import pytest
+from support.fakes import GOLDEN_DIR, golden
 
 from pyrmq.protocol.codes import RequestCode, SerializeType
 from pyrmq.protocol.command import RemotingCommand, decode_frame, encode
 from pyrmq.protocol.errors import RemotingProtocolError
 from pyrmq.protocol.framing import MAX_FRAME_LENGTH, FrameDecoder
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "remoting"
-
-
-def load_hex(path: Path) -> bytes:
-    text = "".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
-    return bytes.fromhex(re.sub(r"\s+", "", text))
+GOLDEN = GOLDEN_DIR / "remoting"
 
 
 def sample_frames() -> list[tuple[str, bytes]]:
     """Golden captures plus a few of our own (values you can spot)."""
-    out = [(p.name, load_hex(p)) for p in sorted(GOLDEN.glob("*.hex"))]
+    out = [(p.name, golden(p)) for p in sorted(GOLDEN.glob("*.hex"))]
     for st in SerializeType:
         cmd = RemotingCommand(
             code=RequestCode.SEND_MESSAGE_V2,
@@ -115,7 +109,7 @@ def test_commands_hold_no_view_of_the_buffer():
     assert cmd.body == b"abc"
 
 
-BAD = {p.stem: load_hex(p) for p in sorted((GOLDEN / "bad").glob("*.hex"))}
+BAD = {p.stem: golden(p) for p in sorted((GOLDEN / "bad").glob("*.hex"))}
 
 
 def test_bad_files_exist():

@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import struct
-from pathlib import Path
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support.fakes import GOLDEN_DIR, golden
 
 from pyrmq.protocol.command import decode_frame
 from pyrmq.protocol.errors import RemotingProtocolError
 from pyrmq.protocol.framing import FrameDecoder
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "remoting"
+GOLDEN = GOLDEN_DIR / "remoting"
 
 
-def load_hex(path: Path) -> bytes:
-    text = "".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
-    return bytes.fromhex(re.sub(r"\s+", "", text))
-
-
-SEEDS = [load_hex(p) for p in sorted(GOLDEN.glob("*.hex")) + sorted((GOLDEN / "bad").glob("*.hex"))]
+SEEDS = [golden(p) for p in sorted(GOLDEN.glob("*.hex")) + sorted((GOLDEN / "bad").glob("*.hex"))]
 
 
 def feed_all(chunks: list[bytes]) -> None:

@@ -4,32 +4,20 @@ each must decode to the fields recorded in tests/golden/MANIFEST.json and re-enc
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 from pathlib import Path
 
 import pytest
+from support.fakes import GOLDEN_DIR, golden, golden_entry
 
 from pyrmq.protocol.codes import LanguageCode, SerializeType
 from pyrmq.protocol.command import decode_frame, encode
 from pyrmq.protocol.framing import FrameDecoder
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden"
-REMOTING = GOLDEN / "remoting"
-
-
-def load_hex(path: Path) -> bytes:
-    """Annotated hex: `#` starts a comment, whitespace ignored."""
-    text = "".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
-    return bytes.fromhex(re.sub(r"\s+", "", text))
+REMOTING = GOLDEN_DIR / "remoting"
 
 
 def golden_files() -> list[Path]:
     return sorted(REMOTING.glob("*.hex"))
-
-
-def manifest() -> dict:
-    return json.loads((GOLDEN / "MANIFEST.json").read_text(encoding="utf-8"))["files"]
 
 
 def test_golden_frames_present():
@@ -43,11 +31,9 @@ def test_golden_frames_present():
 
 @pytest.mark.parametrize("path", golden_files(), ids=lambda p: p.name)
 def test_golden_frame_decodes_and_reencodes(path: Path):
-    frame = load_hex(path)
-    entry = manifest().get(f"remoting/{path.name}")
+    entry = golden_entry(path)
     assert entry is not None, f"{path.name} missing from MANIFEST.json"
-    assert len(frame) == entry["length"]
-    assert hashlib.sha256(frame).hexdigest() == entry["sha256"]
+    frame = golden(path)  # checks the sha256 and length recorded there
 
     # whole, through the stream decoder, and one byte at a time
     (cmd,) = FrameDecoder().feed(frame)

@@ -1,47 +1,25 @@
-"""Fixtures for store unit tests: golden hex loading and a pinned clock."""
+"""Fixtures for store unit tests: golden store vectors, a pinned clock, small stores."""
 
 from __future__ import annotations
 
-import pathlib
-
 import pytest
+from support.fakes import GOLDEN_DIR, ManualClock
+from support.fakes import golden as load_golden
 
-GOLDEN_DIR = pathlib.Path(__file__).resolve().parents[2] / "golden" / "store"
-
-
-def load_golden_hex(name: str) -> bytes:
-    """Annotated hex: whitespace and '# ...' comments ignored."""
-    text = (GOLDEN_DIR / name).read_text()
-    digits = "".join(line.split("#", 1)[0] for line in text.splitlines())
-    return bytes.fromhex("".join(digits.split()))
+from pyrmq.store.message import MessageExtBrokerInner
+from pyrmq.store.message_store import MessageStore
+from pyrmq.store.store_config import MessageStoreConfig
 
 
 @pytest.fixture
 def golden():
-    return load_golden_hex
-
-
-class FrozenClock:
-    """ms clock that only moves when told to."""
-
-    def __init__(self, now: int = 1_700_000_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
+    """golden(name) -> the bytes of tests/golden/store/<name>."""
+    return lambda name: load_golden(GOLDEN_DIR / "store" / name)
 
 
 @pytest.fixture
 def frozen_clock():
-    return FrozenClock()
-
-
-from pyrmq.store.message import MessageExtBrokerInner  # noqa: E402
-from pyrmq.store.message_store import MessageStore  # noqa: E402
-from pyrmq.store.store_config import MessageStoreConfig  # noqa: E402
+    return ManualClock()
 
 
 def tiny_config(root, **kw) -> MessageStoreConfig:

@@ -81,7 +81,7 @@ def test_nothing_deleted_outside_delete_when_with_free_disk(open_store, msg_fact
     _fill(s, msg_factory)
     files = _commit_log_files(s)
     assert len(files) >= 5
-    _age_files(s, frozen_clock.now, 100, len(files))
+    _age_files(s, frozen_clock.now(), 100, len(files))
     r = _cleaner(s, frozen_clock, hour=5).run_once()
     assert not (r.time_up or r.space_to_delete or r.manual)
     assert _commit_log_files(s) == files
@@ -93,10 +93,10 @@ def test_expired_files_deleted_at_delete_when_then_queues_and_reads_follow(
     s = open_store(**NO_SLEEP, delete_when="03;04")
     _fill(s, msg_factory)
     files = _commit_log_files(s)
-    _age_files(s, frozen_clock.now, 73, 3)  # older than fileReservedTime (72 h)
+    _age_files(s, frozen_clock.now(), 73, 3)  # older than fileReservedTime (72 h)
     # files 3.. are younger than 72 h, so deletion stops at file 3 (no holes)
     for name in files[3:]:
-        t = (frozen_clock.now - 71 * HOUR) / 1000
+        t = (frozen_clock.now() - 71 * HOUR) / 1000
         os.utime(os.path.join(s.config.commit_log_dir, name), (t, t))
     cq_files_before = sorted(os.listdir(os.path.join(s.config.consume_queue_dir, "T", "0")))
     r = _cleaner(s, frozen_clock, hour=4).run_once()
@@ -130,7 +130,7 @@ def test_last_file_is_never_deleted_even_when_all_expired(open_store, msg_factor
     s = open_store(**NO_SLEEP)
     _fill(s, msg_factory)
     files = _commit_log_files(s)
-    _age_files(s, frozen_clock.now, 1000, len(files))
+    _age_files(s, frozen_clock.now(), 1000, len(files))
     c = _cleaner(s, frozen_clock, hour=4)
     total = 0
     for _ in range(5):
@@ -143,7 +143,7 @@ def test_usage_above_max_used_ratio_deletes_only_expired(open_store, msg_factory
     s = open_store(**NO_SLEEP)
     _fill(s, msg_factory)
     files = _commit_log_files(s)
-    _age_files(s, frozen_clock.now, 80, 2)
+    _age_files(s, frozen_clock.now(), 80, 2)
     r = _cleaner(s, frozen_clock, Disk(0.80)).run_once()  # 75% < 80% < 85%
     assert r.space_to_delete and not r.clean_immediately and not r.disk_full
     assert r.commit_log_files_deleted == 2
@@ -255,7 +255,7 @@ def test_manual_delete_runs_for_twenty_rounds(open_store, msg_factory, frozen_cl
     s = open_store(**NO_SLEEP, delete_file_batch_max=1)
     _fill(s, msg_factory)
     files = _commit_log_files(s)
-    _age_files(s, frozen_clock.now, 100, len(files))
+    _age_files(s, frozen_clock.now(), 100, len(files))
     c = _cleaner(s, frozen_clock)
     assert c.run_once().commit_log_files_deleted == 0
     c.execute_delete_files_manually()

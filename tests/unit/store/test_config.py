@@ -9,6 +9,7 @@ import pathlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.fakes import GOLDEN_DIR
 
 from pyrmq.store import config as cfg
 from pyrmq.store.config import (
@@ -26,7 +27,7 @@ from pyrmq.store.config import (
     loads,
 )
 
-GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "golden" / "store" / "config"
+GOLDEN = GOLDEN_DIR / "store" / "config"
 JAVA_FILES = sorted((GOLDEN / "java-5.5.0").glob("*.json"))
 
 

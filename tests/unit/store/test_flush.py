@@ -106,6 +106,6 @@ def test_async_flush_eventually_flushes(tmp_path, frozen_clock, config_factory, 
         while s.commit_log.mapped_file_queue.flushed_where < end and time.monotonic() < deadline:
             time.sleep(0.02)
         assert s.commit_log.mapped_file_queue.flushed_where >= end
-        assert s.checkpoint.physic_msg_timestamp == frozen_clock.now
+        assert s.checkpoint.physic_msg_timestamp == frozen_clock.now()
     finally:
         s.shutdown()

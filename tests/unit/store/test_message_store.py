@@ -56,7 +56,7 @@ def test_get_message_statuses_and_filter(open_store, msg_factory):
 
 def test_queue_offsets_by_time_and_store_timestamps(open_store, msg_factory, frozen_clock):
     s = open_store()
-    t0 = frozen_clock.now
+    t0 = frozen_clock.now()
     for i in range(8):
         s.put_message(msg_factory(i))
         frozen_clock.advance(1000)
@@ -127,13 +127,13 @@ def test_schedule_topic_tags_code_is_deliver_time(open_store, frozen_clock):
         )
     )
     cq = s.get_consume_queue("SCHEDULE_TOPIC_XXXX", 2)
-    assert cq.get(0)[2] == frozen_clock.now + 10_000  # level 3 = 10s
+    assert cq.get(0)[2] == frozen_clock.now() + 10_000  # level 3 = 10s
 
 
 def test_index_query_by_keys_and_uniq_key(open_store, msg_factory, frozen_clock):
     s = open_store()
     offs = [s.put_message(msg_factory(i)).append_message_result.wrote_offset for i in range(30)]
-    t = frozen_clock.now
+    t = frozen_clock.now()
     assert s.query_message("T", "k7", 32, t - 1, t + 1).phy_offsets == [offs[7]]
     assert s.query_message("T", "UNIQ00000009", 32, t - 1, t + 1).phy_offsets == [offs[9]]
     assert s.query_message("T", "common", 5, t - 1, t + 1).phy_offsets == offs[::-1][:5]
@@ -151,7 +151,7 @@ def test_index_has_a_tag_entry_per_tagged_message_like_java_5_5_0(open_store, ms
     untagged = msg_factory(6)
     del untagged.properties["TAGS"]
     s.put_message(untagged)
-    t = frozen_clock.now
+    t = frozen_clock.now()
     assert s.index_service.query_offset("T", "T#tag1", 32, t - 1, t + 1)[0] == [offs[4], offs[1]]
     f = s.index_service.index_file_list[-1]
     assert f.index_count - 1 == 6 * 4 + 3  # uniq, k<i>, common, T#tag per tagged message; no tag entry for the last
