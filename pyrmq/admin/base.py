@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from pyrmq.admin.client import AdminClient
 from pyrmq.admin.javafmt import jfmt
@@ -20,20 +20,28 @@ from pyrmq.admin.options import OptionSet
 class Ctx:
     """One run: the admin client, the parsed options, stdout."""
 
-    def __init__(self, client: AdminClient, opts: dict, out: TextIO | None = None) -> None:
+    def __init__(self, client: AdminClient, opts: dict[str, str | bool], out: TextIO | None = None) -> None:
         self.client = client
         self.opts = opts
         self.out = out or sys.stdout
 
-    def printf(self, fmt: str, *args) -> None:
+    def printf(self, fmt: str, *args: Any) -> None:
         self.out.write(jfmt(fmt, *args))
 
     def has(self, key: str) -> bool:
         return key in self.opts
 
     def get(self, key: str, default: str | None = None) -> str | None:
+        """An optional option's value, trimmed (``commandLine.getOptionValue(k).trim()``)."""
         v = self.opts.get(key, default)
-        return v.strip() if isinstance(v, str) else v
+        return v.strip() if isinstance(v, str) else default
+
+    def value(self, key: str) -> str:
+        """The value of an option known to be there: a required one, or one checked with has()."""
+        v = self.opts[key]
+        if not isinstance(v, str):
+            raise TypeError(f"option -{key} takes no value")
+        return v.strip()
 
 
 Run = Callable[[Ctx], Awaitable[None]]

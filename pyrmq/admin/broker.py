@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Iterator
 
 from pyrmq.admin.base import Ctx, PrintHelp, command, java_int
 from pyrmq.admin.client import AdminError
 from pyrmq.admin.options import Opt, OptionSet
-from pyrmq.protocol.bodies.namesrv import KVTable
+from pyrmq.protocol.bodies.namesrv import ClusterInfo, KVTable
 from pyrmq.protocol.codes import RequestCode
 
 
@@ -40,23 +41,21 @@ CLUSTER_LIST = OptionSet(
 @command("clusterList", "List cluster infos.", "ClusterListSubCommand", CLUSTER_LIST)
 async def cluster_list(ctx: Ctx) -> None:
     interval = java_int(ctx.get("i")) if ctx.has("i") else None
-    n = 0
     while True:
-        if n:
-            await asyncio.sleep(interval)
-        n += 1
         ci = await ctx.client.cluster_info()
         table = ci.cluster_addr_table or {}
-        clusters = [ctx.get("c")] if ctx.get("c") else list(table)
+        cluster = ctx.get("c")
+        clusters = [cluster] if cluster else list(table)
         if ctx.has("m"):
             await _more_stats(ctx, ci, clusters)
         else:
             await _base_info(ctx, ci, clusters)
         if interval is None:
             return
+        await asyncio.sleep(interval)
 
 
-def _brokers(ci, cluster: str):
+def _brokers(ci: ClusterInfo, cluster: str) -> Iterator[tuple[str, int, str]]:
     for name in sorted((ci.cluster_addr_table or {}).get(cluster) or []):
         bd = (ci.broker_addr_table or {}).get(name)
         if bd is not None:
@@ -64,7 +63,7 @@ def _brokers(ci, cluster: str):
                 yield name, bid, addr
 
 
-async def _more_stats(ctx: Ctx, ci, clusters: list[str]) -> None:
+async def _more_stats(ctx: Ctx, ci: ClusterInfo, clusters: list[str]) -> None:
     ctx.printf(
         "%-16s  %-32s %14s %14s %14s %14s%n",
         "#Cluster Name",
@@ -87,7 +86,7 @@ async def _more_stats(ctx: Ctx, ci, clusters: list[str]) -> None:
             ctx.printf("%-16s  %-32s %14d %14d %14d %14d%n", cluster, name, *vals)
 
 
-async def _base_info(ctx: Ctx, ci, clusters: list[str]) -> None:
+async def _base_info(ctx: Ctx, ci: ClusterInfo, clusters: list[str]) -> None:
     ctx.printf(
         "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %-11s  %-12s  %-8s  %-10s%n",
         "#Cluster Name",
@@ -168,11 +167,11 @@ BROKER_STATUS = OptionSet(
 @command("brokerStatus", "Fetch broker runtime status data.", "BrokerStatusSubCommand", BROKER_STATUS)
 async def broker_status(ctx: Ctx) -> None:
     if ctx.has("b"):
-        kv = await runtime_info(ctx, ctx.get("b"))
+        kv = await runtime_info(ctx, ctx.value("b"))
         for k in sorted(kv):
             ctx.printf("%-32s: %s%n", k, kv[k])
         return
-    for addr in await ctx.client.master_addrs(ctx.get("c"), with_slaves=True):
+    for addr in await ctx.client.master_addrs(ctx.value("c"), with_slaves=True):
         try:
             kv = await runtime_info(ctx, addr)
         except AdminError as e:
@@ -212,14 +211,14 @@ def properties_text(props: dict[str, str]) -> bytes:
 
 @command("updateBrokerConfig", "Update broker's config.", "UpdateBrokerConfigSubCommand", UPDATE_BROKER_CONFIG)
 async def update_broker_config(ctx: Ctx) -> None:
-    body = properties_text({ctx.get("k"): ctx.get("v")})
+    body = properties_text({ctx.value("k"): ctx.value("v")})
     if ctx.has("b"):
-        addr = ctx.get("b")
+        addr = ctx.value("b")
         await ctx.client.broker(addr, RequestCode.UPDATE_BROKER_CONFIG, body=body)
         ctx.printf("update broker config success, %s\n", addr)
         return
     if ctx.has("c"):
-        for addr in await ctx.client.master_addrs(ctx.get("c"), with_slaves=ctx.has("a")):
+        for addr in await ctx.client.master_addrs(ctx.value("c"), with_slaves=ctx.has("a")):
             try:
                 await ctx.client.broker(addr, RequestCode.UPDATE_BROKER_CONFIG, body=body)
                 ctx.printf("update broker config success, %s\n", addr)
@@ -245,7 +244,8 @@ def load_properties(text: str) -> dict[str, str] | None:
         line = raw.lstrip(" \t\f")
         if not line or line[0] in "#!":
             continue
-        key, _val, i, esc = [], [], 0, False
+        key: list[str] = []
+        i, esc = 0, False
         while i < len(line):
             ch = line[i]
             if not esc and ch in "=: \t":
@@ -317,11 +317,11 @@ async def _print_config(ctx: Ctx, prefix: str, addr: str) -> None:
 )
 async def get_broker_config(ctx: Ctx) -> None:
     if ctx.has("b"):
-        addr = ctx.get("b")
+        addr = ctx.value("b")
         await _print_config(ctx, f"============{addr}============\n", addr)
         return
     ci = await ctx.client.cluster_info()
-    names = (ci.cluster_addr_table or {}).get(ctx.get("c"))
+    names = (ci.cluster_addr_table or {}).get(ctx.value("c"))
     if names is None:
         raise AdminError("Make sure the specified clusterName exists or the name server connected to is correct.")
     for name in names:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import random
-from typing import Any
 
 from pyrmq.protocol.bodies.admin import ConsumeStats
 from pyrmq.protocol.bodies.admin import consume_stats as decode_consume_stats
@@ -92,7 +91,7 @@ class AdminClient:
         self,
         addr: str,
         code: int,
-        header: RemotingHeader | dict | None = None,
+        header: RemotingHeader | dict[str, str] | None = None,
         body: bytes | None = None,
         timeout_s: float = TIMEOUT_S,
     ) -> RemotingCommand:
@@ -106,7 +105,7 @@ class AdminClient:
             raise TimeoutError_(f"wait response on the channel <{addr}> timeout, {int(timeout_s * 1000)}(ms)") from None
 
     async def ns(
-        self, code: int, header: RemotingHeader | dict | None = None, body: bytes | None = None
+        self, code: int, header: RemotingHeader | dict[str, str] | None = None, body: bytes | None = None
     ) -> RemotingCommand:
         """A name-server request: the first reachable server of the list answers."""
         if not self.namesrv:
@@ -120,14 +119,16 @@ class AdminClient:
         assert last is not None
         raise last
 
-    async def ns_all(self, code: int, header: RemotingHeader | dict | None = None) -> list[tuple[str, RemotingCommand]]:
+    async def ns_all(
+        self, code: int, header: RemotingHeader | dict[str, str] | None = None
+    ) -> list[tuple[str, RemotingCommand]]:
         return [(a, await self.invoke(a, code, header)) for a in self.namesrv]
 
     async def broker(
         self,
         addr: str,
         code: int,
-        header: RemotingHeader | dict | None = None,
+        header: RemotingHeader | dict[str, str] | None = None,
         body: bytes | None = None,
         timeout_s: float = TIMEOUT_S,
     ) -> RemotingCommand:
@@ -154,7 +155,7 @@ class AdminClient:
         if names is None:
             print("[error] Make sure the specified clusterName exists or the name server connected to is correct.")
             return []
-        out = []
+        out: list[str] = []
         for name in names:
             bd = (ci.broker_addr_table or {}).get(name)
             if bd is None:
@@ -233,7 +234,3 @@ def select_addr(bd: BrokerData) -> str | None:
     if 0 in addrs:
         return addrs[0]
     return random.choice(list(addrs.values())) if addrs else None
-
-
-def decode(cls: type, body: bytes | None) -> Any:
-    return cls.decode(body or b"{}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import orjson
 
@@ -46,10 +47,10 @@ GROUP_FIELDS: list[tuple[str, object]] = [
 ]
 
 
-def _policy_str(p: dict | None) -> str:
+def _policy_str(p: object) -> str:
     """GroupRetryPolicy#toString (and its two policies)."""
-    if p is None:
-        return "null"
+    if not isinstance(p, dict):
+        return jstr(p)
     exp = p.get("exponentialRetryPolicy")
     cus = p.get("customizedRetryPolicy")
     exp_s = (
@@ -69,13 +70,13 @@ def _policy_str(p: dict | None) -> str:
 
 def _value_str(name: str, v: object) -> str:
     if name == "groupRetryPolicy":
-        return _policy_str(v)  # type: ignore[arg-type]
+        return _policy_str(v)
     if isinstance(v, list):
         return "[" + ", ".join(jstr(x) for x in v) + "]"
     return jstr(v)
 
 
-def group_config_str(cfg: dict) -> str:
+def group_config_str(cfg: dict[str, object]) -> str:
     """SubscriptionGroupConfig#toString."""
     parts = [f"{n}={_value_str(n, cfg.get(n, d))}" for n, d in GROUP_FIELDS]
     return "SubscriptionGroupConfig{" + ", ".join(parts) + "}"
@@ -111,7 +112,7 @@ UPDATE_SUB_GROUP = OptionSet(
 async def update_sub_group(ctx: Ctx) -> None:
     from pyrmq.admin.topic import parse_attributes
 
-    cfg: dict = {n: d for n, d in GROUP_FIELDS}
+    cfg: dict[str, object] = {n: d for n, d in GROUP_FIELDS}
     cfg.update(consumeBroadcastEnable=False, consumeFromMinEnable=False, groupName=ctx.get("g"))
     bools = {
         "s": "consumeEnable",
@@ -136,13 +137,13 @@ async def update_sub_group(ctx: Ctx) -> None:
         cfg["attributes"] = parse_attributes(ctx.get("attributes") or "")
     body = orjson.dumps({k: v for k, v in cfg.items() if v is not None}, option=orjson.OPT_SORT_KEYS)
     if ctx.has("b"):
-        addr = ctx.get("b")
+        addr = ctx.value("b")
         await ctx.client.broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
         ctx.printf("create subscription group to %s success.%n", addr)
         ctx.printf("%s", group_config_str(cfg))
         return
     if ctx.has("c"):
-        for addr in await ctx.client.master_addrs(ctx.get("c")):
+        for addr in await ctx.client.master_addrs(ctx.value("c")):
             try:
                 await ctx.client.broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
                 ctx.printf("create subscription group to %s success.%n", addr)
@@ -165,16 +166,16 @@ DELETE_SUB_GROUP = OptionSet(
 
 @command("deleteSubGroup", "Delete subscription group from broker.", "DeleteSubscriptionGroupCommand", DELETE_SUB_GROUP)
 async def delete_sub_group(ctx: Ctx) -> None:
-    group = ctx.get("g")
+    group = ctx.value("g")
     clean = java_bool(ctx.get("r")) if ctx.has("r") else False
     header = DeleteSubscriptionGroupRequestHeader(group, clean_offset=clean)
     if ctx.has("b"):
-        addr = ctx.get("b")
+        addr = ctx.value("b")
         await ctx.client.broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
         ctx.printf("delete subscription group [%s] from broker [%s] success.%n", group, addr)
         return
     if ctx.has("c"):
-        cluster = ctx.get("c")
+        cluster = ctx.value("c")
         for addr in await ctx.client.master_addrs(cluster):
             await ctx.client.broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
             ctx.printf(
@@ -199,7 +200,7 @@ GET_CONSUMER_CONFIG = OptionSet([Opt("g", "groupName", True, "subscription group
     GET_CONSUMER_CONFIG,
 )
 async def get_consumer_config(ctx: Ctx) -> None:
-    group = ctx.get("g")
+    group = ctx.value("g")
     ci = await ctx.client.cluster_info()
     found = []
     for name, bd in (ci.broker_addr_table or {}).items():
@@ -233,7 +234,7 @@ CONSUMER_CONNECTION = OptionSet(
     CONSUMER_CONNECTION,
 )
 async def consumer_connection(ctx: Ctx) -> None:
-    cc = await ctx.client.consumer_connection(ctx.get("g"), ctx.get("b"))
+    cc = await ctx.client.consumer_connection(ctx.value("g"), ctx.get("b"))
     ctx.printf("%-36s %-22s %-10s %s%n", "#ClientId", "#ClientAddr", "#Language", "#Version")
     for c in cc.connection_set:
         ctx.printf("%-36s %-22s %-10s %s%n", c.client_id, c.client_addr, c.language, version_desc(c.version))
@@ -264,14 +265,15 @@ PRODUCER_CONNECTION = OptionSet(
 async def producer_connection(ctx: Ctx) -> None:
     import random
 
-    route = await ctx.client.route(ctx.get("t"))
+    topic = ctx.value("t")
+    route = await ctx.client.route(topic)
     addrs = [a for a in (select_addr(bd) for bd in route.broker_datas or []) if a]
     if not addrs:
-        raise AdminError(f"no broker in the route of {ctx.get('t')}")
+        raise AdminError(f"no broker in the route of {topic}")
     r = await ctx.client.broker(
         random.choice(addrs),
         RequestCode.GET_PRODUCER_CONNECTION_LIST,
-        GetProducerConnectionListRequestHeader(ctx.get("g")),
+        GetProducerConnectionListRequestHeader(ctx.value("g")),
     )
     pc = ProducerConnection.decode(r.body or b"{}")
     for i, c in enumerate(pc.connection_set, 1):
@@ -288,10 +290,13 @@ CONSUMER_PROGRESS = OptionSet(
 )
 
 
-async def running_info(ctx: Ctx, group: str, client_id: str, jstack: bool = False) -> dict:
-    """getConsumerRunningInfo: GET_CONSUMER_RUNNING_INFO relayed by the first broker of %RETRY%group."""
+async def running_info(ctx: Ctx, group: str, client_id: str, jstack: bool = False) -> dict[Any, Any]:
+    """getConsumerRunningInfo: GET_CONSUMER_RUNNING_INFO relayed by the first broker of %RETRY%group.
+
+    The answer is ConsumerRunningInfo as parsed fastjson (its mqTable is keyed by MessageQueue objects).
+    """
     route = await ctx.client.route(RETRY_GROUP_TOPIC_PREFIX + group)
-    addr = select_addr((route.broker_datas or [None])[0]) if route.broker_datas else None
+    addr = select_addr(route.broker_datas[0]) if route.broker_datas else None
     if addr is None:
         raise AdminError(f"no broker for {group}")
     r = await ctx.client.broker(
@@ -303,7 +308,7 @@ async def running_info(ctx: Ctx, group: str, client_id: str, jstack: bool = Fals
     return lenient_loads(r.body or b"{}") or {}
 
 
-def _mq_of(key) -> tuple:
+def _mq_of(key: Any) -> tuple[Any, Any, int]:
     d = dict(key) if isinstance(key, tuple) else (lenient_loads(key) if isinstance(key, str) else key)
     return (d.get("topic"), d.get("brokerName"), int(d.get("queueId", 0)))
 
@@ -311,14 +316,16 @@ def _mq_of(key) -> tuple:
 @command("consumerProgress", "Query consumer's progress, speed.", "ConsumerProgressSubCommand", CONSUMER_PROGRESS)
 async def consumer_progress(ctx: Ctx) -> None:
     if ctx.has("g"):
-        group = ctx.get("g")
+        group = ctx.value("g")
         cs = await ctx.client.consume_stats(group, ctx.get("t"))
         show_ip = (ctx.get("s") or "").lower() == "true"
-        owners: dict[tuple, str] = {}
+        owners: dict[tuple[Any, Any, int], str] = {}
         if show_ip:
             try:
                 cc = await ctx.client.consumer_connection(group)
                 for c in cc.connection_set:
+                    if c.client_id is None:  # brokers always fill it; nothing to ask without one
+                        continue
                     info = await running_info(ctx, group, c.client_id)
                     for k in info.get("mqTable") or {}:
                         owners[_mq_of(k)] = c.client_id.split("@")[0]
@@ -404,7 +411,8 @@ async def consumer_progress(ctx: Ctx) -> None:
             continue
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         tps = diff = count = 0
-        version, ctype, model = "OFFLINE", "", ""
+        version, ctype = "OFFLINE", ""
+        model: str | None = ""
         try:
             cs = await ctx.client.consume_stats(group)
             tps = int(cs.consume_tps)
@@ -435,7 +443,7 @@ CONSUMER_STATUS = OptionSet(
 )
 
 
-def running_info_text(info: dict) -> str:
+def running_info_text(info: dict[Any, Any]) -> str:
     """A readable dump of ConsumerRunningInfo (sections like Java's formatString)."""
     out = ["#Consumer Properties#\n"]
     for k in sorted(info.get("properties") or {}):
@@ -458,17 +466,19 @@ def running_info_text(info: dict) -> str:
 
 @command("consumerStatus", "Query consumer's internal data structure.", "ConsumerStatusSubCommand", CONSUMER_STATUS)
 async def consumer_status(ctx: Ctx) -> None:
-    group = ctx.get("g")
+    group = ctx.value("g")
     cc = await ctx.client.consumer_connection(group, ctx.get("b"))
     jstack = ctx.has("s")
     if ctx.has("i"):
-        ctx.printf("%s", running_info_text(await running_info(ctx, group, ctx.get("i"), jstack)))
+        ctx.printf("%s", running_info_text(await running_info(ctx, group, ctx.value("i"), jstack)))
         return
     now = int(time.time() * 1000)
-    infos: dict[str, dict] = {}
+    infos: dict[str, dict[Any, Any]] = {}
     ctx.printf("%-10s %-40s %-20s %s%n", "#Index", "#ClientId", "#Version", "#ConsumerRunningInfoFile")
     i = 1
     for c in cc.connection_set:
+        if c.client_id is None:  # brokers always fill it; nothing to ask without one
+            continue
         try:
             info = await running_info(ctx, group, c.client_id, jstack)
         except AdminError as e:

@@ -27,8 +27,10 @@ from pyrmq.admin.javafmt import (
 from pyrmq.admin.options import Opt, OptionSet
 from pyrmq.protocol.bodies.admin import GroupList
 from pyrmq.protocol.bodies.broker import SubscriptionData
+from pyrmq.protocol.bodies.namesrv import TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.headers.admin import QueryTopicConsumeByWhoRequestHeader
+from pyrmq.protocol.headers.base import RemotingHeader
 from pyrmq.protocol.headers.broker import (
     OffsetResponseHeader,
     PullMessageRequestHeader,
@@ -55,6 +57,15 @@ LONG_MAX = (1 << 63) - 1
 FLAG_SUBSCRIPTION = 4  # PullSysFlag
 
 
+#: PULL_MESSAGE response code -> PullStatus (MQClientAPIImpl#processPullResponse)
+PULL_STATUS: dict[int, str] = {
+    ResponseCode.SUCCESS: "FOUND",
+    ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
+    ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
+    ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL",
+}
+
+
 @dataclass(slots=True)
 class PullResult:
     status: str  # FOUND, NO_NEW_MSG, NO_MATCHED_MSG, OFFSET_ILLEGAL
@@ -67,7 +78,7 @@ class PullResult:
 class Queue:
     """MessageQueue with the master address it lives on."""
 
-    def __init__(self, topic: str, broker_name: str, queue_id: int, addr: str) -> None:
+    def __init__(self, topic: str, broker_name: str | None, queue_id: int, addr: str) -> None:
         self.topic, self.broker_name, self.queue_id, self.addr = topic, broker_name, queue_id, addr
 
     def __str__(self) -> str:
@@ -77,14 +88,20 @@ class Queue:
 async def queues(ctx: Ctx, topic: str) -> list[Queue]:
     """fetchSubscribeMessageQueues: readQueueNums of every readable QueueData, sorted."""
     route = await ctx.client.route(topic)
-    addrs = {bd.broker_name: bd.broker_addrs.get(0) for bd in route.broker_datas or []}
+    addrs = _master_addrs(route)
     out = []
     for qd in route.queue_datas or []:
-        if qd.perm & 4 and addrs.get(qd.broker_name):
-            out += [Queue(topic, qd.broker_name, i, addrs[qd.broker_name]) for i in range(qd.read_queue_nums)]
+        addr = addrs.get(qd.broker_name)
+        if qd.perm & 4 and addr:
+            out += [Queue(topic, qd.broker_name, i, addr) for i in range(qd.read_queue_nums)]
     if not out:
         raise MQClientError(f"Can not find Message Queue for this topic, {topic}")
     return hash_order(out)  # a HashSet<MessageQueue> in Java
+
+
+def _master_addrs(route: TopicRouteData) -> dict[str | None, str]:
+    """Broker name -> master address, for the brokers of a route that have a master."""
+    return {bd.broker_name: addr for bd in route.broker_datas or [] if (addr := bd.broker_addrs.get(0))}
 
 
 async def queue_of(ctx: Ctx, topic: str, broker_name: str, queue_id: int) -> Queue:
@@ -96,7 +113,10 @@ async def queue_of(ctx: Ctx, topic: str, broker_name: str, queue_id: int) -> Que
 
 
 async def offset_call(ctx: Ctx, q: Queue, code: int, ts: int | None = None) -> int:
+    h: RemotingHeader
     if code == RequestCode.SEARCH_OFFSET_BY_TIMESTAMP:
+        if ts is None:
+            raise ValueError("SEARCH_OFFSET_BY_TIMESTAMP needs a timestamp")
         h = SearchOffsetRequestHeader(q.topic, q.queue_id, ts)
     else:
         h = TopicQueueRequestHeader(q.topic, q.queue_id)
@@ -121,12 +141,7 @@ async def pull(ctx: Ctx, q: Queue, expr: str, offset: int, n: int) -> PullResult
         expression_type="TAG",
     )
     r = await ctx.client.invoke(q.addr, RequestCode.PULL_MESSAGE, h, timeout_s=10)
-    status = {
-        ResponseCode.SUCCESS: "FOUND",
-        ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
-        ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
-        ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL",
-    }.get(r.code)
+    status = PULL_STATUS.get(r.code)
     if status is None:
         raise MQBrokerError.of(r.code, r.remark, q.addr)
     rh = PullMessageResponseHeader.from_command(r)
@@ -182,7 +197,7 @@ PRINT_MSG = OptionSet(
 
 @command("printMsg", "Print Message Detail.", "PrintMessageSubCommand", PRINT_MSG)
 async def print_msg(ctx: Ctx) -> None:
-    topic = ctx.get("t")
+    topic = ctx.value("t")
     charset = ctx.get("c") or "utf-8"
     expr = ctx.get("s") or "*"
     body = not ctx.has("d") or java_bool(ctx.get("d"))
@@ -191,9 +206,9 @@ async def print_msg(ctx: Ctx) -> None:
         lo = await offset_call(ctx, q, RequestCode.GET_MIN_OFFSET)
         hi = await offset_call(ctx, q, RequestCode.GET_MAX_OFFSET)
         if ctx.has("b"):
-            lo = await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.get("b")))
+            lo = await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.value("b")))
         if ctx.has("e"):
-            hi = await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.get("e")))
+            hi = await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.value("e")))
         ctx.printf("minOffset=%s, maxOffset=%s, %s%n", lo, hi, q)
         off = lo
         while off < hi:
@@ -235,13 +250,13 @@ async def print_msg_by_queue(ctx: Ctx) -> None:
     body = java_bool(ctx.get("d"))
     by_tag = java_bool(ctx.get("f"))
     expr = ctx.get("s") or "*"
-    q = await queue_of(ctx, ctx.get("t"), ctx.get("a"), java_int(ctx.get("i")))
+    q = await queue_of(ctx, ctx.value("t"), ctx.value("a"), java_int(ctx.get("i")))
     lo = await offset_call(ctx, q, RequestCode.GET_MIN_OFFSET)
     hi = await offset_call(ctx, q, RequestCode.GET_MAX_OFFSET)
     if ctx.has("b"):
-        lo = await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.get("b")))
+        lo = await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.value("b")))
     if ctx.has("e"):
-        hi = await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.get("e")))
+        hi = await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.value("e")))
     tags: dict[str, int] = {}
     off = lo
     while off < hi:
@@ -279,10 +294,10 @@ CONSUME_MESSAGE = OptionSet(
 @command("consumeMessage", "Consume message.", "ConsumeMessageCommand", CONSUME_MESSAGE)
 async def consume_message(ctx: Ctx) -> None:
     """ConsumeMessageCommand: from one queue (-b -i [-o]) or every queue, at most -c messages (default 128)."""
-    topic = ctx.get("t")
+    topic = ctx.value("t")
     count = java_int(ctx.get("c")) if ctx.has("c") else 128
     if ctx.has("b") and ctx.has("i"):
-        targets = [await queue_of(ctx, topic, ctx.get("b"), java_int(ctx.get("i")))]
+        targets = [await queue_of(ctx, topic, ctx.value("b"), java_int(ctx.get("i")))]
     else:
         targets = await queues(ctx, topic)
     single = len(targets) == 1 and ctx.has("b")
@@ -292,11 +307,11 @@ async def consume_message(ctx: Ctx) -> None:
         hi = await offset_call(ctx, q, RequestCode.GET_MAX_OFFSET)
         if ctx.has("s"):
             lo = max(
-                lo, await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.get("s")))
+                lo, await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.value("s")))
             )
         if ctx.has("e"):
             hi = min(
-                hi, await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.get("e")))
+                hi, await offset_call(ctx, q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_format(ctx.value("e")))
             )
         if single and ctx.has("o"):
             off = java_int(ctx.get("o"))
@@ -338,7 +353,7 @@ SEND_MESSAGE = OptionSet(
     ]
 )
 _UNIQ = UniqIdGenerator(seed=int(time.time()) & 0x7FFFFFFF)
-SEND_STATUS = {
+SEND_STATUS: dict[int, str] = {
     ResponseCode.SUCCESS: "SEND_OK",
     ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
     ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
@@ -348,14 +363,15 @@ SEND_STATUS = {
 
 @command("sendMessage", "Send a message.", "SendMessageCommand", SEND_MESSAGE)
 async def send_message(ctx: Ctx) -> None:
-    topic, body = ctx.get("t"), (ctx.get("p") or "").encode("utf-8")
+    topic, body = ctx.value("t"), (ctx.get("p") or "").encode("utf-8")
     if ctx.has("i") and not ctx.has("b"):
         ctx.printf("Broker name must be set if the queue is chosen!")
         return
     route = await ctx.client.route(topic)
-    addrs = {bd.broker_name: bd.broker_addrs.get(0) for bd in route.broker_datas or []}
+    addrs = _master_addrs(route)
+    name: str | None
     if ctx.has("b"):
-        name = ctx.get("b")
+        name = ctx.value("b")
         if not addrs.get(name):
             raise MQClientError(f"The broker[{name}] not exist")
         qd = next((q for q in route.queue_datas or [] if q.broker_name == name), None)
@@ -367,11 +383,11 @@ async def send_message(ctx: Ctx) -> None:
         qd = writable[0]
         name = qd.broker_name
         qid = int(time.time() * 1000) % max(qd.write_queue_nums, 1)
-    props = {}
-    if ctx.get("k"):
-        props[MessageConst.KEYS] = ctx.get("k")
-    if ctx.get("c"):
-        props[MessageConst.TAGS] = ctx.get("c")
+    props: dict[str, str] = {}
+    if keys := ctx.get("k"):
+        props[MessageConst.KEYS] = keys
+    if tags := ctx.get("c"):
+        props[MessageConst.TAGS] = tags
     props[MessageConst.WAIT_STORE_MSG_OK] = "true"
     uniq = _UNIQ.create()
     props[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
@@ -390,10 +406,11 @@ async def send_message(ctx: Ctx) -> None:
         m=False,
         n=name,
     )
-    r = await ctx.client.invoke(addrs[name], RequestCode.SEND_MESSAGE_V2, h, body)
+    addr = addrs[name]
+    r = await ctx.client.invoke(addr, RequestCode.SEND_MESSAGE_V2, h, body)
     status = SEND_STATUS.get(r.code)
     if status is None:
-        raise MQBrokerError.of(r.code, r.remark, addrs[name])
+        raise MQBrokerError.of(r.code, r.remark, addr)
     rh = SendMessageResponseHeader.from_command(r)
     ctx.printf("%-32s  %-4s  %-20s    %s%n", "#Broker Name", "#QID", "#Send Result", "#MsgId")
     ctx.printf("%-32s  %-4s  %-20s    %s%n", name, rh.queue_id, status, uniq)
@@ -406,7 +423,9 @@ async def send_message(ctx: Ctx) -> None:
 async def track(ctx: Ctx, msg: StoredMessage) -> list[str]:
     """messageTrackDetail: per consuming group, NOT_ONLINE / PULL / CONSUMED / NOT_CONSUME_YET."""
     route = await ctx.client.route(msg.topic)
-    addr = select_addr(route.broker_datas[0])
+    addr = select_addr((route.broker_datas or [])[0])
+    if addr is None:
+        raise MQClientError(f"no broker address in the route of {msg.topic}")
     r = await ctx.client.broker(
         addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(msg.topic)
     )
@@ -454,7 +473,7 @@ async def _consumed(ctx: Ctx, msg: StoredMessage, group: str) -> bool:
     ci = await ctx.client.cluster_info()
     store = host_addr(msg.store_host)
     for mq, o in cs.offset_table.items():
-        if mq.topic == msg.topic and mq.queue_id == msg.queue_id:
+        if mq.topic == msg.topic and mq.queue_id == msg.queue_id and mq.broker_name is not None:
             bd = (ci.broker_addr_table or {}).get(mq.broker_name)
             if bd is not None and bd.broker_addrs.get(0) == store and o.consumer_offset > msg.queue_offset:
                 return True
@@ -480,7 +499,7 @@ async def print_found(
         ctx.printf("%nMessage not found!")
         return
     path = _body_file(msg)
-    rows = [("OffsetID:", msg.msg_id)] if offset_id else []
+    rows: list[tuple[str, object]] = [("OffsetID:", msg.msg_id)] if offset_id else []
     rows += [
         ("Topic:", msg.topic),
         ("Tags:", f"[{jstr(msg.tags)}]"),
@@ -530,11 +549,14 @@ async def query_messages(
 ) -> list[StoredMessage]:
     """queryMessage / queryMessageByUniqKey: QUERY_MESSAGE to every broker of the route, filtered like Java."""
     route = await ctx.client.route(topic)
-    ci = await ctx.client.cluster_info() if cluster else None
+    members: list[str] | None = None  # the brokers of `cluster`
+    if cluster:
+        ci = await ctx.client.cluster_info()
+        members = (ci.cluster_addr_table or {}).get(cluster) or []
     found: list[StoredMessage] = []
     errors: list[AdminError] = []
     for bd in route.broker_datas or []:
-        if ci is not None and bd.broker_name not in ((ci.cluster_addr_table or {}).get(cluster) or []):
+        if members is not None and bd.broker_name not in members:
             continue
         addr = select_addr(bd)
         if addr is None:
@@ -586,7 +608,7 @@ async def find_by_id(ctx: Ctx, topic: str, msg_id: str, cluster: str | None) -> 
 
 @command("queryMsgById", "Query Message by Id.", "QueryMsgByIdSubCommand", QUERY_BY_ID)
 async def query_msg_by_id(ctx: Ctx) -> None:
-    topic = ctx.get("t")
+    topic = ctx.value("t")
     if ctx.has("s") or (ctx.has("g") and ctx.has("d")):
         raise AdminError(
             "resending (-s) and pushing to a consumer (-g -d) are not supported by pyrmq admin; "
@@ -613,7 +635,7 @@ QUERY_BY_KEY = OptionSet(
 
 @command("queryMsgByKey", "Query Message by Key.", "QueryMsgByKeySubCommand", QUERY_BY_KEY)
 async def query_msg_by_key(ctx: Ctx) -> None:
-    topic, key = ctx.get("t"), ctx.get("k")
+    topic, key = ctx.value("t"), ctx.value("k")
     begin = java_int(ctx.get("b")) if ctx.has("b") else 0
     end = java_int(ctx.get("e")) if ctx.has("e") else LONG_MAX
     max_num = java_int(ctx.get("m")) if ctx.has("m") else 64
@@ -646,7 +668,7 @@ async def query_msg_by_unique_key(ctx: Ctx) -> None:
         raise AdminError("pushing to a consumer (-g -d) is not supported by pyrmq admin; use the official mqadmin")
     begin = java_int(ctx.get("s")) if ctx.has("s") else 0
     end = java_int(ctx.get("e")) if ctx.has("e") else LONG_MAX
-    msgs = await query_messages(ctx, ctx.get("t"), ctx.get("i"), 32, begin, end, True, ctx.get("c"))
+    msgs = await query_messages(ctx, ctx.value("t"), ctx.value("i"), 32, begin, end, True, ctx.get("c"))
     msgs.sort(key=lambda m: m.store_timestamp)
     for m in msgs if ctx.has("a") else msgs[:1]:
         await print_found(ctx, m, message_props(m), offset_id=False)
@@ -666,8 +688,8 @@ QUERY_BY_OFFSET = OptionSet(
 
 @command("queryMsgByOffset", "Query Message by offset.", "QueryMsgByOffsetSubCommand", QUERY_BY_OFFSET)
 async def query_msg_by_offset(ctx: Ctx) -> None:
-    topic = ctx.get("t")
-    q = await queue_of(ctx, ctx.get("r") or topic, ctx.get("b"), java_int(ctx.get("i")))
+    topic = ctx.value("t")
+    q = await queue_of(ctx, ctx.get("r") or topic, ctx.value("b"), java_int(ctx.get("i")))
     q.topic = topic
     res = await pull(ctx, q, "*", java_int(ctx.get("o")), 1)
     if res.status == "FOUND" and res.msgs:

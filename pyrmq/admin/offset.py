@@ -16,15 +16,16 @@ from pyrmq.admin.javafmt import hash_order, parse_human_date
 from pyrmq.admin.message import Queue, offset_call
 from pyrmq.admin.options import Opt, OptionSet
 from pyrmq.protocol.bodies.admin import consume_stats, reset_offset_body
+from pyrmq.protocol.bodies.broker import MessageQueue
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.headers.admin import GetConsumeStatsRequestHeader, ResetOffsetRequestHeader
 from pyrmq.protocol.headers.broker import UpdateConsumerOffsetRequestHeader
 
 
-async def reset_by_timestamp(ctx: Ctx, topic: str, group: str, ts: int, force: bool) -> dict:
+async def reset_by_timestamp(ctx: Ctx, topic: str, group: str, ts: int, force: bool) -> dict[MessageQueue, int]:
     """resetOffsetByTimestamp: 222 to every master of the topic's route, bodies merged."""
     route = await ctx.client.route(topic)
-    table: dict = {}
+    table: dict[MessageQueue, int] = {}
     for bd in route.broker_datas or []:
         addr = bd.broker_addrs.get(0)
         if addr is None:
@@ -109,7 +110,7 @@ RESET = OptionSet(
     RESET,
 )
 async def reset_offset_by_time(ctx: Ctx) -> None:
-    group, topic, when = ctx.get("g"), ctx.get("t"), ctx.get("s")
+    group, topic, when = ctx.value("g"), ctx.value("t"), ctx.value("s")
     if when == "now":
         ts = int(time.time() * 1000)
     else:
@@ -124,7 +125,7 @@ async def reset_offset_by_time(ctx: Ctx) -> None:
                 ) from None
     force = java_bool(ctx.get("f")) if ctx.has("f") else True
     if ctx.has("b") and ctx.has("q") and java_int(ctx.get("q")) >= 0:
-        addr, qid = ctx.get("b"), java_int(ctx.get("q"))
+        addr, qid = ctx.value("b"), java_int(ctx.get("q"))
         ctx.printf(
             "start reset consumer offset by specified, group[%s], topic[%s], queueId[%s], broker[%s], "
             "timestamp(string)[%s], timestamp(long)[%s]%n",
@@ -190,7 +191,7 @@ SKIP = OptionSet(
     SKIP,
 )
 async def skip_accumulated(ctx: Ctx) -> None:
-    group, topic = ctx.get("g"), ctx.get("t")
+    group, topic = ctx.value("g"), ctx.value("t")
     force = java_bool(ctx.get("f")) if ctx.has("f") else True
     try:
         table = await reset_by_timestamp(ctx, topic, group, -1, force)

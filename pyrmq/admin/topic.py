@@ -7,6 +7,7 @@ Java: ``tools/command/topic/*SubCommand`` (output formats in spec §3.4/§3.5).
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from pyrmq.admin.base import Ctx, PrintHelp, command, java_bool, java_int
 from pyrmq.admin.client import AdminError, ok, select_addr
@@ -14,6 +15,7 @@ from pyrmq.admin.javafmt import human_millis, jstr
 from pyrmq.admin.options import Opt, OptionSet
 from pyrmq.protocol.bodies.admin import GroupList, TopicStatsTable, topic_stats_table
 from pyrmq.protocol.bodies.broker import MessageQueue
+from pyrmq.protocol.bodies.common import TopicConfig
 from pyrmq.protocol.bodies.namesrv import TopicList
 from pyrmq.protocol.codes import RequestCode
 from pyrmq.protocol.fastjson import bean_props as _bean_props
@@ -37,12 +39,12 @@ def perm_string(perm: int) -> str:
     )
 
 
-def topic_config_str(t: dict) -> str:
+def topic_config_str(tc: TopicConfig) -> str:
     """TopicConfig#toString."""
     return (
-        f"TopicConfig [topicName={t['topic']}, readQueueNums={t['r']}, writeQueueNums={t['w']}, "
-        f"perm={perm_string(t['perm'])}, topicFilterType=SINGLE_TAG, topicSysFlag={t['sys']}, "
-        f"order={jstr(t['order'])}, attributes={jstr(t['attrs'])}]"
+        f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
+        f"writeQueueNums={tc.write_queue_nums}, perm={perm_string(tc.perm)}, topicFilterType={tc.topic_filter_type}, "
+        f"topicSysFlag={tc.topic_sys_flag}, order={jstr(tc.order)}, attributes={jstr(tc.attributes)}]"
     )
 
 
@@ -72,17 +74,20 @@ def _attrs_header(attrs: dict[str, str]) -> str | None:
     return ",".join(k if k.startswith("-") else f"{k}={v}" for k, v in attrs.items())
 
 
-async def create_topic(ctx: Ctx, addr: str, t: dict) -> None:
+async def create_topic(ctx: Ctx, addr: str, tc: TopicConfig) -> None:
+    """UPDATE_AND_CREATE_TOPIC; ``tc.attributes`` holds AttributeParser's ``+k``/``-k`` entries."""
+    if tc.topic_name is None:
+        raise ValueError("a topic config without a topic name")
     h = CreateTopicRequestHeader(
-        topic=t["topic"],
+        topic=tc.topic_name,
         default_topic="TBW102",
-        read_queue_nums=t["r"],
-        write_queue_nums=t["w"],
-        perm=t["perm"],
-        topic_filter_type="SINGLE_TAG",
-        topic_sys_flag=t["sys"],
-        order=t["order"],
-        attributes=_attrs_header(t["attrs"]),
+        read_queue_nums=tc.read_queue_nums,
+        write_queue_nums=tc.write_queue_nums,
+        perm=tc.perm,
+        topic_filter_type=tc.topic_filter_type,
+        topic_sys_flag=tc.topic_sys_flag,
+        order=tc.order,
+        attributes=_attrs_header(tc.attributes),
     )
     await ctx.client.broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, h)
 
@@ -106,41 +111,42 @@ UPDATE_TOPIC = OptionSet(
 
 @command("updateTopic", "Update or create topic.", "UpdateTopicSubCommand", UPDATE_TOPIC)
 async def update_topic(ctx: Ctx) -> None:
-    t = {"topic": ctx.get("t"), "r": 8, "w": 8, "perm": 6, "attrs": {}}
+    topic = ctx.value("t")
+    tc = TopicConfig(topic, read_queue_nums=8, write_queue_nums=8, perm=6)
     if ctx.has("a"):
-        t["attrs"] = parse_attributes(ctx.get("a") or "")
+        tc.attributes = parse_attributes(ctx.get("a") or "")
     if ctx.has("r"):
-        t["r"] = java_int(ctx.get("r"))
+        tc.read_queue_nums = java_int(ctx.get("r"))
     if ctx.has("w"):
-        t["w"] = java_int(ctx.get("w"))
+        tc.write_queue_nums = java_int(ctx.get("w"))
     if ctx.has("p"):
-        t["perm"] = java_int(ctx.get("p"))
+        tc.perm = java_int(ctx.get("p"))
     unit = java_bool(ctx.get("u")) if ctx.has("u") else False
     sub = java_bool(ctx.get("s")) if ctx.has("s") else False
-    t["sys"] = (1 if unit else 0) | (2 if sub else 0)  # TopicSysFlag.buildSysFlag
-    t["order"] = java_bool(ctx.get("o")) if ctx.has("o") else False
+    tc.topic_sys_flag = (1 if unit else 0) | (2 if sub else 0)  # TopicSysFlag.buildSysFlag
+    tc.order = java_bool(ctx.get("o")) if ctx.has("o") else False
     if ctx.has("b"):
-        addr = ctx.get("b")
-        await create_topic(ctx, addr, t)
-        if t["order"]:
+        addr = ctx.value("b")
+        await create_topic(ctx, addr, tc)
+        if tc.order:
             name = await ctx.client.broker_name_of(addr)
-            conf = f"{name}:{t['w']}"
-            await _put_order_conf(ctx, t["topic"], conf, merge_broker=name)
+            conf = f"{name}:{tc.write_queue_nums}"
+            await _put_order_conf(ctx, topic, conf, merge_broker=name)
             ctx.printf("%s%n", f"set broker orderConf. isOrder={jstr(True)}, orderConf=[{conf}]")
         ctx.printf("create topic to %s success.%n", addr)
-        ctx.printf("%s%n", topic_config_str(t))
+        ctx.printf("%s%n", topic_config_str(tc))
         return
-    cluster = ctx.get("c")
+    cluster = ctx.value("c")
     for addr in await ctx.client.master_addrs(cluster):
-        await create_topic(ctx, addr, t)
+        await create_topic(ctx, addr, tc)
         ctx.printf("create topic to %s success.%n", addr)
-    if t["order"]:
+    if tc.order:
         ci = await ctx.client.cluster_info()
         names = (ci.cluster_addr_table or {}).get(cluster) or []
-        conf = ";".join(f"{n}:{t['w']}" for n in names)
-        await _put_order_conf(ctx, t["topic"], conf)
+        conf = ";".join(f"{n}:{tc.write_queue_nums}" for n in names)
+        await _put_order_conf(ctx, topic, conf)
         ctx.printf("set cluster orderConf. isOrder=%s, orderConf=[%s]%n", True, conf)
-    ctx.printf("%s%n", topic_config_str(t))
+    ctx.printf("%s%n", topic_config_str(tc))
 
 
 async def _put_order_conf(ctx: Ctx, topic: str, conf: str, merge_broker: str | None = None) -> None:
@@ -186,7 +192,7 @@ async def delete_topic(ctx: Ctx, cluster: str, topic: str) -> None:
 
 @command("deleteTopic", "Delete topic from broker and NameServer.", "DeleteTopicSubCommand", DELETE_TOPIC)
 async def delete_topic_cmd(ctx: Ctx) -> None:
-    await delete_topic(ctx, ctx.get("c"), ctx.get("t"))
+    await delete_topic(ctx, ctx.value("c"), ctx.value("t"))
 
 
 async def delete_topic_everywhere(ctx: Ctx, topic: str, cluster: str) -> None:
@@ -217,23 +223,15 @@ UPDATE_TOPIC_PERM = OptionSet(
 
 @command("updateTopicPerm", "Update topic perm.", "UpdateTopicPermSubCommand", UPDATE_TOPIC_PERM)
 async def update_topic_perm(ctx: Ctx) -> None:
-    topic = ctx.get("t")
+    topic = ctx.value("t")
     route = await ctx.client.route(topic)
-    qd = (route.queue_datas or [None])[0]
-    if qd is None:
+    if not route.queue_datas:
         raise AdminError(f"topic {topic} has no queue data in its route")
+    qd = route.queue_datas[0]
     perm = java_int(ctx.get("p"))
-    t = {
-        "topic": topic,
-        "r": qd.read_queue_nums,
-        "w": qd.write_queue_nums,
-        "perm": perm,
-        "sys": qd.topic_sys_flag,
-        "order": False,
-        "attrs": {},
-    }
+    tc = TopicConfig(topic, qd.read_queue_nums, qd.write_queue_nums, perm, topic_sys_flag=qd.topic_sys_flag)
     if ctx.has("b"):
-        addr = ctx.get("b")
+        addr = ctx.value("b")
         name = next((bd.broker_name for bd in route.broker_datas or [] if bd.broker_addrs.get(0) == addr), None)
         if name is None:
             ctx.printf("updateTopicPerm error broker not exit or broker is not master!.%n")
@@ -246,13 +244,13 @@ async def update_topic_perm(ctx: Ctx) -> None:
                     ctx.printf("new perm equals to the old one!%n")
                     return
                 break
-        await create_topic(ctx, addr, t)
+        await create_topic(ctx, addr, tc)
         ctx.printf("update topic perm from %s to %s in %s success.%n", old, perm, addr)
-        ctx.printf("%s.%n", topic_config_str(t))
+        ctx.printf("%s.%n", topic_config_str(tc))
         return
     if ctx.has("c"):
-        for addr in await ctx.client.master_addrs(ctx.get("c")):
-            await create_topic(ctx, addr, t)
+        for addr in await ctx.client.master_addrs(ctx.value("c")):
+            await create_topic(ctx, addr, tc)
             ctx.printf("update topic perm from %s to %s in %s success.%n", qd.perm, perm, addr)
         return
     raise PrintHelp
@@ -266,7 +264,7 @@ TOPIC_ROUTE = OptionSet(
 )
 
 
-def pretty_json(value, depth: int = 0) -> str:
+def pretty_json(value: Any, depth: int = 0) -> str:
     """fastjson ``toJSONString(obj, PrettyFormat)``: tabs, sorted bean properties, no spaces."""
     tab = "\t"
     if _is_bean(value):
@@ -289,7 +287,7 @@ def pretty_json(value, depth: int = 0) -> str:
 
 @command("topicRoute", "Examine topic route info.", "TopicRouteSubCommand", TOPIC_ROUTE)
 async def topic_route(ctx: Ctx) -> None:
-    route = await ctx.client.route(ctx.get("t"))
+    route = await ctx.client.route(ctx.value("t"))
     if ctx.has("l"):
         ctx.printf(
             "%-45s %-32s %-50s %-10s %-11s %-5s%n",
@@ -347,14 +345,14 @@ async def topic_stats(ctx: Ctx, topic: str, route_topic: str | None = None) -> T
     return total
 
 
-def mq_key(mq: MessageQueue) -> tuple:
+def mq_key(mq: MessageQueue) -> tuple[str, str, int]:
     """MessageQueue#compareTo: topic, broker name, queue id."""
     return (mq.topic or "", mq.broker_name or "", mq.queue_id)
 
 
 @command("topicStatus", "Examine topic Status info.", "TopicStatusSubCommand", TOPIC_STATUS)
 async def topic_status(ctx: Ctx) -> None:
-    table = await topic_stats(ctx, ctx.get("t"), ctx.get("c"))
+    table = await topic_stats(ctx, ctx.value("t"), ctx.get("c"))
     ctx.printf(
         "%-32s  %-4s  %-20s  %-20s    %s%n", "#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"
     )
@@ -388,7 +386,7 @@ async def topic_clusters(ctx: Ctx, topic: str) -> list[str]:
 
 @command("topicClusterList", "Get cluster info for topic.", "TopicClusterSubCommand", TOPIC_CLUSTER)
 async def topic_cluster_list(ctx: Ctx) -> None:
-    for c in await topic_clusters(ctx, ctx.get("t")):
+    for c in await topic_clusters(ctx, ctx.value("t")):
         ctx.printf("%s%n", c)
 
 
@@ -412,11 +410,12 @@ async def topic_list(ctx: Ctx) -> None:
             clusters = await topic_clusters(ctx, t)
             cluster = clusters[0] if clusters else ""
             route = await ctx.client.route(t)
-            addr = select_addr(route.broker_datas[0])
-            r = await ctx.client.broker(
-                addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(t)
-            )
-            groups = GroupList.decode(r.body or b"{}").group_list or [""]
+            addr = select_addr((route.broker_datas or [])[0])
+            if addr is not None:
+                r = await ctx.client.broker(
+                    addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(t)
+                )
+                groups = GroupList.decode(r.body or b"{}").group_list or [""]
         except (AdminError, IndexError):
             pass
         for g in groups:

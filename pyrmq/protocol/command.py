@@ -255,7 +255,7 @@ def _encode_json_header_slow(cmd: RemotingCommand) -> bytes:
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-def _json_int(obj: dict, key: str, default: int) -> int:
+def _json_int(obj: dict[str, Any], key: str, default: int) -> int:
     v = obj.get(key)
     if v is None:
         return default
@@ -276,9 +276,9 @@ def _json_int(obj: dict, key: str, default: int) -> int:
 
 def _json_scalar_str(v: Any, what: str) -> str:
     # fastjson coerces JSON numbers and booleans into String properties/values.
-    t = type(v)
-    if t is str:
+    if isinstance(v, str):  # orjson gives exact str
         return v
+    t = type(v)
     if t is bool:
         return "true" if v else "false"
     if t is int:
@@ -297,6 +297,7 @@ def _decode_json_header(header: memoryview | bytes) -> RemotingCommand:
         raise RemotingProtocolError(f"JSON header is a {type(obj).__name__}, not an object")
 
     lang_v = obj.get("language")
+    language: int
     if lang_v is None:
         language = LanguageCode.JAVA  # Java's field default
     elif type(lang_v) is str:

@@ -26,7 +26,8 @@ import dataclasses
 import enum
 import types
 import typing
-from typing import Any, Union
+from collections.abc import Mapping
+from typing import Any, Self, TypeAlias, TypeVar, Union
 
 import orjson
 
@@ -34,6 +35,17 @@ from pyrmq.common.java_lang import double_to_string
 
 #: fastjson BrowserCompatible writes longs outside this range as strings
 _JS_SAFE = (1 << 53) - 1
+
+#: What the lenient reader returns: JSON values whose object keys may also be the dialect's bare
+#: numbers, true/false/null, or key objects (kept as their sorted items, to be hashable).
+LenientKey: TypeAlias = "str | int | float | bool | tuple[tuple[LenientKey, LenientValue], ...] | None"
+LenientValue: TypeAlias = "str | int | float | bool | list[LenientValue] | dict[LenientKey, LenientValue] | None"
+
+#: A JSON object pyrmq carries through without reading it (static-topic mappings and the like);
+#: its values are whatever the peer put there.
+JsonObject: TypeAlias = dict[str, Any]
+
+_Bean = TypeVar("_Bean")
 
 
 class BodyDecodeError(ValueError):
@@ -48,8 +60,8 @@ def is_bean(value: Any) -> bool:
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
-def _prop_name(f: dataclasses.Field) -> str:
-    name = f.metadata.get("json")
+def _prop_name(f: dataclasses.Field[Any]) -> str:
+    name: str | None = f.metadata.get("json")
     if name:
         return name
     head, *rest = f.name.split("_")
@@ -59,7 +71,7 @@ def _prop_name(f: dataclasses.Field) -> str:
 def bean_props(value: Any) -> list[tuple[str, Any]]:
     """A bean's non-null properties as (Java name, value), sorted by name: fastjson's order, the one rule
     for remoting bodies and config files."""
-    props = []
+    props: list[tuple[str, Any]] = []
     for f in dataclasses.fields(value):
         if f.metadata.get("transient"):
             continue
@@ -116,7 +128,7 @@ def _write(value: Any, out: list[str], standard: bool) -> None:
         raise TypeError(f"cannot write {type(value).__name__} as a fastjson body")
 
 
-def _write_map(value: dict, out: list[str], standard: bool) -> None:
+def _write_map(value: Mapping[Any, Any], out: list[str], standard: bool) -> None:
     items = list(value.items())
     if standard:
         # MapSortField: keys compared in their own type (Long keys numerically)
@@ -183,7 +195,7 @@ class _LenientParser:
             i += 1
         self.i = i
 
-    def parse(self) -> Any:
+    def parse(self) -> LenientValue:
         self.ws()
         v = self.value()
         self.ws()
@@ -191,7 +203,7 @@ class _LenientParser:
             raise self.fail("trailing data")
         return v
 
-    def value(self) -> Any:
+    def value(self) -> LenientValue:
         self.ws()
         if self.i >= len(self.s):
             raise self.fail("unexpected end")
@@ -204,9 +216,9 @@ class _LenientParser:
             return self.string()
         return self.bare()
 
-    def obj(self) -> dict:
+    def obj(self) -> dict[LenientKey, LenientValue]:
         self.i += 1
-        out: dict = {}
+        out: dict[LenientKey, LenientValue] = {}
         self.ws()
         if self.s.startswith("}", self.i):
             self.i += 1
@@ -214,10 +226,11 @@ class _LenientParser:
         while True:
             self.ws()
             c = self.s[self.i : self.i + 1]
+            key: LenientKey
             if c in ('"', "'"):
-                key: Any = self.string()
+                key = self.string()
             elif c == "{":
-                key = tuple(sorted(self.obj().items(), key=lambda kv: kv[0]))
+                key = tuple(sorted(self.obj().items(), key=_item_key))
             else:
                 key = self.bare(key=True)
             self.ws()
@@ -234,9 +247,9 @@ class _LenientParser:
                 return out
             raise self.fail("expected ',' or '}'")
 
-    def arr(self) -> list:
+    def arr(self) -> list[LenientValue]:
         self.i += 1
-        out: list = []
+        out: list[LenientValue] = []
         self.ws()
         if self.s.startswith("]", self.i):
             self.i += 1
@@ -278,7 +291,7 @@ class _LenientParser:
                 parts.append({"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}.get(esc, esc))
                 j = k + 2
 
-    def bare(self, key: bool = False) -> Any:
+    def bare(self, key: bool = False) -> str | int | float | bool | None:
         s = self.s
         j = self.i
         stop = ":,}] \t\r\n" if key else ",}] \t\r\n"
@@ -307,8 +320,18 @@ class _LenientParser:
         raise self.fail(f"bad token {tok[:20]!r}")
 
 
+def _item_key(kv: tuple[LenientKey, LenientValue]) -> Any:
+    """Items of a key object sort by their key, compared as Python compares them (the keys of one
+    object are names, so of one type)."""
+    return kv[0]
+
+
 def lenient_loads(data: bytes | bytearray | memoryview | str) -> Any:
-    """Parse a body written by fastjson; raises BodyDecodeError."""
+    """Parse a body written by fastjson; raises BodyDecodeError.
+
+    The result is a LenientValue; typed Any like ``json.loads``, since each caller reads the
+    shape its body has (and checks it where a peer may send another).
+    """
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -323,15 +346,30 @@ def lenient_loads(data: bytes | bytearray | memoryview | str) -> Any:
 
 # --------------------------------------------------------------------------- typed beans
 
-_HINTS: dict[type, dict[str, Any]] = {}
+
+class _ReadableProp(typing.NamedTuple):
+    field: str  # the dataclass field
+    names: tuple[str, ...]  # the Java property names it is read from, the first one written
+    hint: Any  # its annotation, resolved
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    h = _HINTS.get(cls)
-    if h is None:
-        h = typing.get_type_hints(cls)
-        _HINTS[cls] = h
-    return h
+_READABLE: dict[type, tuple[_ReadableProp, ...]] = {}
+
+
+def _readable_props(cls: type) -> tuple[_ReadableProp, ...]:
+    """The init fields of a bean class with their names and annotations, worked out once per class."""
+    props = _READABLE.get(cls)
+    if props is None:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{cls.__name__} is not a dataclass, so not a bean")
+        hints = typing.get_type_hints(cls)
+        props = tuple(
+            _ReadableProp(f.name, (_prop_name(f), *f.metadata.get("aliases", ())), hints[f.name])
+            for f in dataclasses.fields(cls)
+            if f.init
+        )
+        _READABLE[cls] = props
+    return props
 
 
 def _coerce(tp: Any, raw: Any, where: str) -> Any:
@@ -387,18 +425,14 @@ def _coerce(tp: Any, raw: Any, where: str) -> Any:
     return raw
 
 
-def _bean_from_obj(cls: type, obj: dict) -> Any:
-    hints = _hints(cls)
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        names = (_prop_name(f), *f.metadata.get("aliases", ()))
-        for name in names:
+def _bean_from_obj(cls: type[_Bean], obj: Mapping[Any, Any]) -> _Bean:
+    kwargs: dict[str, Any] = {}
+    for prop in _readable_props(cls):
+        for name in prop.names:
             if name in obj:
                 raw = obj[name]
                 if raw is not None:
-                    kwargs[f.name] = _coerce(hints[f.name], raw, f"{cls.__name__}.{name}")
+                    kwargs[prop.field] = _coerce(prop.hint, raw, f"{cls.__name__}.{name}")
                 break
     return cls(**kwargs)
 
@@ -414,7 +448,7 @@ class FastJsonBody:
     to_json = encode
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | str):
+    def decode(cls, data: bytes | bytearray | memoryview | str) -> Self:
         obj = lenient_loads(data)
         if not isinstance(obj, dict):
             raise BodyDecodeError(f"{cls.__name__}: body is not a JSON object")
@@ -423,6 +457,6 @@ class FastJsonBody:
     from_json = decode
 
     @classmethod
-    def from_obj(cls, obj: dict):
+    def from_obj(cls, obj: Mapping[str, Any]) -> Self:
         """Build from an already parsed JSON object."""
         return _bean_from_obj(cls, obj)

@@ -10,12 +10,14 @@ Everything exposes ``get_namesrv_addr()`` / ``namesrv_addr`` (``127.0.0.1:<port>
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyrmq.testing.process import EmbeddedPyrmqDev, PyrmqDevProcess, StartupError
 
 __all__ = ["EmbeddedPyrmqDev", "PyrmqDevProcess", "RocketMQContainer", "StartupError"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # testcontainers is an optional dependency: import it only when the container class is wanted.
     if name == "RocketMQContainer":
         from pyrmq.testing.container import RocketMQContainer

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any, Self
 
 from testcontainers.core.container import DockerContainer
 
@@ -36,8 +37,8 @@ class RocketMQContainer(DockerContainer):
         namesrv_port: int | None = None,
         broker_port: int | None = None,
         start_timeout: float = 60.0,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(image, **kwargs)
         self.network_mode = network_mode or os.environ.get("PYRMQ_DOCKER_NETWORK", "bridge")
         self.namesrv_port = namesrv_port or free_port()
@@ -59,7 +60,7 @@ class RocketMQContainer(DockerContainer):
         self.with_command(args)
         super()._configure()
 
-    def start(self) -> RocketMQContainer:
+    def start(self) -> Self:
         super().start()
         self._wait_ready()
         return self

@@ -20,7 +20,8 @@ def free_port() -> int:
     """A port the kernel just handed out (may be taken again by the time it is used: callers retry)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def free_broker_port() -> int:

@@ -8,6 +8,7 @@ shaped like ``pyrmq.testing.container.RocketMQContainer`` so fixtures can swap t
 
 from __future__ import annotations
 
+import abc
 import argparse
 import asyncio
 import os
@@ -18,7 +19,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Self
 
 from pyrmq.testing.ports import free_broker_port, free_port
 from pyrmq.testing.probe import broker_registered
@@ -28,16 +31,16 @@ class StartupError(RuntimeError):
     """The server did not come up (the message carries its log)."""
 
 
-class _DevBase:
+class _DevBase(abc.ABC):
     """Ports, store directory and readiness wait shared by both flavours."""
 
     def __init__(
         self,
-        store_dir: str | os.PathLike | None = None,
+        store_dir: str | os.PathLike[str] | None = None,
         namesrv_port: int | None = None,
         broker_port: int | None = None,
         start_timeout: float = 30.0,
-    ):
+    ) -> None:
         self._own_store = store_dir is None
         self.store_dir = Path(store_dir) if store_dir else None
         self.namesrv_port = namesrv_port
@@ -56,14 +59,24 @@ class _DevBase:
         """Same name as RocketMQContainer's accessor."""
         return self.namesrv_addr
 
-    def _pick(self) -> None:
+    @abc.abstractmethod
+    def start(self) -> Self:
+        """Start and wait until the broker is registered at the name server."""
+
+    @abc.abstractmethod
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """Shut down cleanly; returns the exit code."""
+
+    def _pick(self) -> Path:
+        """Choose the store directory (returned) and the ports not given."""
         if self.store_dir is None:
             self.store_dir = Path(tempfile.mkdtemp(prefix="pyrmq-dev-")) / "store"
         self._fixed_ports = (self.namesrv_port, self.broker_port)
         self.namesrv_port = self._fixed_ports[0] or free_port()
         self.broker_port = self._fixed_ports[1] or free_broker_port()
+        return self.store_dir
 
-    def _wait_ready(self, alive, log) -> None:
+    def _wait_ready(self, alive: Callable[[], bool], log: Callable[[], str]) -> None:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if not alive():
@@ -77,28 +90,28 @@ class _DevBase:
         if self._own_store and self.store_dir is not None:
             shutil.rmtree(self.store_dir.parent, ignore_errors=True)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
 class PyrmqDevProcess(_DevBase):
     """``python -m pyrmq dev`` as a child process; stop() sends SIGTERM (clean shutdown), then SIGKILL."""
 
-    def __init__(self, *args, python: str | None = None, log_level: str = "WARNING", **kwargs):
+    def __init__(self, *args: Any, python: str | None = None, log_level: str = "WARNING", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.python = python or sys.executable
         self.log_level = log_level
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.log_path: Path | None = None
 
-    def start(self) -> PyrmqDevProcess:
+    def start(self) -> Self:
         for attempt in range(3):  # a picked port can be taken by someone else before we bind it
-            self._pick()
-            self.log_path = self.store_dir.parent / f"pyrmq-dev-{self.namesrv_port}.log"
-            self.store_dir.parent.mkdir(parents=True, exist_ok=True)
+            store_dir = self._pick()
+            self.log_path = store_dir.parent / f"pyrmq-dev-{self.namesrv_port}.log"
+            store_dir.parent.mkdir(parents=True, exist_ok=True)
             argv = [
                 self.python,
                 "-m",
@@ -109,7 +122,7 @@ class PyrmqDevProcess(_DevBase):
                 "--broker-port",
                 str(self.broker_port),
                 "--store",
-                str(self.store_dir),
+                str(store_dir),
                 "--log-level",
                 self.log_level,
             ]
@@ -118,7 +131,7 @@ class PyrmqDevProcess(_DevBase):
                     argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
                 )
             try:
-                self._wait_ready(lambda: self.proc.poll() is None, self.tail)
+                self._wait_ready(self.alive, self.tail)
                 return self
             except StartupError:
                 self._terminate()
@@ -126,6 +139,9 @@ class PyrmqDevProcess(_DevBase):
                     raise
                 self.namesrv_port, self.broker_port = self._fixed_ports
         raise AssertionError("unreachable")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def tail(self, lines: int = 60) -> str:
         if self.log_path is None or not self.log_path.exists():
@@ -152,21 +168,21 @@ class PyrmqDevProcess(_DevBase):
 class EmbeddedPyrmqDev(_DevBase):
     """``pyrmq dev`` on its own event loop in a daemon thread of this process (no subprocess, no Docker)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
-        self._result: list = []
+        self._result: list[int | BaseException] = []
 
     def _run(self, args: argparse.Namespace, ready: threading.Event) -> None:
         from pyrmq.broker.dev import serve
 
         async def main() -> int:
             self._loop = asyncio.get_running_loop()
-            self._stop = asyncio.Event()
+            stop = self._stop = asyncio.Event()
             ready.set()
-            return await serve(args, self._stop)
+            return await serve(args, stop)
 
         try:
             self._result.append(asyncio.run(main()))
@@ -175,12 +191,12 @@ class EmbeddedPyrmqDev(_DevBase):
         finally:
             ready.set()
 
-    def start(self) -> EmbeddedPyrmqDev:
-        self._pick()
+    def start(self) -> Self:
+        store_dir = self._pick()
         args = argparse.Namespace(
             namesrv_port=self.namesrv_port,
             broker_port=self.broker_port,
-            store=str(self.store_dir),
+            store=str(store_dir),
             host="127.0.0.1",
             advertise=None,
             cluster="DefaultCluster",
@@ -188,15 +204,15 @@ class EmbeddedPyrmqDev(_DevBase):
             log_level="WARNING",
         )
         ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(args, ready), name="pyrmq-dev", daemon=True)
-        self._thread.start()
+        thread = self._thread = threading.Thread(target=self._run, args=(args, ready), name="pyrmq-dev", daemon=True)
+        thread.start()
         ready.wait(10)
-        self._wait_ready(lambda: self._thread.is_alive(), lambda: f"result: {self._result!r}")
+        self._wait_ready(thread.is_alive, lambda: f"result: {self._result!r}")
         return self
 
     def stop(self, timeout: float = 15.0) -> int | None:
         """Set the stop event on the server's loop and join the thread (the same clean shutdown as SIGTERM)."""
-        if self._thread is not None and self._thread.is_alive() and self._loop is not None:
+        if self._thread is not None and self._thread.is_alive() and self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
             self._thread.join(timeout)
         self._cleanup_store()

@@ -9,10 +9,23 @@ pyrmq's own compat fixtures read the same option.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Protocol
 
 import pytest
 
 MODES = ("process", "inprocess", "container")
+
+
+class PyrmqServer(Protocol):
+    """What every kind of server gives a test: PyrmqDevProcess, EmbeddedPyrmqDev, RocketMQContainer."""
+
+    @property
+    def namesrv_addr(self) -> str: ...
+
+    def get_namesrv_addr(self) -> str: ...
+
+    def stop(self) -> object: ...
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,7 +46,7 @@ def broker_mode(config: pytest.Config) -> str:
     return mode
 
 
-def start_server(config: pytest.Config):
+def start_server(config: pytest.Config) -> PyrmqServer:
     """A started pyrmq dev server of the configured kind; the caller stops it."""
     mode = broker_mode(config)
     if mode == "container":
@@ -47,7 +60,7 @@ def start_server(config: pytest.Config):
 
 
 @pytest.fixture(scope="session")
-def pyrmq_server(request):
+def pyrmq_server(request: pytest.FixtureRequest) -> Iterator[PyrmqServer]:
     """A running pyrmq (NameServer + Broker) for the session; use ``pyrmq_server.namesrv_addr``."""
     server = start_server(request.config)
     yield server

@@ -14,12 +14,15 @@ the end of this module do (spec §1.8 item 3).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pyrmq.protocol.bodies.broker import Connection, MessageQueue, SubscriptionData
 from pyrmq.protocol.bodies.common import DataVersion
 from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, lenient_loads
+
+_V = TypeVar("_V")
 
 
 @dataclass(slots=True)
@@ -146,12 +149,13 @@ def message_queue(key: Any) -> MessageQueue:
     return MessageQueue(d.get("topic"), d.get("brokerName"), int(d.get("queueId", 0)))
 
 
-def _table(obj: dict, value: Any) -> dict:
+def _table(obj: dict[Any, Any], value: Callable[[Any], _V]) -> dict[MessageQueue, _V]:
     raw = obj.get("offsetTable") or {}
     return {message_queue(k): value(v) for k, v in raw.items()}
 
 
-def _obj(body: bytes | None) -> dict:
+def _obj(body: bytes | None) -> dict[Any, Any]:
+    """A parsed fastjson object (its keys may be MessageQueue objects, see message_queue)."""
     obj = lenient_loads(body or b"{}")
     if not isinstance(obj, dict):
         raise BodyDecodeError("body is not a JSON object")

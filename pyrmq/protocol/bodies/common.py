@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, fastjson_dumps, lenient_loads
+from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, JsonObject, fastjson_dumps, lenient_loads
 
 
 @dataclass(slots=True)
@@ -105,6 +105,6 @@ class TopicConfigAndMappingSerializeWrapper(TopicConfigSerializeWrapper):
     implement static topics, it only carries them through to route data.
     """
 
-    topic_queue_mapping_info_map: dict[str, dict] = field(default_factory=dict)
-    topic_queue_mapping_detail_map: dict[str, dict] = field(default_factory=dict)
+    topic_queue_mapping_info_map: dict[str, JsonObject] = field(default_factory=dict)
+    topic_queue_mapping_detail_map: dict[str, JsonObject] = field(default_factory=dict)
     mapping_data_version: DataVersion = field(default_factory=DataVersion)

@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper
-from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, fastjson_dumps, lenient_loads
+from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, JsonObject, fastjson_dumps, lenient_loads
 from pyrmq.protocol.version import MQVersion
 
 _INT = struct.Struct(">i")
@@ -79,13 +79,15 @@ class RegisterBrokerBody(FastJsonBody):
             return b
 
         def read_int() -> int:
-            return _INT.unpack(take(4))[0]
+            (n,) = _INT.unpack(take(4))
+            return int(n)
 
         body = cls()
         w = body.topic_config_serialize_wrapper
         w.data_version = DataVersion.decode(take(read_int()))
         for _ in range(read_int()):
             tc = TopicConfig.decode_text(take(read_int()).decode("utf-8"))
+            assert tc.topic_name is not None  # the text's first field
             w.topic_config_table[tc.topic_name] = tc
         try:
             servers = lenient_loads(take(read_int()))
@@ -158,7 +160,7 @@ class TopicRouteData(FastJsonBody):
     queue_datas: list[QueueData] | None = None
     broker_datas: list[BrokerData] | None = None
     filter_server_table: dict[str, list[str]] | None = None
-    topic_queue_mapping_by_broker: dict[str, dict] | None = None
+    topic_queue_mapping_by_broker: dict[str, JsonObject] | None = None
 
 
 @dataclass(slots=True)
