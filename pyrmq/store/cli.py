@@ -51,6 +51,7 @@ from pyrmq.store.message import (
     MessageSysFlag,
     StoredMessage,
     decode_message,
+    is_queued,
     peek_total_size_and_magic,
     tags_string_to_tags_code,
 )
@@ -607,11 +608,6 @@ def _expected_tags_code(msg: StoredMessage, delay_table: dict[int, int]) -> int 
     return tags_string_to_tags_code(props.get(MessageConst.TAGS))
 
 
-def _dispatched_to_cq(sys_flag: int) -> bool:
-    t = MessageSysFlag.get_transaction_value(sys_flag)
-    return t in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)  # spec §2.4
-
-
 def verify_store(
     root: str,
     *,
@@ -674,7 +670,7 @@ def verify_store(
                         pos,
                         f"record says PHYSICALOFFSET {m.commit_log_offset}, it sits at {f.start + pos}",
                     )
-                if _dispatched_to_cq(m.sys_flag):
+                if is_queued(m.sys_flag):
                     key = f"{m.topic}/{m.queue_id}"
                     stats.queue_max[key] = max(stats.queue_max.get(key, 0), m.queue_offset + 1)
                 if pos - last_pos > 1 << 20:

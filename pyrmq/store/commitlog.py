@@ -30,6 +30,7 @@ from pyrmq.store.results import (
     DispatchRequest,
     PutMessageResult,
     PutMessageStatus,
+    completed_put,
 )
 from pyrmq.store.store_config import MessageStoreConfig
 
@@ -37,7 +38,6 @@ log = logging.getLogger(__name__)
 
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
-_TRAN_NO_QUEUE_OFFSET = (m.MessageSysFlag.TRANSACTION_PREPARED_TYPE, m.MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 _V6_FLAGS = m.MessageSysFlag.BORNHOST_V6_FLAG | m.MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 _write_record = m.write_record
 _crc32 = zlib.crc32
@@ -62,26 +62,19 @@ class MessageExtBatch:
     wait_store_msg_ok: bool = True
 
 
-def _complete(fut: Future, value) -> None:
+def _complete(fut: Future[PutMessageResult], value: PutMessageResult) -> None:
     with contextlib.suppress(InvalidStateError):
         fut.set_result(value)
 
 
-_DONE_CONDITION = threading.Condition()  # shared: a finished Future never waits or notifies
+def is_wait_store_msg_ok(props: dict[str, str]) -> bool:
+    """Java Message#isWaitStoreMsgOK: WAIT absent means true."""
+    v = props.get(m.MessageConst.WAIT_STORE_MSG_OK)
+    return v is None or v.lower() == "true"
 
 
-def _done_future(value) -> Future:
-    """A Future that is finished from birth. Most puts (ASYNC_FLUSH, WAIT=false, refusals) return
-    one; building it without its own Condition and the set_result notify round trip saves a
-    few us per put. Same state as Future() + set_result(value) (CPython 3.11 Future fields)."""
-    f = Future.__new__(Future)
-    f._condition = _DONE_CONDITION
-    f._state = "FINISHED"
-    f._result = value
-    f._exception = None
-    f._waiters = []
-    f._done_callbacks = []
-    return f
+AppendListener = Callable[[DispatchRequest], None]
+"""on_appended(request): a record was appended (called under the put lock, in offset order)."""
 
 
 class CommitLog:
@@ -90,7 +83,10 @@ class CommitLog:
         config: MessageStoreConfig,
         clock: Callable[[], int],
         sync: SyncFn | None = None,
+        *,
+        on_appended: AppendListener | None = None,
         on_flushed: Callable[[int], None] | None = None,
+        on_flush_advanced: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -100,17 +96,18 @@ class CommitLog:
         self.confirm_offset = -1
         self._delay_table = config.delay_level_table()
         self._max_delay_level = max(self._delay_table) if self._delay_table else 0
+        # the store dispatches each appended record (Java: ReputMessageService reads it back)
+        self._on_appended = on_appended
         self._on_flushed = on_flushed  # store timestamp of the flushed data -> checkpoint
         # called after a flush moved flushed_where (any thread): the store dispatches what became
         # readable under SYNC_FLUSH (Java: ReputMessageService reads up to getConfirmOffset)
-        self.on_flush_advanced: Callable[[], None] | None = None
+        self._on_flush_advanced = on_flush_advanced
         self._sync_flush = config.sync_flush
         self._flush_service: _FlushService | None = None
         self._tags_code_cache: dict[str, int] = {}
         self._topic_cache: dict[str, tuple[bytes, m.MessageVersion, bytes | None, bytes | None]] = {}
         self._host_cache: dict[m.Host, bytes] = {}
         self._msg_id_prefix: dict[bytes, str] = {}
-        self.writable = True
 
     # --- lifecycle -----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -145,9 +142,6 @@ class CommitLog:
     def get_max_offset(self) -> int:
         return self.mapped_file_queue.get_max_offset()
 
-    def get_flushed_where(self) -> int:
-        return self.mapped_file_queue.flushed_where
-
     def roll_next_file(self, offset: int) -> int:
         size = self.config.mapped_file_size_commit_log
         return offset + size - offset % size
@@ -161,15 +155,12 @@ class CommitLog:
         return self.get_max_offset()
 
     def _flush_advanced(self) -> None:
-        hook = self.on_flush_advanced
+        hook = self._on_flush_advanced
         if hook is not None:
             try:
                 hook()
             except Exception:
                 log.exception("dispatch after flush failed")
-
-    def queue_key(self, topic: str, queue_id: int) -> str:
-        return f"{topic}-{queue_id}"
 
     # --- put -----------------------------------------------------------------------------------
     def _topic_info(self, topic: str) -> tuple[bytes, m.MessageVersion, bytes | None, bytes | None]:
@@ -208,23 +199,23 @@ class CommitLog:
             self._host_cache[host] = b
         return b
 
-    def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future:
-        """Append one message; the Future yields a PutMessageResult. Under SYNC_FLUSH (and WAIT not
-        'false') it completes only once the record is durable or the wait failed."""
-        result = self.append_message(msg)
-        return self._handle_disk_flush(result, self._wait(msg.get_properties()))
+    def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future[PutMessageResult]:
+        """Append one message, then wait for the flush the flush type asks for: the Future yields
+        the PutMessageResult at once (ASYNC_FLUSH, WAIT=false, a refusal) or once the record is
+        durable or the wait failed (SYNC_FLUSH). Java CommitLog#asyncPutMessage."""
+        result, req = self._append_message(msg)
+        if req is None or not self._sync_flush:
+            return completed_put(result)
+        props = msg.properties if msg.properties_string is None else req.properties
+        return self._handle_disk_flush(result, is_wait_store_msg_ok(props))
 
-    def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
-        return self.put_message_async(msg).result()
-
-    @staticmethod
-    def _wait(props: dict[str, str]) -> bool:
-        v = props.get(m.MessageConst.WAIT_STORE_MSG_OK)
-        return v is None or v.lower() == "true"  # Message#isWaitStoreMsgOK: absent means true
-
-    def append_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
-        """Encode and append without waiting for flush. Java CommitLog#asyncPutMessage (append part)."""
-        return self.append_message_for_dispatch(msg)[0]
+    def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
+        """One record per element of a client batch, contiguous in one file, then the flush wait.
+        Java CommitLog#asyncPutMessages."""
+        result, reqs = self._append_messages(batch)
+        if not reqs or not self._sync_flush:
+            return completed_put(result)
+        return self._handle_disk_flush(result, batch.wait_store_msg_ok)
 
     def message_properties(self, msg: m.MessageExtBrokerInner) -> tuple[str, dict[str, str]]:
         """(properties string as stored, the dict a decode of that string gives back).
@@ -270,11 +261,11 @@ class CommitLog:
                     tags_code = self.compute_deliver_timestamp(level, store_timestamp)
         return tags_code
 
-    def append_message_for_dispatch(
-        self, msg: m.MessageExtBrokerInner
-    ) -> tuple[PutMessageResult, DispatchRequest | None]:
-        """append_message plus the DispatchRequest of the new record, built from what the append
-        already knows (what a decode of the record would give), None when nothing was appended."""
+    def _append_message(self, msg: m.MessageExtBrokerInner) -> tuple[PutMessageResult, DispatchRequest | None]:
+        """Encode and append one record; under the put lock hand its DispatchRequest (built from
+        what the append knows: what a decode of the record would give) to `on_appended`. The
+        request is None when nothing was appended. Java CommitLog#asyncPutMessage (append part)
+        + DefaultAppendMessageCallback#doAppend."""
         topic = msg.topic
         topic_b, auto_version, field_v1, field_v2 = self._topic_info(topic)
         version = msg.version
@@ -313,15 +304,13 @@ class CommitLog:
                 error=f"message size {total} > maxMessageSize {self.config.max_message_size}",
             ), None
         body_crc = _crc32(body) & 0x7FFFFFFF
-        no_queue_offset = sys_flag & 0xC in _TRAN_NO_QUEUE_OFFSET
+        queued = m.is_queued(sys_flag)
         queue_id = msg.queue_id
         with self.put_lock:
-            if not self.writable:
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable"), None
             store_ts = self.clock()
             msg.store_timestamp = store_ts
             key = f"{topic}-{queue_id}"
-            queue_offset = 0 if no_queue_offset else self.topic_queue_table.get(key, 0)
+            queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
             try:
                 mf = self._file_for(total, store_ts)
             except OSError as e:
@@ -356,9 +345,26 @@ class CommitLog:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}"), None
             mf.wrote_position = mf.committed_position = pos + total
             mf.store_timestamp = store_ts
-            if not no_queue_offset:
+            if queued:
                 self.topic_queue_table[key] = queue_offset + 1
             msg.queue_offset = queue_offset
+            req = DispatchRequest(
+                total,
+                True,
+                topic,
+                queue_id,
+                wrote_offset,
+                self.tags_code(topic, props, store_ts),
+                store_ts,
+                queue_offset,
+                props.get(m.MessageConst.KEYS) or "",
+                props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+                sys_flag,
+                msg.prepared_transaction_offset,
+                props,
+            )
+            if self._on_appended is not None:
+                self._on_appended(req)
         amr = AppendMessageResult(
             AppendMessageStatus.PUT_OK,
             wrote_offset,
@@ -367,21 +373,6 @@ class CommitLog:
             store_ts,
             queue_offset,
             1,
-        )
-        req = DispatchRequest(
-            total,
-            True,
-            topic,
-            queue_id,
-            wrote_offset,
-            self.tags_code(topic, props, store_ts),
-            store_ts,
-            queue_offset,
-            props.get(m.MessageConst.KEYS) or "",
-            props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
-            sys_flag,
-            msg.prepared_transaction_offset,
-            props,
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), req
 
@@ -400,20 +391,10 @@ class CommitLog:
             assert mf is not None
         return mf
 
-    def put_messages_async(self, batch: MessageExtBatch) -> Future:
-        result = self.append_messages(batch)
-        return self._handle_disk_flush(result, batch.wait_store_msg_ok)
-
-    def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        return self.put_messages_async(batch).result()
-
-    def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        """One full record per element, contiguous in one file. Java MessageExtEncoder#encode(batch)
-        + DefaultAppendMessageCallback#doAppend(batch). Transactional batches are illegal."""
-        return self.append_messages_for_dispatch(batch)[0]
-
-    def append_messages_for_dispatch(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        """append_messages plus one DispatchRequest per record written (empty when none)."""
+    def _append_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """One full record per element, contiguous in one file, each handed to `on_appended` under
+        the put lock; the requests (empty when nothing was appended). Transactional batches are
+        illegal. Java MessageExtEncoder#encode(batch) + DefaultAppendMessageCallback#doAppend(batch)."""
         if m.MessageSysFlag.get_transaction_value(batch.sys_flag) != m.MessageSysFlag.TRANSACTION_NOT_TYPE:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="transactional batch"), []
         try:
@@ -462,8 +443,6 @@ class CommitLog:
             total += size
         queue_id = batch.queue_id
         with self.put_lock:
-            if not self.writable:
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable"), []
             store_ts = self.clock()
             key = f"{topic}-{queue_id}"
             base = self.topic_queue_table.get(key, 0)
@@ -507,38 +486,39 @@ class CommitLog:
             mf.wrote_position = mf.committed_position = pos
             mf.store_timestamp = store_ts
             self.topic_queue_table[key] = base + len(items)
-        ids = []
-        reqs = []
-        phy = wrote_offset
-        for i, (_e, props_b, size, _) in enumerate(items):
-            props = m.string_to_message_properties(props_b.decode("utf-8"))
-            ids.append(self._message_id(store_b, phy))
-            reqs.append(
-                DispatchRequest(
-                    size,
-                    True,
-                    topic,
-                    queue_id,
-                    phy,
-                    self.tags_code(topic, props, store_ts),
-                    store_ts,
-                    base + i,
-                    props.get(m.MessageConst.KEYS) or "",
-                    props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
-                    sys_flag,
-                    0,
-                    props,
+            reqs = []
+            phy = wrote_offset
+            for i, (_e, props_b, size, _) in enumerate(items):
+                props = m.string_to_message_properties(props_b.decode("utf-8"))
+                reqs.append(
+                    DispatchRequest(
+                        size,
+                        True,
+                        topic,
+                        queue_id,
+                        phy,
+                        self.tags_code(topic, props, store_ts),
+                        store_ts,
+                        base + i,
+                        props.get(m.MessageConst.KEYS) or "",
+                        props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+                        sys_flag,
+                        0,
+                        props,
+                    )
                 )
-            )
-            phy += size
+                phy += size
+            if self._on_appended is not None:
+                for req in reqs:
+                    self._on_appended(req)
+        ids = [self._message_id(store_b, r.commit_log_offset) for r in reqs]
         amr = AppendMessageResult(
             AppendMessageStatus.PUT_OK, wrote_offset, total, ",".join(ids), store_ts, base, len(items)
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), reqs
 
-    def _handle_disk_flush(self, result: PutMessageResult, wait: bool) -> Future:
-        if not self._sync_flush or not result.is_ok():
-            return _done_future(result)
+    def _handle_disk_flush(self, result: PutMessageResult, wait: bool) -> Future[PutMessageResult]:
+        """SYNC_FLUSH wait for an appended record. Java CommitLog#handleDiskFlush."""
         svc = self._flush_service
         amr = result.append_message_result
         assert amr is not None
@@ -547,13 +527,13 @@ class CommitLog:
             try:
                 self.flush_until(amr.wrote_offset + amr.wrote_bytes)
             except OSError as e:
-                return _done_future(PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, amr, error=f"flush failed: {e}"))
+                return completed_put(PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, amr, error=f"flush failed: {e}"))
             finally:
                 self._flush_advanced()
-            return _done_future(result)
+            return completed_put(result)
         if not wait:
             svc.wakeup()
-            return _done_future(result)
+            return completed_put(result)
         return svc.put_request(amr.wrote_offset + amr.wrote_bytes, result, self.config.sync_flush_timeout)
 
     def flush_until(self, offset: int) -> None:
@@ -593,8 +573,7 @@ class CommitLog:
         if buf is None or len(buf) < 60:
             return -1
         try:
-            sys_flag = m._INT.unpack_from(buf, m.SYSFLAG_OFFSET)[0]
-            return m._LONG.unpack_from(buf, m.store_timestamp_position(sys_flag))[0]
+            return m.peek_store_timestamp(buf)
         finally:
             buf.release()
 
@@ -608,9 +587,9 @@ class CommitLog:
         (msg_size > 0 then means: a record whose lengths disagree, skip it). Java
         CommitLog#checkMessageAndReturnSize."""
         remaining = len(buf) - pos
-        if remaining <= 4:
+        if remaining < 8:
             return DispatchRequest(-1, False)
-        total, magic = m._HEAD8.unpack_from(buf, pos) if remaining >= 8 else (m._INT.unpack_from(buf, pos)[0], 0)
+        total, magic = m.peek_total_size_and_magic(buf, pos)
         if remaining < total:
             return DispatchRequest(-1, False)
         if magic == m.BLANK_MAGIC_CODE:
@@ -734,12 +713,10 @@ class CommitLog:
         return end
 
     def _is_mapped_file_matched_recover(self, mf: MappedFile, min_timestamp: int) -> bool:
-        head = mf.mm[0:8]
-        magic = m._INT.unpack_from(head, 4)[0]
+        _total, magic = m.peek_total_size_and_magic(mf.mm)
         if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
             return False
-        sys_flag = m._INT.unpack_from(mf.mm, m.SYSFLAG_OFFSET)[0]
-        store_ts = m._LONG.unpack_from(mf.mm, m.store_timestamp_position(sys_flag))[0]
+        store_ts = m.peek_store_timestamp(mf.mm)
         return store_ts != 0 and store_ts <= min_timestamp
 
     def _finish_recovery(self, end: int, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> None:

@@ -30,6 +30,7 @@ This module stays import-light (stdlib + construct): pyrmq.spark imports it.
 
 from __future__ import annotations
 
+import mmap
 import socket
 import struct
 import time
@@ -77,6 +78,17 @@ class MessageSysFlag:
     @staticmethod
     def reset_transaction_value(sys_flag: int, tran_type: int) -> int:
         return (sys_flag & ~0xC) | tran_type
+
+
+#: transaction types whose records take a queue offset and get a consume-queue entry (spec §2.4)
+_QUEUED_TRANSACTION_TYPES = frozenset((MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE))
+
+
+def is_queued(sys_flag: int) -> bool:
+    """A NOT_TYPE or COMMIT record: it takes a queue offset and is dispatched to its consume queue;
+    PREPARED and ROLLBACK records are not (Java CommitLog.DefaultAppendMessageCallback#doAppend,
+    CommitLogDispatcherBuildConsumeQueue)."""
+    return sys_flag & 0xC in _QUEUED_TRANSACTION_TYPES
 
 
 class MessageConst:
@@ -132,10 +144,6 @@ class MessageVersion(IntEnum):
 
     MESSAGE_VERSION_V1 = MESSAGE_MAGIC_CODE
     MESSAGE_VERSION_V2 = MESSAGE_MAGIC_CODE_V2
-
-    @property
-    def topic_length_size(self) -> int:
-        return 2 if self is MessageVersion.MESSAGE_VERSION_V2 else 1
 
 
 # --- precompiled structs for hot paths --------------------------------------------------------------
@@ -271,10 +279,6 @@ def bytes_to_host(data: bytes | memoryview) -> Host:
     if len(ip) == 16:
         return socket.inet_ntop(socket.AF_INET6, ip), port
     return socket.inet_ntoa(ip), port
-
-
-def is_ipv6(host: Host) -> bool:
-    return ":" in host[0]
 
 
 def cal_msg_length(version: int, sys_flag: int, body_length: int, topic_length: int, properties_length: int) -> int:
@@ -879,3 +883,10 @@ def decode_messages(
 
 def peek_total_size_and_magic(buf: bytes | bytearray | memoryview, offset: int = 0) -> tuple[int, int]:
     return _HEAD8.unpack_from(buf, offset)
+
+
+def peek_store_timestamp(buf: bytes | bytearray | memoryview | mmap.mmap, offset: int = 0) -> int:
+    """STORETIMESTAMP of the record at `offset` (its position follows the born-host width)."""
+    (sys_flag,) = _INT.unpack_from(buf, offset + SYSFLAG_OFFSET)
+    (store_timestamp,) = _LONG.unpack_from(buf, offset + store_timestamp_position(sys_flag))
+    return int(store_timestamp)

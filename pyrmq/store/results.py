@@ -5,6 +5,7 @@ QueryMessageResult. Outcomes are returned, never raised."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -66,6 +67,13 @@ class PutMessageResult:
             and self.append_message_result.is_ok()
             and self.put_message_status is PutMessageStatus.PUT_OK
         )
+
+
+def completed_put(result: PutMessageResult) -> Future[PutMessageResult]:
+    """A Future already holding `result`. Java CompletableFuture.completedFuture."""
+    f: Future[PutMessageResult] = Future()
+    f.set_result(result)
+    return f
 
 
 class GetMessageStatus(Enum):
