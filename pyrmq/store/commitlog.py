@@ -1,28 +1,23 @@
 """The commit log: every message of every topic, appended in one byte stream of mapped files.
 
-Java: store.CommitLog (append callback, checkMessageAndReturnSize, recoverNormally/Abnormally),
-store.GroupCommitService / FlushRealTimeService (flush), store.FlushDiskWatcher.
-
-Threads: puts run on the caller's thread under `put_lock`; flushing runs in one background
-thread (group commit for SYNC_FLUSH, periodic for ASYNC_FLUSH); a watcher thread fails sync-flush
-waits that exceed `syncFlushTimeout`. A put is acknowledged PUT_OK under SYNC_FLUSH only after
-msync covered its last byte; a failed msync fails the waiting puts (UNKNOWN_ERROR).
+Java: store.CommitLog (asyncPutMessage(s), the append callback, checkMessageAndReturnSize,
+recoverNormally/Abnormally). It owns the put path: append under `put_lock` on the caller's
+thread, hand the record to the store for dispatch (`on_appended`, still under the lock), then the
+flush wait of its FlushManager (flush.py: the flush threads).
 """
 
 from __future__ import annotations
 
-import contextlib
-import heapq
 import logging
 import struct
 import threading
-import time
 import zlib
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from pyrmq.store import message as m
+from pyrmq.store.flush import FlushManager
 from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
 from pyrmq.store.results import (
     AppendMessageResult,
@@ -62,11 +57,6 @@ class MessageExtBatch:
     wait_store_msg_ok: bool = True
 
 
-def _complete(fut: Future[PutMessageResult], value: PutMessageResult) -> None:
-    with contextlib.suppress(InvalidStateError):
-        fut.set_result(value)
-
-
 def is_wait_store_msg_ok(props: dict[str, str]) -> bool:
     """Java Message#isWaitStoreMsgOK: WAIT absent means true."""
     v = props.get(m.MessageConst.WAIT_STORE_MSG_OK)
@@ -98,12 +88,12 @@ class CommitLog:
         self._max_delay_level = max(self._delay_table) if self._delay_table else 0
         # the store dispatches each appended record (Java: ReputMessageService reads it back)
         self._on_appended = on_appended
-        self._on_flushed = on_flushed  # store timestamp of the flushed data -> checkpoint
-        # called after a flush moved flushed_where (any thread): the store dispatches what became
-        # readable under SYNC_FLUSH (Java: ReputMessageService reads up to getConfirmOffset)
-        self._on_flush_advanced = on_flush_advanced
-        self._sync_flush = config.sync_flush
-        self._flush_service: _FlushService | None = None
+        # on_flushed: store timestamp of the flushed data -> checkpoint; on_flush_advanced (any
+        # thread): the store dispatches what became readable under SYNC_FLUSH (Java:
+        # ReputMessageService reads up to getConfirmOffset)
+        self.flush_manager = FlushManager(
+            config, self.mapped_file_queue, on_flushed=on_flushed, on_flush_advanced=on_flush_advanced
+        )
         self._tags_code_cache: dict[str, int] = {}
         self._topic_cache: dict[str, tuple[bytes, m.MessageVersion, bytes | None, bytes | None]] = {}
         self._host_cache: dict[m.Host, bytes] = {}
@@ -114,22 +104,11 @@ class CommitLog:
         return self.mapped_file_queue.load()
 
     def start(self) -> None:
-        self._sync_flush = self.config.sync_flush
-        self._flush_service = GroupCommitService(self) if self._sync_flush else FlushRealTimeService(self)
-        self._flush_service.start()
+        self.flush_manager.start()
 
     def shutdown(self) -> None:
-        if self._flush_service is not None:
-            self._flush_service.stop()
-            self._flush_service = None
-        for _ in range(10):
-            try:
-                if self.mapped_file_queue.flush(0):
-                    break
-            except OSError:
-                log.exception("flush at shutdown failed")
-                break
-        self._flush_advanced()
+        """Final flush (then dispatch of what it made readable), files closed."""
+        self.flush_manager.shutdown()
         self.mapped_file_queue.shutdown()
 
     # --- offsets -------------------------------------------------------------------------------
@@ -150,17 +129,9 @@ class CommitLog:
         """End of the data that may be dispatched (made readable): the flushed offset under
         SYNC_FLUSH, the write position otherwise. Java CommitLog#getConfirmOffset (no controller
         mode, no duplication)."""
-        if self._sync_flush:
+        if self.flush_manager.sync_flush:
             return self.mapped_file_queue.flushed_where
         return self.get_max_offset()
-
-    def _flush_advanced(self) -> None:
-        hook = self._on_flush_advanced
-        if hook is not None:
-            try:
-                hook()
-            except Exception:
-                log.exception("dispatch after flush failed")
 
     # --- put -----------------------------------------------------------------------------------
     def _topic_info(self, topic: str) -> tuple[bytes, m.MessageVersion, bytes | None, bytes | None]:
@@ -204,18 +175,20 @@ class CommitLog:
         the PutMessageResult at once (ASYNC_FLUSH, WAIT=false, a refusal) or once the record is
         durable or the wait failed (SYNC_FLUSH). Java CommitLog#asyncPutMessage."""
         result, req = self._append_message(msg)
-        if req is None or not self._sync_flush:
+        flush = self.flush_manager
+        if req is None or not flush.sync_flush:
             return completed_put(result)
         props = msg.properties if msg.properties_string is None else req.properties
-        return self._handle_disk_flush(result, is_wait_store_msg_ok(props))
+        return flush.handle_disk_flush(result, is_wait_store_msg_ok(props))
 
     def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
         """One record per element of a client batch, contiguous in one file, then the flush wait.
         Java CommitLog#asyncPutMessages."""
         result, reqs = self._append_messages(batch)
-        if not reqs or not self._sync_flush:
+        flush = self.flush_manager
+        if not reqs or not flush.sync_flush:
             return completed_put(result)
-        return self._handle_disk_flush(result, batch.wait_store_msg_ok)
+        return flush.handle_disk_flush(result, batch.wait_store_msg_ok)
 
     def message_properties(self, msg: m.MessageExtBrokerInner) -> tuple[str, dict[str, str]]:
         """(properties string as stored, the dict a decode of that string gives back).
@@ -517,34 +490,10 @@ class CommitLog:
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), reqs
 
-    def _handle_disk_flush(self, result: PutMessageResult, wait: bool) -> Future[PutMessageResult]:
-        """SYNC_FLUSH wait for an appended record. Java CommitLog#handleDiskFlush."""
-        svc = self._flush_service
-        amr = result.append_message_result
-        assert amr is not None
-        if not isinstance(svc, GroupCommitService):
-            # not started (tests, tools): flush inline
-            try:
-                self.flush_until(amr.wrote_offset + amr.wrote_bytes)
-            except OSError as e:
-                return completed_put(PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, amr, error=f"flush failed: {e}"))
-            finally:
-                self._flush_advanced()
-            return completed_put(result)
-        if not wait:
-            svc.wakeup()
-            return completed_put(result)
-        return svc.put_request(amr.wrote_offset + amr.wrote_bytes, result, self.config.sync_flush_timeout)
-
-    def flush_until(self, offset: int) -> None:
-        """Flush (least pages 0) until flushed_where >= offset. Raises OSError from msync."""
-        q = self.mapped_file_queue
-        for _ in range(1000):
-            if q.flushed_where >= offset:
-                break
-            q.flush(0)
-        if self._on_flushed and q.store_timestamp:
-            self._on_flushed(q.store_timestamp)
+    def flush(self) -> int:
+        """Flush everything written; the flushed offset. Raises OSError from msync. Java CommitLog#flush."""
+        self.flush_manager.flush_until(self.get_max_offset())
+        return self.mapped_file_queue.flushed_where
 
     # --- read ----------------------------------------------------------------------------------
     def get_message(self, offset: int, size: int) -> memoryview | None:
@@ -735,193 +684,3 @@ class CommitLog:
         last = q.get_last_mapped_file()
         if last is not None and end >= last.file_from_offset + last.file_size:
             last.set_positions(last.file_size)
-
-
-class _FlushService(threading.Thread):
-    def __init__(self, commit_log: CommitLog, name: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self.commit_log = commit_log
-        self._stop_event = threading.Event()
-        self._wake = threading.Condition()
-        self._woken = False
-
-    def wakeup(self) -> None:
-        if self._woken:
-            # already woken and not yet running: it will see whatever was queued before this call
-            # (the flag is cleared before the queue is taken; all under the GIL)
-            return
-        with self._wake:
-            self._woken = True
-            self._wake.notify()
-
-    def wait_for_running(self, timeout_s: float) -> None:
-        with self._wake:
-            if not self._woken:
-                self._wake.wait(timeout_s)
-            self._woken = False
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        self.wakeup()
-        self.join(timeout=10)
-
-
-class FlushRealTimeService(_FlushService):
-    """ASYNC_FLUSH: every flushIntervalCommitLog ms flush >= flushCommitLogLeastPages dirty pages;
-    everything every flushCommitLogThoroughInterval ms. Java CommitLog.FlushRealTimeService."""
-
-    def __init__(self, commit_log: CommitLog) -> None:
-        super().__init__(commit_log, "FlushRealTimeService")
-        self._last_thorough = time.monotonic()
-
-    def run(self) -> None:
-        cfg = self.commit_log.config
-        q = self.commit_log.mapped_file_queue
-        while not self._stop_event.is_set():
-            if cfg.flush_commit_log_timed:
-                self._stop_event.wait(cfg.flush_interval_commit_log / 1000)
-            else:
-                self.wait_for_running(cfg.flush_interval_commit_log / 1000)
-            least = cfg.flush_commit_log_least_pages
-            now = time.monotonic()
-            if now - self._last_thorough >= cfg.flush_commit_log_thorough_interval / 1000:
-                self._last_thorough = now
-                least = 0
-            try:
-                q.flush(least)
-                if least == 0 and self.commit_log._on_flushed and q.store_timestamp:
-                    self.commit_log._on_flushed(q.store_timestamp)
-            except OSError:
-                log.exception("async flush failed; will retry")
-            except ValueError:
-                if self._stop_event.is_set():
-                    break
-                raise
-
-
-@dataclass(slots=True)
-class _GroupCommitRequest:
-    next_offset: int
-    result: PutMessageResult
-    future: Future
-    deadline: float
-
-
-class GroupCommitService(_FlushService):
-    """SYNC_FLUSH: batches waiting puts, one msync serves them all; FlushDiskWatcher's job
-    (time out waits) is done by a second small thread. Java GroupCommitService + FlushDiskWatcher."""
-
-    def __init__(self, commit_log: CommitLog) -> None:
-        super().__init__(commit_log, "GroupCommitService")
-        self._lock = threading.Lock()
-        self._requests_write: list[_GroupCommitRequest] = []
-        self._watch: list[tuple[float, int, _GroupCommitRequest]] = []
-        self._seq = 0
-        self._watch_cv = threading.Condition()
-        self._watcher = threading.Thread(target=self._run_watcher, name="FlushDiskWatcher", daemon=True)
-
-    def start(self) -> None:
-        super().start()
-        self._watcher.start()
-
-    def put_request(self, next_offset: int, result: PutMessageResult, timeout_ms: int) -> Future:
-        fut: Future = Future()
-        req = _GroupCommitRequest(next_offset, result, fut, time.monotonic() + timeout_ms / 1000)
-        with self._lock:
-            self._requests_write.append(req)
-        with self._watch_cv:
-            self._seq += 1
-            watch = self._watch
-            # the watcher sleeps until the earliest deadline: wake it only when that one changes
-            # (with one timeout for all, only when the heap was empty), not once per put
-            earliest = not watch or req.deadline < watch[0][0]
-            heapq.heappush(watch, (req.deadline, self._seq, req))
-            if earliest:
-                self._watch_cv.notify()
-        self.wakeup()
-        return fut
-
-    def run(self) -> None:
-        while not self._stop_event.is_set():
-            self.wait_for_running(0.010)
-            self._do_commit()
-        self._do_commit()
-        with self._lock:
-            leftover, self._requests_write = self._requests_write, []
-        for r in leftover:
-            _complete(
-                r.future,
-                PutMessageResult(
-                    PutMessageStatus.FLUSH_DISK_TIMEOUT, r.result.append_message_result, error="store shut down"
-                ),
-            )
-
-    def _do_commit(self) -> None:
-        with self._lock:
-            reqs, self._requests_write = self._requests_write, []
-        cl = self.commit_log
-        if not reqs:
-            q = cl.mapped_file_queue
-            before = q.flushed_where
-            with contextlib.suppress(OSError, ValueError):
-                q.flush(0)
-            if q.flushed_where != before:
-                cl._flush_advanced()
-            return
-        target = max(r.next_offset for r in reqs)
-        try:
-            try:
-                cl.flush_until(target)
-            finally:
-                cl._flush_advanced()  # readable before acknowledged: an acked put is visible
-            flushed = cl.mapped_file_queue.flushed_where
-            for r in reqs:
-                if flushed >= r.next_offset:
-                    _complete(r.future, r.result)
-                else:
-                    _complete(
-                        r.future,
-                        PutMessageResult(
-                            PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                            r.result.append_message_result,
-                            error="flush did not reach the record",
-                        ),
-                    )
-        except OSError as e:
-            log.error("sync flush failed: %s", e)
-            for r in reqs:
-                _complete(
-                    r.future,
-                    PutMessageResult(
-                        PutMessageStatus.UNKNOWN_ERROR, r.result.append_message_result, error=f"flush failed: {e}"
-                    ),
-                )
-
-    def _run_watcher(self) -> None:
-        while not self._stop_event.is_set():
-            with self._watch_cv:
-                while self._watch and self._watch[0][2].future.done():
-                    heapq.heappop(self._watch)
-                if not self._watch:
-                    self._watch_cv.wait(0.1)
-                    continue
-                deadline, _, req = self._watch[0]
-                delay = deadline - time.monotonic()
-                if delay > 0:
-                    self._watch_cv.wait(min(delay, 0.1))
-                    continue
-                heapq.heappop(self._watch)
-            _complete(
-                req.future,
-                PutMessageResult(
-                    PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                    req.result.append_message_result,
-                    error="syncFlushTimeout exceeded",
-                ),
-            )
-
-    def stop(self) -> None:
-        super().stop()
-        with self._watch_cv:
-            self._watch_cv.notify()
-        self._watcher.join(timeout=2)

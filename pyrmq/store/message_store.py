@@ -459,6 +459,10 @@ class MessageStore:
         mn = self.commit_log.get_min_offset()
         return self.commit_log.pickup_store_timestamp(mn, 91) if mn >= 0 else -1
 
+    def flush(self) -> int:
+        """Flush the commit log to its end; the flushed offset. Java DefaultMessageStore#flush."""
+        return self.commit_log.flush()
+
     def get_max_phy_offset(self) -> int:
         return self.commit_log.get_max_offset()
 
