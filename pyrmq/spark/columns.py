@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyrmq.spark.commitlog_scan import body_position
 from pyrmq.store import message as m
 
 #: name -> Spark DDL type; the `rocketmq` source's full schema, in this order
@@ -96,7 +95,9 @@ def split_keys(keys: str | None) -> list[str]:
 def _decode_props(buf, pos: int, msg: m.StoredMessage) -> dict[str, str]:
     """Properties of a header-decoded record: they are the record's last bytes."""
     topic_len_size = 2 if msg.magic_code == m.MESSAGE_MAGIC_CODE_V2 else 1
-    props_pos = body_position(pos, msg.sys_flag) + msg.body_length + topic_len_size + len(msg.topic.encode("utf-8")) + 2
+    props_pos = (
+        pos + m.body_position(msg.sys_flag) + msg.body_length + topic_len_size + len(msg.topic.encode("utf-8")) + 2
+    )
     end = pos + msg.store_size
     if props_pos >= end:
         return {}
@@ -175,7 +176,7 @@ class MessageColumns:
     def add(self, buf, pos: int, msg: m.StoredMessage, file: str) -> None:
         inner = msg.sys_flag & m.MessageSysFlag.INNER_BATCH_FLAG
         if inner:
-            bp = body_position(pos, msg.sys_flag)
+            bp = pos + m.body_position(msg.sys_flag)
             raw = m.decompress_body(msg.sys_flag, bytes(buf[bp : bp + msg.body_length]))
             for i, el in enumerate(m.decode_batch_body(raw)):
                 self._append(
@@ -190,7 +191,7 @@ class MessageColumns:
             return
         body = None
         if self.need_body:
-            bp = body_position(pos, msg.sys_flag)
+            bp = pos + m.body_position(msg.sys_flag)
             body = m.decompress_body(msg.sys_flag, bytes(buf[bp : bp + msg.body_length]))
         props = _decode_props(buf, pos, msg) if self.need_props else None
         self._append(msg, props, body, msg.body_length, msg.flag, msg.queue_offset, file)

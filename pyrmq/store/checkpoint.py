@@ -24,6 +24,14 @@ import construct as cs
 
 CHECKPOINT_FILE_SIZE = 4096
 CHECKPOINT_LAYOUT = struct.Struct(">qqqqq")
+#: Java's names of the CHECKPOINT_LAYOUT fields, in order
+CHECKPOINT_FIELDS = (
+    "physicMsgTimestamp",
+    "logicsMsgTimestamp",
+    "indexMsgTimestamp",
+    "masterFlushedOffset",
+    "confirmPhyOffset",
+)
 #: Java TimerCheckpoint: four longs and the DataVersion (stateVersion, timestamp, counter) in one OS page
 TIMER_CHECKPOINT_LAYOUT = struct.Struct(">7q")
 

@@ -404,15 +404,16 @@ def _read_text(path: str) -> str | None:
     return _decode_text(data)
 
 
-def read_config_text(path: str, parse=loads) -> tuple[Any, str] | None:
+def read_config_text(path: str, parse=loads, *, rename_corrupt: bool = True) -> tuple[Any, str] | None:
     """Parsed content of ``path``, or of ``path.bak`` when the main file is missing,
     empty or unreadable, with the path actually used; None when neither has content.
 
     Java ConfigManager#load/#loadBak. Java deletes an unreadable main file; we
     rename it to ``<file>.corrupt`` (Java never reads that name) so the next
-    persist cannot copy it over a good ``.bak``. Raises ``ConfigFileError`` when
-    content exists but none of it parses (Java then refuses to start, or for a
-    corrupt main without a ``.bak`` silently starts empty, which we don't).
+    persist cannot copy it over a good ``.bak`` (``rename_corrupt=False``: read-only
+    tools leave it). Raises ``ConfigFileError`` when content exists but none of it
+    parses (Java then refuses to start, or for a corrupt main without a ``.bak``
+    silently starts empty, which we don't).
     """
     problems = []
     for p in (path, path + ".bak"):
@@ -423,10 +424,11 @@ def read_config_text(path: str, parse=loads) -> tuple[Any, str] | None:
             return parse(text), p
         except (BodyDecodeError, ValueError) as e:
             problems.append(f"{p}: {e}")
-            log.error("config file %s is unreadable (%s); trying the backup", p, e)
-            if p == path:
-                with contextlib.suppress(OSError):
-                    os.replace(p, p + ".corrupt")
+            if rename_corrupt:
+                log.error("config file %s is unreadable (%s); trying the backup", p, e)
+                if p == path:
+                    with contextlib.suppress(OSError):
+                        os.replace(p, p + ".corrupt")
     if problems:
         raise ConfigFileError("; ".join(problems))
     return None

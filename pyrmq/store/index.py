@@ -60,6 +60,19 @@ INDEX_ENTRY = cs.Struct(
 )
 
 
+def index_file_size(hash_slot_num: int, index_num: int) -> int:
+    """Bytes of an index file: header, slots, entries. Java IndexFile (fileTotalSize)."""
+    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+
+
+def hash_slot_position(slot: int) -> int:
+    return INDEX_HEADER_SIZE + slot * HASH_SLOT_SIZE
+
+
+def index_entry_position(hash_slot_num: int, entry: int) -> int:
+    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + entry * INDEX_SIZE
+
+
 def index_key_hash(key: str) -> int:
     """abs(String.hashCode) with Math.abs(Integer.MIN_VALUE) forced to 0. Java IndexFile#indexKeyHashMethod."""
     h = java_string_hash(key)
@@ -92,13 +105,13 @@ class IndexFile:
         self.file_name = path
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
-        self.file_size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+        self.file_size = index_file_size(hash_slot_num, index_num)
         existed = os.path.exists(path)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if os.fstat(self._fd).st_size < self.file_size:
             os.ftruncate(self._fd, self.file_size)
         self.mm = mmap.mmap(self._fd, self.file_size)
-        self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        self._entries_base = index_entry_position(hash_slot_num, 0)
         if existed:
             (
                 self.begin_timestamp,
@@ -142,7 +155,7 @@ class IndexFile:
             return False
         mm = self.mm
         key_hash = index_key_hash(key)
-        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        slot_pos = hash_slot_position(key_hash % self.hash_slot_num)
         (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(mm, slot_pos)
         if slot_value <= INVALID_INDEX or slot_value > count:
             slot_value = INVALID_INDEX
@@ -179,9 +192,7 @@ class IndexFile:
     def select_phy_offset(self, phy_offsets: list[int], key: str, max_num: int, begin: int, end: int) -> None:
         """Append matching commit-log offsets, newest first. Java IndexFile#selectPhyOffset."""
         key_hash = index_key_hash(key)
-        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(
-            self.mm, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
-        )
+        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, hash_slot_position(key_hash % self.hash_slot_num))
         if slot_value <= INVALID_INDEX or slot_value > self.index_count or self.index_count <= 1:
             return
         nxt = slot_value

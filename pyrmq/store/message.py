@@ -48,6 +48,7 @@ MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7, V1: 1-byte topic length
 MESSAGE_MAGIC_CODE_V2 = -626843477  # 0xDAA320AB, V2 (5.1.0+): 2-byte topic length
 BLANK_MAGIC_CODE = -875286124  # 0xCBD43194, end-of-file filler
 END_FILE_MIN_BLANK_LENGTH = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH: TOTALSIZE + MAGICCODE
+MIN_RECORD_SIZE = 91  # a V1 record with empty body, topic and properties (IPv4 hosts)
 
 NAME_VALUE_SEPARATOR = "\x01"  # MessageDecoder.NAME_VALUE_SEPARATOR
 PROPERTY_SEPARATOR = "\x02"  # MessageDecoder.PROPERTY_SEPARATOR
@@ -308,6 +309,14 @@ def cal_msg_length(version: int, sys_flag: int, body_length: int, topic_length: 
         + 2
         + properties_length
     )
+
+
+def body_position(sys_flag: int) -> int:
+    """Position of BODY inside a record: after the hosts, store time, RECONSUMETIMES,
+    PREPAREDTRANSACTIONOFFSET and BODYLENGTH."""
+    born = 20 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8
+    store = 20 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8
+    return BORNHOST_OFFSET + born + 8 + store + _AFTER_HOSTS.size
 
 
 def store_timestamp_position(sys_flag: int) -> int:
@@ -797,7 +806,7 @@ def decode_message(
         if magic == BLANK_MAGIC_CODE:
             raise MessageDecodeError(f"blank (end of file) record at {offset}")
         raise MessageDecodeError(f"illegal magic code 0x{magic & 0xFFFFFFFF:08x} at {offset}")
-    if total < 91 or offset + total > len(buf):
+    if total < MIN_RECORD_SIZE or offset + total > len(buf):
         raise MessageDecodeError(f"bad total size {total} at {offset}")
     try:
         pos = offset + BORNHOST_OFFSET
@@ -883,6 +892,12 @@ def decode_messages(
 
 def peek_total_size_and_magic(buf: bytes | bytearray | memoryview, offset: int = 0) -> tuple[int, int]:
     return _HEAD8.unpack_from(buf, offset)
+
+
+def peek_physical_offset(buf: bytes | bytearray | memoryview | mmap.mmap, offset: int = 0) -> int:
+    """PHYSICALOFFSET of the record at `offset` (the record's own commit-log offset)."""
+    (physical_offset,) = _LONG.unpack_from(buf, offset + PHYSICALOFFSET_OFFSET)
+    return int(physical_offset)
 
 
 def peek_store_timestamp(buf: bytes | bytearray | memoryview | mmap.mmap, offset: int = 0) -> int:

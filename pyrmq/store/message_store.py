@@ -19,7 +19,7 @@ from pyrmq.store import message as m
 from pyrmq.store.checkpoint import StoreCheckpoint, StoreLock, abort_file_exists, create_abort_file, delete_abort_file
 from pyrmq.store.cleanup import StoreCleaner
 from pyrmq.store.commitlog import CommitLog, MessageExtBatch
-from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE, ConsumeQueue
 from pyrmq.store.dispatch import (
     CommitLogDispatcherBuildConsumeQueue,
     CommitLogDispatcherBuildIndex,
@@ -457,7 +457,7 @@ class MessageStore:
     def get_earliest_message_time_all(self) -> int:
         """Store time of the first record in the commit log, -1 if none."""
         mn = self.commit_log.get_min_offset()
-        return self.commit_log.pickup_store_timestamp(mn, 91) if mn >= 0 else -1
+        return self.commit_log.pickup_store_timestamp(mn, m.MIN_RECORD_SIZE) if mn >= 0 else -1
 
     def flush(self) -> int:
         """Flush the commit log to its end; the flushed offset. Java DefaultMessageStore#flush."""
@@ -561,7 +561,7 @@ class MessageStore:
                 ):
                     break
                 scanned += 1
-                if size_py == 0x7FFFFFFF:
+                if size_py == PRE_BLANK_SIZE:
                     continue  # pre-blank filler
                 if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code, None):
                     if result.buffer_total_size == 0:
