@@ -669,7 +669,9 @@ class CommitLog:
         return store_ts != 0 and store_ts <= min_timestamp
 
     def _finish_recovery(self, end: int, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> None:
-        if max_phy_offset_of_cq >= end:
+        # max_phy_offset_of_cq is where the last queued record ends: equal to `end` after a clean
+        # stop (Java compares with >= and so warns on every restart)
+        if max_phy_offset_of_cq > end:
             log.warning(
                 "consume queues reach %d beyond the commit log end %d; truncating them", max_phy_offset_of_cq, end
             )

@@ -3,6 +3,7 @@ consume queues and index truncated/rebuilt to match (spec §5.5-5.6)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -174,5 +175,42 @@ def test_all_zero_preallocated_file_is_dropped(open_store, msg_factory, tmp_path
     s2 = _reopen(tmp_path, frozen_clock, config_factory)
     assert not os.path.exists(extra)
     assert s2.get_max_phy_offset() == res[-1].wrote_offset + res[-1].wrote_bytes
+    s2.start()
+    s2.shutdown()
+
+
+def test_clean_restart_does_not_warn_about_consume_queues(
+    open_store, msg_factory, tmp_path, frozen_clock, config_factory, caplog
+):
+    s = open_store()
+    _fill(s, msg_factory, 10)
+    s.shutdown()
+    with caplog.at_level(logging.WARNING, logger="pyrmq.store"):
+        s2 = _reopen(tmp_path, frozen_clock, config_factory)
+    assert s2.last_exit_ok
+    assert not [r for r in caplog.records if "beyond the commit log end" in r.getMessage()]
+    s2.start()
+    s2.shutdown()
+
+
+def test_consume_queues_beyond_the_commit_log_are_reported_and_truncated(
+    open_store, msg_factory, tmp_path, frozen_clock, config_factory, caplog
+):
+    """The last records are gone from the commit log (zeroed) but their queue entries survived."""
+    s = open_store()
+    res = _fill(s, msg_factory, 10)
+    s.shutdown()
+    cut, end = res[8].wrote_offset, res[-1].wrote_offset + res[-1].wrote_bytes
+    path = os.path.join(s.config.commit_log_dir, f"{cut - cut % 4096:020d}")
+    with open(path, "r+b") as f:
+        f.seek(cut % 4096)
+        f.write(bytes(4096 - cut % 4096))
+    with caplog.at_level(logging.WARNING, logger="pyrmq.store"):
+        s2 = _reopen(tmp_path, frozen_clock, config_factory)
+    assert [r.getMessage() for r in caplog.records if "beyond the commit log end" in r.getMessage()] == [
+        f"consume queues reach {end} beyond the commit log end {cut}; truncating them"
+    ]
+    assert s2.get_max_phy_offset() == cut
+    assert s2.get_max_offset_in_queue("T", 0) + s2.get_max_offset_in_queue("T", 1) == 8
     s2.start()
     s2.shutdown()
