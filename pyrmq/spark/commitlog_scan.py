@@ -42,7 +42,8 @@ _MAGIC_LAST = {
 #: chunk size for the tail search; larger than any record (maxMessageSize 4 MiB + headers)
 TAIL_PROBE_CHUNK = 8 * 1024 * 1024
 
-Buffer = mmap.mmap | bytes | bytearray | memoryview
+#: a commit-log file's bytes: mapped, or read into memory (searchable with .find)
+Buffer = mmap.mmap | bytes | bytearray
 
 
 class CorruptRecordError(ValueError):
@@ -84,7 +85,7 @@ def _is_boundary(buf: Buffer, base: int, pos: int, limit: int) -> bool:
     return m.peek_physical_offset(buf, pos) == base + pos
 
 
-def next_boundary(buf, base: int, start: int, search_end: int, limit: int) -> int | None:
+def next_boundary(buf: Buffer, base: int, start: int, search_end: int, limit: int) -> int | None:
     """First record start p with start <= p < search_end (record must end by `limit`), or None."""
     pos = start + 4
     find = buf.find
@@ -94,7 +95,7 @@ def next_boundary(buf, base: int, start: int, search_end: int, limit: int) -> in
             return None
         p = i - 4
         if p >= start and i + 3 < limit and buf[i + 3] in _MAGIC_LAST and _is_boundary(buf, base, p, limit):
-            return p
+            return int(p)
         pos = i + 1
 
 
@@ -125,7 +126,7 @@ def walk_end(buf: Buffer, base: int, pos: int, limit: int) -> int:
     return pos
 
 
-def find_data_end(buf, base: int, size: int, chunk: int = TAIL_PROBE_CHUNK) -> int:
+def find_data_end(buf: Buffer, base: int, size: int, chunk: int = TAIL_PROBE_CHUNK) -> int:
     """Where the valid data of a (possibly active) file ends. Binary search for the last chunk
     holding a record start (chunks hold starts up to the data end, none after: chunk > any
     record), then a checked walk from that start."""

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -241,7 +242,7 @@ def _read_queue_nums(store: str) -> dict[str, int]:
 
 # --- progress ----------------------------------------------------------------------------------
 @contextmanager
-def progress(spark: SparkSession, label: str, every: float = 2.0, out=sys.stderr) -> Iterator[None]:
+def progress(spark: SparkSession, label: str, every: float = 2.0, out: TextIO = sys.stderr) -> Iterator[None]:
     """Print finished/total tasks of the running stages every `every` seconds while the block runs."""
     stop = threading.Event()
     tracker = spark.sparkContext.statusTracker()

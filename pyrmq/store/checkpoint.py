@@ -54,6 +54,11 @@ class StoreCheckpoint:
         if os.fstat(self._fd).st_size < CHECKPOINT_FILE_SIZE:
             os.ftruncate(self._fd, CHECKPOINT_FILE_SIZE)
         self._mm = mmap.mmap(self._fd, CHECKPOINT_FILE_SIZE)
+        self.physic_msg_timestamp: int
+        self.logics_msg_timestamp: int
+        self.index_msg_timestamp: int
+        self.master_flushed_offset: int
+        self.confirm_phy_offset: int
         (
             self.physic_msg_timestamp,
             self.logics_msg_timestamp,

@@ -113,10 +113,10 @@ def cq_summary(log: MappedLog, cl: CommitLogReader) -> dict[str, Any]:
     if min_offset is None:
         min_offset = max_offset
     out: dict[str, Any] = {"min_offset": min_offset, "max_offset": max_offset, "messages": max_offset - min_offset}
-    for key, phy in (("first_store_time", first_phy), ("last_store_time", last_phy)):
-        if phy is not None and min_offset < max_offset:
+    for key, at in (("first_store_time", first_phy), ("last_store_time", last_phy)):
+        if at is not None and min_offset < max_offset:
             try:
-                out[key] = _ms(cl.record_at(phy).store_timestamp)
+                out[key] = _ms(cl.record_at(at).store_timestamp)
             except MessageDecodeError:
                 out[key] = None
     return out

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from pyrmq.common.java_lang import java_string_hash
 from pyrmq.store import message as m
 from pyrmq.store.flush import FlushManager
 from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
@@ -140,13 +141,14 @@ class CommitLog:
         info = self._topic_cache.get(topic)
         if info is None:
             topic_b = topic.encode("utf-8")
-            fields = []
+            fields: list[bytes | None] = []
             for v in (m.MESSAGE_MAGIC_CODE, m.MESSAGE_MAGIC_CODE_V2):
                 try:
                     fields.append(m.topic_field(topic_b, v))
                 except m.MessageDecodeError:
                     fields.append(None)
-            info = (topic_b, m.choose_version(topic, self.config.auto_message_version_on_topic_len), *fields)
+            version = m.choose_version(topic, self.config.auto_message_version_on_topic_len)
+            info = (topic_b, version, fields[0], fields[1])
             if len(self._topic_cache) >= 65536:
                 self._topic_cache.clear()
             self._topic_cache[topic] = info
@@ -178,7 +180,7 @@ class CommitLog:
         flush = self.flush_manager
         if req is None or not flush.sync_flush:
             return completed_put(result)
-        props = msg.properties if msg.properties_string is None else req.properties
+        props = msg.properties if msg.properties_string is None else req.properties or {}
         return flush.handle_disk_flush(result, is_wait_store_msg_ok(props))
 
     def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
@@ -217,12 +219,13 @@ class CommitLog:
         tags = props.get(m.MessageConst.TAGS)
         if tags:
             cache = self._tags_code_cache
-            tags_code = cache.get(tags)
-            if tags_code is None:
-                tags_code = m.java_string_hash(tags)
+            cached = cache.get(tags)
+            if cached is None:
+                cached = java_string_hash(tags)
                 if len(cache) >= 4096:
                     cache.clear()
-                cache[tags] = tags_code
+                cache[tags] = cached
+            tags_code = cached
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             t = props.get(m.MessageConst.DELAY_TIME_LEVEL)
             if t is not None:
@@ -403,16 +406,16 @@ class CommitLog:
         extra = batch.properties_string.encode("utf-8") if batch.properties_string else b""
         items: list[tuple[m.BatchElement, bytes, int, int]] = []  # element, properties, size, body crc
         total = 0
-        for e in elements:
-            props = e.properties.encode("utf-8")
+        for elem in elements:
+            props = elem.properties.encode("utf-8")
             if extra:
                 if props and not props.endswith(b"\x02"):
                     props += b"\x02"
                 props += extra
             if len(props) > 32767:
                 return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, error="properties too long"), []
-            size = fixed + len(e.body) + len(props)
-            items.append((e, props, size, _crc32(e.body) & 0x7FFFFFFF))
+            size = fixed + len(elem.body) + len(props)
+            items.append((elem, props, size, _crc32(elem.body) & 0x7FFFFFFF))
             total += size
         queue_id = batch.queue_id
         with self.put_lock:
@@ -421,14 +424,14 @@ class CommitLog:
             base = self.topic_queue_table.get(key, 0)
             try:
                 mf = self._file_for(total, store_ts)
-            except OSError as e:
-                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e)), []
+            except OSError as err:
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(err)), []
             start = mf.wrote_position
             wrote_offset = mf.file_from_offset + start
             mm = mf.mm
             pos = start
             try:
-                for i, (e, props, size, crc) in enumerate(items):
+                for i, (elem, props, size, crc) in enumerate(items):
                     _write_record(
                         mm,
                         pos,
@@ -437,7 +440,7 @@ class CommitLog:
                         version,
                         crc,
                         queue_id,
-                        e.flag,
+                        elem.flag,
                         base + i,
                         wrote_offset + pos - start,
                         sys_flag,
@@ -447,22 +450,22 @@ class CommitLog:
                         store_b,
                         batch.reconsume_times,
                         0,
-                        e.body,
+                        elem.body,
                         topic_part,
                         props,
                         i > 0,
                     )
                     pos += size
                 m.write_record_head(mm, start, items[0][2], version)  # the whole batch becomes visible
-            except (struct.error, TypeError, ValueError) as e:  # a field out of range: nothing committed
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}"), []
+            except (struct.error, TypeError, ValueError) as err:  # a field out of range: nothing committed
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {err}"), []
             mf.wrote_position = mf.committed_position = pos
             mf.store_timestamp = store_ts
             self.topic_queue_table[key] = base + len(items)
             reqs = []
             phy = wrote_offset
             for i, (_e, props_b, size, _) in enumerate(items):
-                props = m.string_to_message_properties(props_b.decode("utf-8"))
+                elem_props = m.string_to_message_properties(props_b.decode("utf-8"))
                 reqs.append(
                     DispatchRequest(
                         size,
@@ -470,14 +473,14 @@ class CommitLog:
                         topic,
                         queue_id,
                         phy,
-                        self.tags_code(topic, props, store_ts),
+                        self.tags_code(topic, elem_props, store_ts),
                         store_ts,
                         base + i,
-                        props.get(m.MessageConst.KEYS) or "",
-                        props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+                        elem_props.get(m.MessageConst.KEYS) or "",
+                        elem_props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
                         sys_flag,
                         0,
-                        props,
+                        elem_props,
                     )
                 )
                 phy += size
@@ -531,7 +534,9 @@ class CommitLog:
         delay = self._delay_table.get(level)
         return store_timestamp + delay if delay is not None else store_timestamp + 1000
 
-    def check_message_and_return_size(self, buf, pos: int, check_crc: bool, read_body: bool = True) -> DispatchRequest:
+    def check_message_and_return_size(
+        self, buf: m.ReadableBuffer, pos: int, check_crc: bool, read_body: bool = True
+    ) -> DispatchRequest:
         """Validate the record at `pos`; msg_size 0 + success = blank, success False = end of data
         (msg_size > 0 then means: a record whose lengths disagree, skip it). Java
         CommitLog#checkMessageAndReturnSize."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 import construct as cs
 
 from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
+from pyrmq.store.message import ReadableBuffer
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,9 @@ def encode_entry(offset: int, size: int, tags_code: int) -> bytes:
     return CQ_ENTRY_LAYOUT.pack(offset, size, tags_code)
 
 
-def decode_entry(buf, pos: int = 0) -> tuple[int, int, int]:
-    return CQ_ENTRY_LAYOUT.unpack_from(buf, pos)
+def decode_entry(buf: ReadableBuffer, pos: int = 0) -> tuple[int, int, int]:
+    offset, size, tags_code = CQ_ENTRY_LAYOUT.unpack_from(buf, pos)
+    return int(offset), int(size), int(tags_code)
 
 
 class ConsumeQueue:
@@ -286,7 +288,7 @@ class ConsumeQueue:
             pos = mf.get_read_position() - CQ_STORE_UNIT_SIZE
             if pos < 0:
                 return -1
-            return CQ_ENTRY_LAYOUT.unpack_from(mf.mm, pos)[0]
+            return decode_entry(mf.mm, pos)[0]
 
         n = self.mapped_file_queue.delete_expired_file_by_offset(min_commit_log_offset, CQ_STORE_UNIT_SIZE, last_entry)
         self.correct_min_offset(min_commit_log_offset)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pyrmq.store.message import is_queued
 from pyrmq.store.results import DispatchRequest
+
+if TYPE_CHECKING:
+    from pyrmq.store.commitlog import CommitLog
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,10 @@ the broker's long-polling wake-up (Java MessageArrivingListener#arriving)."""
 
 class ReputMessageService:
     def __init__(
-        self, commit_log, dispatchers: list[CommitLogDispatcher], on_dispatched: DispatchedListener | None = None
+        self,
+        commit_log: CommitLog,
+        dispatchers: list[CommitLogDispatcher],
+        on_dispatched: DispatchedListener | None = None,
     ) -> None:
         self.commit_log = commit_log
         self.dispatchers = dispatchers

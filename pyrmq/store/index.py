@@ -112,6 +112,12 @@ class IndexFile:
             os.ftruncate(self._fd, self.file_size)
         self.mm = mmap.mmap(self._fd, self.file_size)
         self._entries_base = index_entry_position(hash_slot_num, 0)
+        self.begin_timestamp: int
+        self.end_timestamp: int
+        self.begin_phy_offset: int
+        self.end_phy_offset: int
+        self.hash_slot_count: int
+        self.index_count: int
         if existed:
             (
                 self.begin_timestamp,

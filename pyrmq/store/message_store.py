@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Protocol
 
@@ -56,7 +56,9 @@ class MessageFilter(Protocol):
 
     def is_matched_by_consume_queue(self, tags_code: int, cq_ext_unit: object | None = None) -> bool: ...
 
-    def is_matched_by_commit_log(self, msg_buffer, properties: dict[str, str] | None = None) -> bool: ...
+    def is_matched_by_commit_log(
+        self, msg_buffer: memoryview | bytes, properties: dict[str, str] | None = None
+    ) -> bool: ...
 
 
 class TagsCodeMessageFilter:
@@ -69,7 +71,9 @@ class TagsCodeMessageFilter:
     def is_matched_by_consume_queue(self, tags_code: int, cq_ext_unit: object | None = None) -> bool:
         return self.tags_codes is None or tags_code in self.tags_codes
 
-    def is_matched_by_commit_log(self, msg_buffer, properties: dict[str, str] | None = None) -> bool:
+    def is_matched_by_commit_log(
+        self, msg_buffer: memoryview | bytes, properties: dict[str, str] | None = None
+    ) -> bool:
         return True
 
 
@@ -393,7 +397,7 @@ class MessageStore:
         return self.put_messages_async(batch).result()
 
     # --- queues ----------------------------------------------------------------------------------------
-    def _all_queues(self):
+    def _all_queues(self) -> Iterator[ConsumeQueue]:
         for qs in list(self.consume_queue_table.values()):
             yield from list(qs.values())
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TypeVar
 
+from pyrmq.protocol.fastjson import FastJsonBody
 from pyrmq.store import config as cfg
 from pyrmq.store import message as m
 from pyrmq.store.checkpoint import CHECKPOINT_FIELDS, CHECKPOINT_FILE_SIZE, CHECKPOINT_LAYOUT
@@ -39,7 +40,7 @@ from pyrmq.store.index import (
 )
 from pyrmq.store.store_config import MessageStoreConfig
 
-T = TypeVar("T")
+T = TypeVar("T", bound=FastJsonBody)
 
 #: log file names: the offset of the first byte, 20 digits (mapped_file.offset_to_file_name)
 LOG_FILE_NAME = re.compile(r"^\d{20}$")
@@ -202,7 +203,7 @@ class BodyCRCError(m.MessageDecodeError):
 
 
 def read_record(
-    buf: mmap.mmap | bytes | memoryview,
+    buf: m.ReadableBuffer,
     pos: int,
     limit: int | None = None,
     *,

@@ -122,5 +122,5 @@ def test_checkpoint_fields_by_java_name(open_store, msg_factory, frozen_clock) -
         "masterFlushedOffset",
         "confirmPhyOffset",
     ]
-    assert cp["logicsMsgTimestamp"] == frozen_clock.now  # the dispatched record's store time
+    assert cp["logicsMsgTimestamp"] == frozen_clock()  # the dispatched record's store time
     assert reader.read_checkpoint(str(s.config.checkpoint_path) + ".missing") is None
