@@ -32,7 +32,7 @@ from pyrmq.broker.consumer_send_msg_back import ConsumerSendMsgBackProcessor
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.pull_processor import PullMessageProcessor
 from pyrmq.broker.pull_request_hold_service import PullRequestHoldService
-from pyrmq.broker.put_message_hook import handle_schedule_message
+from pyrmq.broker.put_message_hook import register_message_store_hook
 from pyrmq.broker.query_processor import QueryMessageProcessor
 from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
 from pyrmq.broker.reply_processor import ReplyMessageProcessor
@@ -92,6 +92,7 @@ class BrokerController:
         self.rebalance_lock_manager = RebalanceLockManager(now=clock)
         self.config_data_version = DataVersion()
         self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched)
+        register_message_store_hook(self)
         self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
         self.consumer_filter_manager = ConsumerFilterManager(
             os.path.join(cfg_dir, "consumerFilter.json"),
@@ -300,15 +301,8 @@ class BrokerController:
     # ------------------------------------------------------------------ the broker's put path
 
     def put_message_async(self, msg: m.MessageExtBrokerInner):
-        """Put hooks (delay level / timer diversion), then the store; a concurrent Future of the
-        PutMessageResult. Java DefaultMessageStore#asyncPutMessage with the broker's putMessageHookList."""
-        bad = handle_schedule_message(self, msg)
-        if bad is not None:
-            from concurrent.futures import Future
-
-            f: Future = Future()
-            f.set_result(PutMessageResult(bad, error=bad.name))
-            return f
+        """The store's put (its hook list holds the delay level / timer diversion); a concurrent
+        Future of the PutMessageResult. Java DefaultMessageStore#asyncPutMessage."""
         return self.message_store.put_message_async(msg)
 
     async def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:

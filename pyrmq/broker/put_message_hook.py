@@ -4,25 +4,41 @@ Java: ``broker/util/HookUtils#handleScheduleMessage``, registered as a put hook 
 ``DefaultMessageStore`` by ``BrokerController#registerMessageStoreHook``: for
 non-transactional and commit records, a timer message (5.x) is diverted to
 ``rmq_sys_wheel_timer`` and a message with ``DELAY > 0`` to
-``SCHEDULE_TOPIC_XXXX``. pyrmq's store knows nothing of the broker, so the hook
-runs in ``BrokerController.put_message_async`` (the broker's single put path,
-used by the send, send-back, schedule and timer code).
+``SCHEDULE_TOPIC_XXXX``. The controller registers it into the store's
+``put_message_hook_list``, so every put through the store runs it.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.schedule_message_service import delay_time_level
 from pyrmq.broker.timer_message_store import TIMER_TOPIC, check_if_timer_message, transform_timer_message
 from pyrmq.store import message as m
-from pyrmq.store.results import PutMessageStatus
+from pyrmq.store.commitlog import MessageExtBatch
+from pyrmq.store.results import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from pyrmq.broker.controller import BrokerController
 
 _NOT_TYPE = m.MessageSysFlag.TRANSACTION_NOT_TYPE
 _COMMIT_TYPE = m.MessageSysFlag.TRANSACTION_COMMIT_TYPE
+
+
+def register_message_store_hook(controller: BrokerController) -> None:
+    """Java BrokerController#registerMessageStoreHook (the handleScheduleMessage hook)."""
+    controller.message_store.put_message_hook_list.append(functools.partial(schedule_message_hook, controller))
+
+
+def schedule_message_hook(
+    controller: BrokerController, msg: m.MessageExtBrokerInner | MessageExtBatch
+) -> PutMessageResult | None:
+    """The put hook: only single messages are diverted (Java checks MessageExtBrokerInner)."""
+    if not isinstance(msg, m.MessageExtBrokerInner):
+        return None
+    refused = handle_schedule_message(controller, msg)
+    return None if refused is None else PutMessageResult(refused, error=refused.name)
 
 
 def handle_schedule_message(controller: BrokerController, msg: m.MessageExtBrokerInner) -> PutMessageStatus | None:

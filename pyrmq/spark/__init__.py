@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyrmq.store.index import build_key
 from pyrmq.store.index import index_key_hash as _index_key_hash
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 SOURCE_NAMES = ("rocketmq", "rocketmq_consumequeue", "rocketmq_index", "rocketmq_offsets")
 
@@ -26,7 +29,9 @@ def index_key_hash(topic: str, key: str) -> int:
     return _index_key_hash(build_key(topic, key))
 
 
-def spark_session(app_name: str = "pyrmq", master: str | None = None, conf: dict[str, str] | None = None):
+def spark_session(
+    app_name: str = "pyrmq", master: str | None = None, conf: dict[str, str] | None = None
+) -> SparkSession:
     """A SparkSession: `master` if given, else spark-submit's, else local[*]. Workers run this
     interpreter unless PYSPARK_PYTHON says otherwise (they must import pyrmq and pyarrow)."""
     from pyspark import SparkConf
@@ -60,7 +65,7 @@ class CorruptRecords:
         return len(self.records)
 
 
-def register(spark) -> CorruptRecords:
+def register(spark: SparkSession) -> CorruptRecords:
     """Register the four sources on `spark` and enable Python filter pushdown, which the
     `rocketmq` and `rocketmq_consumequeue` readers use with option pushdown=true. Returns the
     skipped corrupt-record log for `rocketmq` reads made through this registration."""
@@ -68,11 +73,13 @@ def register(spark) -> CorruptRecords:
 
     from pyrmq.spark import sources
 
-    class _ListParam(AccumulatorParam):
-        def zero(self, value):
+    Rows = list[tuple[str, int, int, str]]
+
+    class _ListParam(AccumulatorParam[Rows]):
+        def zero(self, value: Rows) -> Rows:
             return []
 
-        def addInPlace(self, a, b):
+        def addInPlace(self, a: Rows, b: Rows) -> Rows:
             a.extend(b)
             return a
 

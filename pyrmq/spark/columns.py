@@ -8,9 +8,10 @@ property column never parses properties (see docs/spark.md, "Column pruning").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from pyrmq.spark.commitlog_scan import body_position
 from pyrmq.store import message as m
 
 #: name -> Spark DDL type; the `rocketmq` source's full schema, in this order
@@ -93,10 +94,12 @@ def split_keys(keys: str | None) -> list[str]:
     return [k for k in keys.split(" ") if k] if keys else []
 
 
-def _decode_props(buf, pos: int, msg: m.StoredMessage) -> dict[str, str]:
+def _decode_props(buf: m.ReadableBuffer, pos: int, msg: m.StoredMessage) -> dict[str, str]:
     """Properties of a header-decoded record: they are the record's last bytes."""
     topic_len_size = 2 if msg.magic_code == m.MESSAGE_MAGIC_CODE_V2 else 1
-    props_pos = body_position(pos, msg.sys_flag) + msg.body_length + topic_len_size + len(msg.topic.encode("utf-8")) + 2
+    props_pos = (
+        pos + m.body_position(msg.sys_flag) + msg.body_length + topic_len_size + len(msg.topic.encode("utf-8")) + 2
+    )
     end = pos + msg.store_size
     if props_pos >= end:
         return {}
@@ -172,10 +175,10 @@ class MessageColumns:
         self.files: list[str] = []
         self.rows = 0
 
-    def add(self, buf, pos: int, msg: m.StoredMessage, file: str) -> None:
+    def add(self, buf: m.ReadableBuffer, pos: int, msg: m.StoredMessage, file: str) -> None:
         inner = msg.sys_flag & m.MessageSysFlag.INNER_BATCH_FLAG
         if inner:
-            bp = body_position(pos, msg.sys_flag)
+            bp = pos + m.body_position(msg.sys_flag)
             raw = m.decompress_body(msg.sys_flag, bytes(buf[bp : bp + msg.body_length]))
             for i, el in enumerate(m.decode_batch_body(raw)):
                 self._append(
@@ -190,12 +193,21 @@ class MessageColumns:
             return
         body = None
         if self.need_body:
-            bp = body_position(pos, msg.sys_flag)
+            bp = pos + m.body_position(msg.sys_flag)
             body = m.decompress_body(msg.sys_flag, bytes(buf[bp : bp + msg.body_length]))
         props = _decode_props(buf, pos, msg) if self.need_props else None
         self._append(msg, props, body, msg.body_length, msg.flag, msg.queue_offset, file)
 
-    def _append(self, msg, props, body, body_size, flag, queue_offset, file) -> None:
+    def _append(
+        self,
+        msg: m.StoredMessage,
+        props: dict[str, str] | None,
+        body: bytes | None,
+        body_size: int,
+        flag: int,
+        queue_offset: int,
+        file: str,
+    ) -> None:
         self.rows += 1
         self.msgs.append(msg)
         self.props.append(props)
@@ -205,7 +217,7 @@ class MessageColumns:
         self.qos.append(queue_offset)
         self.files.append(file)
 
-    def take_batch(self, arrow_schema):
+    def take_batch(self, arrow_schema: Any) -> Any:
         """An Arrow RecordBatch of the rows so far (types from `arrow_schema`); resets the lists."""
         import pyarrow as pa
 
@@ -220,12 +232,12 @@ class MessageColumns:
         return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
 
-def _prop(key: str):
+def _prop(key: str) -> Callable[[MessageColumns], list[str | None]]:
     return lambda c: [p.get(key) if p else None for p in c.props]
 
 
 _V2 = m.MESSAGE_MAGIC_CODE_V2
-_COLUMN = {
+_COLUMN: dict[str, Callable[[MessageColumns], list[Any]]] = {
     "topic": lambda c: [x.topic for x in c.msgs],
     "queueId": lambda c: [x.queue_id for x in c.msgs],
     "queueOffset": lambda c: c.qos,

@@ -18,31 +18,32 @@ consistent prefix of the log, the same for every task.
 A record that fails its checks (structure, BODYCRC) but is followed by a valid record is corrupt;
 one that is followed by nothing valid is the unwritten tail. Java counterpart: CommitLog#
 checkMessageAndReturnSize (recovery stops at the first bad record; we can go on).
+
+Which files make up the log and how a record is checked is pyrmq.store.reader's (the reader
+`pyrmq store verify` uses); this module adds the byte-range splitting.
 """
 
 from __future__ import annotations
 
 import mmap
-import os
-import re
-import struct
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pyrmq.store import message as m
+from pyrmq.store import reader
+from pyrmq.store.reader import LogFile
 
-#: smallest valid record (empty body, 1-char topic, no properties; MessageDecoder minimum)
-MIN_RECORD_SIZE = 91
 #: the two record magics share their first three bytes (DA A3 20, then A7 for V1, AB for V2)
-_MAGIC_PREFIX = struct.pack(">i", m.MESSAGE_MAGIC_CODE)[:3]
-_MAGIC_LAST = {struct.pack(">i", m.MESSAGE_MAGIC_CODE)[3], struct.pack(">i", m.MESSAGE_MAGIC_CODE_V2)[3]}
-_HEAD = struct.Struct(">ii")
-_PHY = struct.Struct(">q")
-_PHY_OFFSET = m.PHYSICALOFFSET_OFFSET
+_MAGIC_PREFIX = m.MESSAGE_MAGIC_CODE.to_bytes(4, "big", signed=True)[:3]
+_MAGIC_LAST = {
+    m.MESSAGE_MAGIC_CODE.to_bytes(4, "big", signed=True)[3],
+    m.MESSAGE_MAGIC_CODE_V2.to_bytes(4, "big", signed=True)[3],
+}
 #: chunk size for the tail search; larger than any record (maxMessageSize 4 MiB + headers)
 TAIL_PROBE_CHUNK = 8 * 1024 * 1024
-_FILE_NAME = re.compile(r"^\d{20}$")
+
+#: a commit-log file's bytes: mapped, or read into memory (searchable with .find)
+Buffer = mmap.mmap | bytes | bytearray
 
 
 class CorruptRecordError(ValueError):
@@ -56,13 +57,6 @@ class CorruptRecordError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class CommitLogFile:
-    path: str
-    base: int  # first commit-log offset (the file name)
-    size: int  # file length
-
-
-@dataclass(frozen=True, slots=True)
 class Split:
     """Records of `file` whose start position is in [start, stop) and below `data_end`."""
 
@@ -73,37 +67,25 @@ class Split:
     data_end: int  # no byte at or past this position is read
 
 
-def commit_log_dir(path: str) -> str:
-    """Accept a store root (with commitlog/) or the commit-log directory itself."""
-    sub = os.path.join(path, "commitlog")
-    return sub if os.path.isdir(sub) else path
+def list_commit_log(path: str) -> list[LogFile]:
+    """The commit log's files (path: a store root or the commit-log directory itself), as the
+    store reader lists them."""
+    return reader.list_log_files(reader.sub_dir(path, "commitlog"))[0]
 
 
-def list_commit_log(path: str) -> list[CommitLogFile]:
-    """Files named by a 20-digit offset, in offset order (Java MappedFileQueue#doLoad order)."""
-    d = commit_log_dir(path)
-    out = []
-    for name in os.listdir(d):
-        full = os.path.join(d, name)
-        if _FILE_NAME.match(name) and os.path.isfile(full):
-            out.append(CommitLogFile(full, int(name), os.path.getsize(full)))
-    out.sort(key=lambda f: f.base)
-    return out
-
-
-def _is_boundary(buf, base: int, pos: int, limit: int) -> bool:
+def _is_boundary(buf: Buffer, base: int, pos: int, limit: int) -> bool:
     """Record header at pos: a record magic, PHYSICALOFFSET == base + pos, sane TOTALSIZE."""
-    if pos + _PHY_OFFSET + 8 > limit:
+    if pos + m.PHYSICALOFFSET_OFFSET + 8 > limit:
         return False
-    total, magic = _HEAD.unpack_from(buf, pos)
+    total, magic = m.peek_total_size_and_magic(buf, pos)
     if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
         return False
-    if total < MIN_RECORD_SIZE or pos + total > limit:
+    if total < m.MIN_RECORD_SIZE or pos + total > limit:
         return False
-    return _PHY.unpack_from(buf, pos + _PHY_OFFSET)[0] == base + pos
+    return m.peek_physical_offset(buf, pos) == base + pos
 
 
-def next_boundary(buf, base: int, start: int, search_end: int, limit: int) -> int | None:
+def next_boundary(buf: Buffer, base: int, start: int, search_end: int, limit: int) -> int | None:
     """First record start p with start <= p < search_end (record must end by `limit`), or None."""
     pos = start + 4
     find = buf.find
@@ -113,46 +95,24 @@ def next_boundary(buf, base: int, start: int, search_end: int, limit: int) -> in
             return None
         p = i - 4
         if p >= start and i + 3 < limit and buf[i + 3] in _MAGIC_LAST and _is_boundary(buf, base, p, limit):
-            return p
+            return int(p)
         pos = i + 1
 
 
-def check_record(buf, pos: int, limit: int, check_crc: bool = True) -> tuple[m.StoredMessage | None, str]:
-    """Header-only decode plus BODYCRC (over the stored bytes, no copy). (msg, '') or (None, why)."""
-    if pos + 8 > limit:
-        return None, "truncated"
-    total, _magic = _HEAD.unpack_from(buf, pos)
-    if pos + max(total, 8) > limit:
-        return None, f"total size {total} runs past the data"
+def check_record(buf: Buffer, pos: int, limit: int, check_crc: bool = True) -> tuple[m.StoredMessage | None, str]:
+    """Header-only decode plus BODYCRC (reader.read_record). (msg, '') or (None, why)."""
     try:
-        msg = m.decode_message(buf, pos, read_body=False, check_crc=False, decode_properties=False)
+        return reader.read_record(buf, pos, limit, check_crc=check_crc, decode_properties=False), ""
     except m.MessageDecodeError as e:
         return None, str(e)
-    if check_crc:
-        body_pos = body_position(pos, msg.sys_flag)
-        with memoryview(buf)[body_pos : body_pos + msg.body_length] as body:
-            if zlib.crc32(body) & 0x7FFFFFFF != msg.body_crc:
-                return None, "body CRC mismatch"
-    return msg, ""
 
 
-def body_offset_after_hosts(sys_flag: int) -> int:
-    """Bytes from BORNHOST to BODY: born host, store time, store host, reconsume, prepared, bodylen."""
-    born = 20 if sys_flag & m.MessageSysFlag.BORNHOST_V6_FLAG else 8
-    store = 20 if sys_flag & m.MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8
-    return born + 8 + store + 4 + 8 + 4
-
-
-def body_position(pos: int, sys_flag: int) -> int:
-    return pos + m.BORNHOST_OFFSET + body_offset_after_hosts(sys_flag)
-
-
-def walk_end(buf, base: int, pos: int, limit: int) -> int:
+def walk_end(buf: Buffer, base: int, pos: int, limit: int) -> int:
     """End of valid data walking from the record start `pos`: stops at a blank record, zeros,
     or a bad record with nothing valid after it (the torn tail). Bad records followed by valid
     ones are stepped over (the reader reports them)."""
     while pos + 8 <= limit:
-        total, magic = _HEAD.unpack_from(buf, pos)
+        total, magic = m.peek_total_size_and_magic(buf, pos)
         if magic == m.BLANK_MAGIC_CODE:
             return pos
         msg, _why = check_record(buf, pos, limit)
@@ -166,7 +126,7 @@ def walk_end(buf, base: int, pos: int, limit: int) -> int:
     return pos
 
 
-def find_data_end(buf, base: int, size: int, chunk: int = TAIL_PROBE_CHUNK) -> int:
+def find_data_end(buf: Buffer, base: int, size: int, chunk: int = TAIL_PROBE_CHUNK) -> int:
     """Where the valid data of a (possibly active) file ends. Binary search for the last chunk
     holding a record start (chunks hold starts up to the data end, none after: chunk > any
     record), then a checked walk from that start."""
@@ -189,13 +149,6 @@ def find_data_end(buf, base: int, size: int, chunk: int = TAIL_PROBE_CHUNK) -> i
     return walk_end(buf, base, last, size)
 
 
-def open_map(path: str) -> mmap.mmap | None:
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return None
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-
-
 @dataclass(slots=True)
 class PlanOptions:
     split_size: int = 128 * 1024 * 1024
@@ -203,16 +156,16 @@ class PlanOptions:
     max_offset: int | None = None
 
 
-def _active_file(files: list[CommitLogFile]) -> tuple[int, int] | None:
+def _active_file(files: list[LogFile]) -> tuple[int, int] | None:
     """(index, data end) of the last file whose first record is valid; later files are empty
     preallocated ones (AllocateMappedFileService)."""
     for i in range(len(files) - 1, -1, -1):
-        mm = open_map(files[i].path)
+        mm = reader.map_readonly(files[i].path)
         if mm is None:
             continue
         try:
-            if _is_boundary(mm, files[i].base, 0, files[i].size):
-                return i, find_data_end(mm, files[i].base, files[i].size)
+            if _is_boundary(mm, files[i].start, 0, files[i].size):
+                return i, find_data_end(mm, files[i].start, files[i].size)
         finally:
             mm.close()
     return None
@@ -232,17 +185,17 @@ def plan_splits(path: str, opts: PlanOptions | None = None) -> list[Split]:
         end = data_end if i == active else f.size
         lo, hi = 0, end
         if opts.min_offset is not None:
-            if f.base + end <= opts.min_offset:
+            if f.start + end <= opts.min_offset:
                 continue
-            lo = max(0, opts.min_offset - f.base)
+            lo = max(0, opts.min_offset - f.start)
         if opts.max_offset is not None:
-            if f.base >= opts.max_offset:
+            if f.start >= opts.max_offset:
                 continue
-            hi = min(end, opts.max_offset - f.base)
+            hi = min(end, opts.max_offset - f.start)
         step = max(opts.split_size, 1)
         s = lo
         while s < hi:
-            splits.append(Split(f.path, f.base, s, min(hi, s + step), end))
+            splits.append(Split(f.path, f.start, s, min(hi, s + step), end))
             s += step
     return splits
 
@@ -258,8 +211,8 @@ def plan_offset_splits(path: str, offsets: list[int]) -> list[Split]:
     for off in sorted(set(offsets)):
         for i, f in enumerate(files[: active + 1]):
             end = data_end if i == active else f.size
-            if f.base <= off < f.base + end:
-                out.append(Split(f.path, f.base, off - f.base, off - f.base + 1, end))
+            if f.start <= off < f.start + end:
+                out.append(Split(f.path, f.start, off - f.start, off - f.start + 1, end))
                 break
     return out
 
@@ -279,7 +232,7 @@ def iter_split(
     valid record. The buffer is valid until the generator advances past the split."""
     if corrupt not in ("fail", "skip"):
         raise ValueError(f"corrupt must be 'fail' or 'skip', not {corrupt!r}")
-    mm = open_map(split.path)
+    mm = reader.map_readonly(split.path)
     if mm is None:
         return
     try:
@@ -293,7 +246,7 @@ def iter_split(
                 return
             pos = nb
         while pos < split.stop and pos + 8 <= limit:
-            total, magic = _HEAD.unpack_from(mm, pos)
+            total, magic = m.peek_total_size_and_magic(mm, pos)
             if magic == m.BLANK_MAGIC_CODE:
                 return
             msg, why = check_record(mm, pos, limit, check_crc)

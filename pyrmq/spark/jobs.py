@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -172,8 +173,6 @@ def consumer_lag(spark: SparkSession, store: str, group: str | None = None) -> D
     consumed message). The queues are those of topics.json's readQueueNums when the topic is
     configured, else those with entries or offsets. Java: AdminBrokerProcessor#getConsumeStats,
     i.e. what `mqadmin consumerProgress` prints."""
-    from pyrmq.store import config as cfg
-
     offsets = spark.read.format("rocketmq_offsets").load(store)
     if group is not None:
         offsets = offsets.where(F.col("group") == group)
@@ -183,7 +182,7 @@ def consumer_lag(spark: SparkSession, store: str, group: str | None = None) -> D
     cq = spark.read.format("rocketmq_consumequeue").option("topic", ",".join(topics) or "\x00").load(store)
     cq_max = cq.groupBy("topic", "queueId").agg((F.max("queueOffset") + 1).alias("brokerOffset"))
     # queues per topic: configured read queues, else what the files show
-    configured = _read_queue_nums(store, cfg)
+    configured = _read_queue_nums(store)
     conf_rows = [(t, q) for t in topics if t in configured for q in range(configured[t])]
     conf_df = spark.createDataFrame(conf_rows, "topic string, queueId int")
     seen = cq_max.select("topic", "queueId").unionByName(offsets.select("topic", "queueId")).distinct()
@@ -230,25 +229,20 @@ def consumer_lag(spark: SparkSession, store: str, group: str | None = None) -> D
     ).orderBy("group", "topic", "queueId")
 
 
-def _read_queue_nums(store: str, cfg) -> dict[str, int]:
-    import os
+def _read_queue_nums(store: str) -> dict[str, int]:
+    """readQueueNums per topic from the store's topics.json (store.reader: .bak fallback)."""
+    from pyrmq.store import config as cfg
+    from pyrmq.store import reader
 
-    for name in ("topics.json", "topics.json.bak"):
-        p = os.path.join(store, "config", name)
-        try:
-            with open(p, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            continue
-        if data.strip():
-            w = cfg.decode_config(cfg.TopicConfigSerializeWrapper, data)
-            return {t: c.read_queue_nums for t, c in w.topic_config_table.items()}
-    return {}
+    got = reader.read_config(cfg.config_path(store, cfg.TopicConfigSerializeWrapper), cfg.TopicConfigSerializeWrapper)
+    if got is None:
+        return {}
+    return {t: c.read_queue_nums for t, c in got[0].topic_config_table.items()}
 
 
 # --- progress ----------------------------------------------------------------------------------
 @contextmanager
-def progress(spark: SparkSession, label: str, every: float = 2.0, out=sys.stderr) -> Iterator[None]:
+def progress(spark: SparkSession, label: str, every: float = 2.0, out: TextIO = sys.stderr) -> Iterator[None]:
     """Print finished/total tasks of the running stages every `every` seconds while the block runs."""
     stop = threading.Event()
     tracker = spark.sparkContext.statusTracker()

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
+
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
 
 from pyrmq.spark import commitlog_scan as scan
 from pyrmq.spark import other_scans as other
@@ -45,12 +48,21 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 # --- options -------------------------------------------------------------------------------------
-def _opt(options, name: str, default: str | None = None) -> str | None:
+Options = Mapping[str, str]
+
+
+def _opt(options: Options, name: str) -> str | None:
+    """An option's value; None when absent or empty."""
     v = options.get(name)
-    return default if v is None or v == "" else v
+    return None if v is None or v == "" else v
 
 
-def _path(options) -> str:
+def _opt_or(options: Options, name: str, default: str) -> str:
+    v = _opt(options, name)
+    return default if v is None else v
+
+
+def _path(options: Options) -> str:
     p = _opt(options, "path")
     if p is None:
         raise ValueError("give the store directory: spark.read.format(...).load('/path/to/store')")
@@ -75,15 +87,15 @@ def _to_us(value: Any) -> int | None:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=_dt.UTC)
-        return (value - _EPOCH) // _dt.timedelta(microseconds=1)
+        return int((value - _EPOCH) // _dt.timedelta(microseconds=1))
     return None
 
 
-def _pushdown(options) -> bool:
-    return (_opt(options, "pushdown", "false") or "false").lower() == "true"
+def _pushdown(options: Options) -> bool:
+    return _opt_or(options, "pushdown", "false").lower() == "true"
 
 
-def _columns(options, known: dict[str, str]) -> list[str]:
+def _columns(options: Options, known: dict[str, str]) -> list[str]:
     cols = _opt(options, "columns")
     return list(known) if cols is None else [c.strip() for c in cols.split(",") if c.strip()]
 
@@ -96,7 +108,7 @@ def _check_schema(schema: StructType, known: dict[str, str]) -> list[str]:
     return names
 
 
-def _arrow_schema(schema: StructType):
+def _arrow_schema(schema: StructType) -> Any:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(schema, timezone="UTC")
@@ -111,16 +123,16 @@ class _Partition(InputPartition):
 class CommitLogReader(DataSourceReader):
     """Byte-range partitions over the commit log (commitlog_scan), Arrow batches out."""
 
-    def __init__(self, options, schema: StructType, corrupt_acc=None) -> None:
+    def __init__(self, options: Options, schema: StructType, corrupt_acc: Any = None) -> None:
         self.path = _path(options)
         self.names = _check_schema(schema, MESSAGE_COLUMNS)
         self.schema = schema
-        self.split_size = int(_opt(options, "splitSize", str(128 * 1024 * 1024)))
-        self.corrupt = _opt(options, "corrupt", "fail")
+        self.split_size = int(_opt_or(options, "splitSize", str(128 * 1024 * 1024)))
+        self.corrupt = _opt_or(options, "corrupt", "fail")
         if self.corrupt not in ("fail", "skip"):
             raise ValueError(f"option corrupt must be fail or skip, not {self.corrupt!r}")
-        self.check_crc = _opt(options, "checkCRC", "true").lower() == "true"
-        self.batch_rows = int(_opt(options, "batchRows", "4096"))
+        self.check_crc = _opt_or(options, "checkCRC", "true").lower() == "true"
+        self.batch_rows = int(_opt_or(options, "batchRows", "4096"))
         self.corrupt_acc = corrupt_acc
         f = RecordFilter()
         if (t := _opt(options, "topic")) is not None:
@@ -139,15 +151,16 @@ class CommitLogReader(DataSourceReader):
         o = _opt(options, "offsets")
         self.offsets = None if o is None else [int(x) for x in o.split(",") if x.strip()]
 
-    def _push_filters(self, filters):
+    def _push_filters(self, filters: Iterable[Filter]) -> Iterator[Filter]:
         """Topic (=, IN), queueId (=, IN), storeTimestamp and commitLogOffset comparisons are
         applied per record, before any column is built; the rest is left to Spark."""
         for flt in filters:
             if not self._push(flt):
                 yield flt
 
-    def _push(self, flt) -> bool:
-        col = flt.attribute[0] if len(flt.attribute) == 1 else None
+    def _push(self, flt: Filter) -> bool:
+        attribute: tuple[str, ...] = getattr(flt, "attribute", ())
+        col = attribute[0] if len(attribute) == 1 else None
         f = self.filter
         if col == "topic":
             if isinstance(flt, EqualTo) and isinstance(flt.value, str):
@@ -171,7 +184,7 @@ class CommitLogReader(DataSourceReader):
                 v = getattr(flt, "value", None)
                 v = v if isinstance(v, int) and not isinstance(v, bool) else None
                 bound = f.bound_offset
-            if v is None:
+            if not isinstance(v, int):
                 return False
             if isinstance(flt, EqualTo):
                 bound(lo=v, hi=v)
@@ -188,7 +201,7 @@ class CommitLogReader(DataSourceReader):
             return True
         return False
 
-    def partitions(self):
+    def partitions(self) -> list[InputPartition]:
         if self.offsets is not None:
             return [_Partition(s) for s in scan.plan_offset_splits(self.path, self.offsets)]
         opts = scan.PlanOptions(
@@ -198,7 +211,7 @@ class CommitLogReader(DataSourceReader):
         )
         return [_Partition(s) for s in scan.plan_splits(self.path, opts)]
 
-    def read(self, partition) -> Iterator:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         split: scan.Split = partition.value
         if split is None:  # Spark's stand-in when there is no partition
             return
@@ -228,14 +241,15 @@ class CommitLogPushdownReader(CommitLogReader):
     DataFrame that offers no filter reuses the earlier query's reader, filters included (seen
     with 4.3.0, docs/spark.md). So pushdown is opt-in and wants one DataFrame per query."""
 
-    def pushFilters(self, filters):
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         return self._push_filters(filters)
 
 
 class RocketMQDataSource(DataSource):
     """`rocketmq`: one row per commit-log record. Options: see docs/spark.md."""
 
-    corrupt_accumulator = None  # set on the subclass register() makes
+    #: set on the subclass register() makes: (file, file position, commit-log offset, reason) per skipped record
+    corrupt_accumulator: Accumulator[list[tuple[str, int, int, str]]] | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -251,35 +265,35 @@ class RocketMQDataSource(DataSource):
 
 # --- rocketmq_consumequeue -----------------------------------------------------------------------
 class ConsumeQueueReader(DataSourceReader):
-    def __init__(self, options, schema: StructType) -> None:
+    def __init__(self, options: Options, schema: StructType) -> None:
         self.path = _path(options)
         self.names = _check_schema(schema, CONSUME_QUEUE_COLUMNS)
         self.schema = schema
         t = _opt(options, "topic")
         self.topics = None if t is None else {x for x in t.split(",") if x}
 
-    def _push_filters(self, filters):
+    def _push_filters(self, filters: Iterable[Filter]) -> Iterator[Filter]:
         for flt in filters:
-            if flt.attribute == ("topic",) and isinstance(flt, EqualTo) and isinstance(flt.value, str):
+            if isinstance(flt, EqualTo) and flt.attribute == ("topic",) and isinstance(flt.value, str):
                 self.topics = {flt.value} if self.topics is None else self.topics & {flt.value}
-            elif flt.attribute == ("topic",) and isinstance(flt, In) and all(isinstance(v, str) for v in flt.value):
+            elif isinstance(flt, In) and flt.attribute == ("topic",) and all(isinstance(v, str) for v in flt.value):
                 self.topics = set(flt.value) if self.topics is None else self.topics & set(flt.value)
             else:
                 yield flt
 
-    def partitions(self):
+    def partitions(self) -> list[InputPartition]:
         return [
             _Partition(q) for q in other.list_consume_queues(self.path) if self.topics is None or q.topic in self.topics
         ]
 
-    def read(self, partition) -> Iterator:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
 
         q: other.QueueDir = partition.value
         if q is None:
             return
         arrow_schema = _arrow_schema(self.schema)
-        rows = {
+        rows: dict[str, list[Any]] = {
             "topic": [],
             "queueId": [],
             "queueOffset": [],
@@ -305,7 +319,7 @@ class ConsumeQueueReader(DataSourceReader):
 
 
 class ConsumeQueuePushdownReader(ConsumeQueueReader):
-    def pushFilters(self, filters):
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         return self._push_filters(filters)
 
 
@@ -326,7 +340,7 @@ class ConsumeQueueDataSource(DataSource):
 
 # --- rocketmq_index ------------------------------------------------------------------------------
 class IndexReader(DataSourceReader):
-    def __init__(self, options, schema: StructType) -> None:
+    def __init__(self, options: Options, schema: StructType) -> None:
         self.path = _path(options)
         self.names = _check_schema(schema, INDEX_COLUMNS)
         self.schema = schema
@@ -334,10 +348,10 @@ class IndexReader(DataSourceReader):
         self.slots = None if s is None else int(s)
         self.entries = None if n is None else int(n)
 
-    def partitions(self):
+    def partitions(self) -> list[InputPartition]:
         return [_Partition(p) for p in other.list_index_files(self.path)]
 
-    def read(self, partition) -> Iterator:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
 
         path: str = partition.value
@@ -355,7 +369,7 @@ class IndexReader(DataSourceReader):
             "fileBeginTimestamp",
             "fileEndTimestamp",
         ]
-        cols: dict[str, list] = {c: [] for c in order}
+        cols: dict[str, list[Any]] = {c: [] for c in order}
         for row in other.iter_index_file(path, self.slots, self.entries):
             for c, v in zip(order, row, strict=False):
                 cols[c].append(v)
@@ -386,11 +400,11 @@ class IndexDataSource(DataSource):
 
 # --- rocketmq_offsets ----------------------------------------------------------------------------
 class OffsetsReader(DataSourceReader):
-    def __init__(self, options, schema: StructType) -> None:
+    def __init__(self, options: Options, schema: StructType) -> None:
         self.path = _path(options)
         self.names = _check_schema(schema, OFFSET_COLUMNS)
 
-    def read(self, partition) -> Iterator:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         rows, used = other.read_consumer_offsets(self.path)
         name = None if used is None else os.path.basename(used)
         for group, topic, qid, off in rows:

@@ -24,6 +24,14 @@ import construct as cs
 
 CHECKPOINT_FILE_SIZE = 4096
 CHECKPOINT_LAYOUT = struct.Struct(">qqqqq")
+#: Java's names of the CHECKPOINT_LAYOUT fields, in order
+CHECKPOINT_FIELDS = (
+    "physicMsgTimestamp",
+    "logicsMsgTimestamp",
+    "indexMsgTimestamp",
+    "masterFlushedOffset",
+    "confirmPhyOffset",
+)
 #: Java TimerCheckpoint: four longs and the DataVersion (stateVersion, timestamp, counter) in one OS page
 TIMER_CHECKPOINT_LAYOUT = struct.Struct(">7q")
 
@@ -46,6 +54,11 @@ class StoreCheckpoint:
         if os.fstat(self._fd).st_size < CHECKPOINT_FILE_SIZE:
             os.ftruncate(self._fd, CHECKPOINT_FILE_SIZE)
         self._mm = mmap.mmap(self._fd, CHECKPOINT_FILE_SIZE)
+        self.physic_msg_timestamp: int
+        self.logics_msg_timestamp: int
+        self.index_msg_timestamp: int
+        self.master_flushed_offset: int
+        self.confirm_phy_offset: int
         (
             self.physic_msg_timestamp,
             self.logics_msg_timestamp,

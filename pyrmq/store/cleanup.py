@@ -31,9 +31,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-from pyrmq.store.running_flags import RunningFlag, RunningFlags
+from pyrmq.store.running_flags import RunningFlag
+
+if TYPE_CHECKING:
+    from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.store")
 
@@ -90,33 +93,6 @@ def _local_hour(now_ms: int) -> int:
     return time.localtime(now_ms / 1000).tm_hour
 
 
-class _MappedFileQueue(Protocol):
-    def delete_expired_file_by_time(
-        self,
-        expired_time_ms: int,
-        delete_files_interval_ms: int,
-        clean_immediately: bool,
-        delete_file_batch_max: int = 10,
-        now_ms: Callable[[], int] | None = None,
-    ) -> int: ...
-
-
-class _CommitLog(Protocol):
-    mapped_file_queue: _MappedFileQueue
-
-    def get_min_offset(self) -> int: ...
-
-
-class _Cleanable(Protocol):
-    """The parts of ``MessageStore`` used here."""
-
-    config: object
-    commit_log: _CommitLog
-    consume_queue_table: dict
-    index_service: object
-    running_flags: RunningFlags
-
-
 @dataclass(slots=True)
 class CleanRound:
     """What one round saw and did (for logs, tests and the admin CLI)."""
@@ -148,7 +124,7 @@ class StoreCleaner:
 
     def __init__(
         self,
-        store: _Cleanable,
+        store: MessageStore,
         *,
         disk_usage: DiskUsage = disk_partition_space_used_percent,
         clock: Callable[[], int] | None = None,

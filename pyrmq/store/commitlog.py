@@ -1,28 +1,24 @@
 """The commit log: every message of every topic, appended in one byte stream of mapped files.
 
-Java: store.CommitLog (append callback, checkMessageAndReturnSize, recoverNormally/Abnormally),
-store.GroupCommitService / FlushRealTimeService (flush), store.FlushDiskWatcher.
-
-Threads: puts run on the caller's thread under `put_lock`; flushing runs in one background
-thread (group commit for SYNC_FLUSH, periodic for ASYNC_FLUSH); a watcher thread fails sync-flush
-waits that exceed `syncFlushTimeout`. A put is acknowledged PUT_OK under SYNC_FLUSH only after
-msync covered its last byte; a failed msync fails the waiting puts (UNKNOWN_ERROR).
+Java: store.CommitLog (asyncPutMessage(s), the append callback, checkMessageAndReturnSize,
+recoverNormally/Abnormally). It owns the put path: append under `put_lock` on the caller's
+thread, hand the record to the store for dispatch (`on_appended`, still under the lock), then the
+flush wait of its FlushManager (flush.py: the flush threads).
 """
 
 from __future__ import annotations
 
-import contextlib
-import heapq
 import logging
 import struct
 import threading
-import time
 import zlib
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import dataclass
 
+from pyrmq.common.java_lang import java_string_hash
 from pyrmq.store import message as m
+from pyrmq.store.flush import FlushManager
 from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
 from pyrmq.store.results import (
     AppendMessageResult,
@@ -30,6 +26,7 @@ from pyrmq.store.results import (
     DispatchRequest,
     PutMessageResult,
     PutMessageStatus,
+    completed_put,
 )
 from pyrmq.store.store_config import MessageStoreConfig
 
@@ -37,7 +34,6 @@ log = logging.getLogger(__name__)
 
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
-_TRAN_NO_QUEUE_OFFSET = (m.MessageSysFlag.TRANSACTION_PREPARED_TYPE, m.MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
 _V6_FLAGS = m.MessageSysFlag.BORNHOST_V6_FLAG | m.MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 _write_record = m.write_record
 _crc32 = zlib.crc32
@@ -62,26 +58,14 @@ class MessageExtBatch:
     wait_store_msg_ok: bool = True
 
 
-def _complete(fut: Future, value) -> None:
-    with contextlib.suppress(InvalidStateError):
-        fut.set_result(value)
+def is_wait_store_msg_ok(props: dict[str, str]) -> bool:
+    """Java Message#isWaitStoreMsgOK: WAIT absent means true."""
+    v = props.get(m.MessageConst.WAIT_STORE_MSG_OK)
+    return v is None or v.lower() == "true"
 
 
-_DONE_CONDITION = threading.Condition()  # shared: a finished Future never waits or notifies
-
-
-def _done_future(value) -> Future:
-    """A Future that is finished from birth. Most puts (ASYNC_FLUSH, WAIT=false, refusals) return
-    one; building it without its own Condition and the set_result notify round trip saves a
-    few us per put. Same state as Future() + set_result(value) (CPython 3.11 Future fields)."""
-    f = Future.__new__(Future)
-    f._condition = _DONE_CONDITION
-    f._state = "FINISHED"
-    f._result = value
-    f._exception = None
-    f._waiters = []
-    f._done_callbacks = []
-    return f
+AppendListener = Callable[[DispatchRequest], None]
+"""on_appended(request): a record was appended (called under the put lock, in offset order)."""
 
 
 class CommitLog:
@@ -90,7 +74,10 @@ class CommitLog:
         config: MessageStoreConfig,
         clock: Callable[[], int],
         sync: SyncFn | None = None,
+        *,
+        on_appended: AppendListener | None = None,
         on_flushed: Callable[[int], None] | None = None,
+        on_flush_advanced: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -100,39 +87,29 @@ class CommitLog:
         self.confirm_offset = -1
         self._delay_table = config.delay_level_table()
         self._max_delay_level = max(self._delay_table) if self._delay_table else 0
-        self._on_flushed = on_flushed  # store timestamp of the flushed data -> checkpoint
-        # called after a flush moved flushed_where (any thread): the store dispatches what became
-        # readable under SYNC_FLUSH (Java: ReputMessageService reads up to getConfirmOffset)
-        self.on_flush_advanced: Callable[[], None] | None = None
-        self._sync_flush = config.sync_flush
-        self._flush_service: _FlushService | None = None
+        # the store dispatches each appended record (Java: ReputMessageService reads it back)
+        self._on_appended = on_appended
+        # on_flushed: store timestamp of the flushed data -> checkpoint; on_flush_advanced (any
+        # thread): the store dispatches what became readable under SYNC_FLUSH (Java:
+        # ReputMessageService reads up to getConfirmOffset)
+        self.flush_manager = FlushManager(
+            config, self.mapped_file_queue, on_flushed=on_flushed, on_flush_advanced=on_flush_advanced
+        )
         self._tags_code_cache: dict[str, int] = {}
         self._topic_cache: dict[str, tuple[bytes, m.MessageVersion, bytes | None, bytes | None]] = {}
         self._host_cache: dict[m.Host, bytes] = {}
         self._msg_id_prefix: dict[bytes, str] = {}
-        self.writable = True
 
     # --- lifecycle -----------------------------------------------------------------------------
     def load(self) -> bool:
         return self.mapped_file_queue.load()
 
     def start(self) -> None:
-        self._sync_flush = self.config.sync_flush
-        self._flush_service = GroupCommitService(self) if self._sync_flush else FlushRealTimeService(self)
-        self._flush_service.start()
+        self.flush_manager.start()
 
     def shutdown(self) -> None:
-        if self._flush_service is not None:
-            self._flush_service.stop()
-            self._flush_service = None
-        for _ in range(10):
-            try:
-                if self.mapped_file_queue.flush(0):
-                    break
-            except OSError:
-                log.exception("flush at shutdown failed")
-                break
-        self._flush_advanced()
+        """Final flush (then dispatch of what it made readable), files closed."""
+        self.flush_manager.shutdown()
         self.mapped_file_queue.shutdown()
 
     # --- offsets -------------------------------------------------------------------------------
@@ -145,9 +122,6 @@ class CommitLog:
     def get_max_offset(self) -> int:
         return self.mapped_file_queue.get_max_offset()
 
-    def get_flushed_where(self) -> int:
-        return self.mapped_file_queue.flushed_where
-
     def roll_next_file(self, offset: int) -> int:
         size = self.config.mapped_file_size_commit_log
         return offset + size - offset % size
@@ -156,20 +130,9 @@ class CommitLog:
         """End of the data that may be dispatched (made readable): the flushed offset under
         SYNC_FLUSH, the write position otherwise. Java CommitLog#getConfirmOffset (no controller
         mode, no duplication)."""
-        if self._sync_flush:
+        if self.flush_manager.sync_flush:
             return self.mapped_file_queue.flushed_where
         return self.get_max_offset()
-
-    def _flush_advanced(self) -> None:
-        hook = self.on_flush_advanced
-        if hook is not None:
-            try:
-                hook()
-            except Exception:
-                log.exception("dispatch after flush failed")
-
-    def queue_key(self, topic: str, queue_id: int) -> str:
-        return f"{topic}-{queue_id}"
 
     # --- put -----------------------------------------------------------------------------------
     def _topic_info(self, topic: str) -> tuple[bytes, m.MessageVersion, bytes | None, bytes | None]:
@@ -178,13 +141,14 @@ class CommitLog:
         info = self._topic_cache.get(topic)
         if info is None:
             topic_b = topic.encode("utf-8")
-            fields = []
+            fields: list[bytes | None] = []
             for v in (m.MESSAGE_MAGIC_CODE, m.MESSAGE_MAGIC_CODE_V2):
                 try:
                     fields.append(m.topic_field(topic_b, v))
                 except m.MessageDecodeError:
                     fields.append(None)
-            info = (topic_b, m.choose_version(topic, self.config.auto_message_version_on_topic_len), *fields)
+            version = m.choose_version(topic, self.config.auto_message_version_on_topic_len)
+            info = (topic_b, version, fields[0], fields[1])
             if len(self._topic_cache) >= 65536:
                 self._topic_cache.clear()
             self._topic_cache[topic] = info
@@ -208,23 +172,25 @@ class CommitLog:
             self._host_cache[host] = b
         return b
 
-    def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future:
-        """Append one message; the Future yields a PutMessageResult. Under SYNC_FLUSH (and WAIT not
-        'false') it completes only once the record is durable or the wait failed."""
-        result = self.append_message(msg)
-        return self._handle_disk_flush(result, self._wait(msg.get_properties()))
+    def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future[PutMessageResult]:
+        """Append one message, then wait for the flush the flush type asks for: the Future yields
+        the PutMessageResult at once (ASYNC_FLUSH, WAIT=false, a refusal) or once the record is
+        durable or the wait failed (SYNC_FLUSH). Java CommitLog#asyncPutMessage."""
+        result, req = self._append_message(msg)
+        flush = self.flush_manager
+        if req is None or not flush.sync_flush:
+            return completed_put(result)
+        props = msg.properties if msg.properties_string is None else req.properties or {}
+        return flush.handle_disk_flush(result, is_wait_store_msg_ok(props))
 
-    def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
-        return self.put_message_async(msg).result()
-
-    @staticmethod
-    def _wait(props: dict[str, str]) -> bool:
-        v = props.get(m.MessageConst.WAIT_STORE_MSG_OK)
-        return v is None or v.lower() == "true"  # Message#isWaitStoreMsgOK: absent means true
-
-    def append_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
-        """Encode and append without waiting for flush. Java CommitLog#asyncPutMessage (append part)."""
-        return self.append_message_for_dispatch(msg)[0]
+    def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
+        """One record per element of a client batch, contiguous in one file, then the flush wait.
+        Java CommitLog#asyncPutMessages."""
+        result, reqs = self._append_messages(batch)
+        flush = self.flush_manager
+        if not reqs or not flush.sync_flush:
+            return completed_put(result)
+        return flush.handle_disk_flush(result, batch.wait_store_msg_ok)
 
     def message_properties(self, msg: m.MessageExtBrokerInner) -> tuple[str, dict[str, str]]:
         """(properties string as stored, the dict a decode of that string gives back).
@@ -253,12 +219,13 @@ class CommitLog:
         tags = props.get(m.MessageConst.TAGS)
         if tags:
             cache = self._tags_code_cache
-            tags_code = cache.get(tags)
-            if tags_code is None:
-                tags_code = m.java_string_hash(tags)
+            cached = cache.get(tags)
+            if cached is None:
+                cached = java_string_hash(tags)
                 if len(cache) >= 4096:
                     cache.clear()
-                cache[tags] = tags_code
+                cache[tags] = cached
+            tags_code = cached
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             t = props.get(m.MessageConst.DELAY_TIME_LEVEL)
             if t is not None:
@@ -270,11 +237,11 @@ class CommitLog:
                     tags_code = self.compute_deliver_timestamp(level, store_timestamp)
         return tags_code
 
-    def append_message_for_dispatch(
-        self, msg: m.MessageExtBrokerInner
-    ) -> tuple[PutMessageResult, DispatchRequest | None]:
-        """append_message plus the DispatchRequest of the new record, built from what the append
-        already knows (what a decode of the record would give), None when nothing was appended."""
+    def _append_message(self, msg: m.MessageExtBrokerInner) -> tuple[PutMessageResult, DispatchRequest | None]:
+        """Encode and append one record; under the put lock hand its DispatchRequest (built from
+        what the append knows: what a decode of the record would give) to `on_appended`. The
+        request is None when nothing was appended. Java CommitLog#asyncPutMessage (append part)
+        + DefaultAppendMessageCallback#doAppend."""
         topic = msg.topic
         topic_b, auto_version, field_v1, field_v2 = self._topic_info(topic)
         version = msg.version
@@ -313,15 +280,13 @@ class CommitLog:
                 error=f"message size {total} > maxMessageSize {self.config.max_message_size}",
             ), None
         body_crc = _crc32(body) & 0x7FFFFFFF
-        no_queue_offset = sys_flag & 0xC in _TRAN_NO_QUEUE_OFFSET
+        queued = m.is_queued(sys_flag)
         queue_id = msg.queue_id
         with self.put_lock:
-            if not self.writable:
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable"), None
             store_ts = self.clock()
             msg.store_timestamp = store_ts
             key = f"{topic}-{queue_id}"
-            queue_offset = 0 if no_queue_offset else self.topic_queue_table.get(key, 0)
+            queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
             try:
                 mf = self._file_for(total, store_ts)
             except OSError as e:
@@ -356,9 +321,26 @@ class CommitLog:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}"), None
             mf.wrote_position = mf.committed_position = pos + total
             mf.store_timestamp = store_ts
-            if not no_queue_offset:
+            if queued:
                 self.topic_queue_table[key] = queue_offset + 1
             msg.queue_offset = queue_offset
+            req = DispatchRequest(
+                total,
+                True,
+                topic,
+                queue_id,
+                wrote_offset,
+                self.tags_code(topic, props, store_ts),
+                store_ts,
+                queue_offset,
+                props.get(m.MessageConst.KEYS) or "",
+                props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+                sys_flag,
+                msg.prepared_transaction_offset,
+                props,
+            )
+            if self._on_appended is not None:
+                self._on_appended(req)
         amr = AppendMessageResult(
             AppendMessageStatus.PUT_OK,
             wrote_offset,
@@ -367,21 +349,6 @@ class CommitLog:
             store_ts,
             queue_offset,
             1,
-        )
-        req = DispatchRequest(
-            total,
-            True,
-            topic,
-            queue_id,
-            wrote_offset,
-            self.tags_code(topic, props, store_ts),
-            store_ts,
-            queue_offset,
-            props.get(m.MessageConst.KEYS) or "",
-            props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
-            sys_flag,
-            msg.prepared_transaction_offset,
-            props,
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), req
 
@@ -400,20 +367,10 @@ class CommitLog:
             assert mf is not None
         return mf
 
-    def put_messages_async(self, batch: MessageExtBatch) -> Future:
-        result = self.append_messages(batch)
-        return self._handle_disk_flush(result, batch.wait_store_msg_ok)
-
-    def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        return self.put_messages_async(batch).result()
-
-    def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        """One full record per element, contiguous in one file. Java MessageExtEncoder#encode(batch)
-        + DefaultAppendMessageCallback#doAppend(batch). Transactional batches are illegal."""
-        return self.append_messages_for_dispatch(batch)[0]
-
-    def append_messages_for_dispatch(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        """append_messages plus one DispatchRequest per record written (empty when none)."""
+    def _append_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """One full record per element, contiguous in one file, each handed to `on_appended` under
+        the put lock; the requests (empty when nothing was appended). Transactional batches are
+        illegal. Java MessageExtEncoder#encode(batch) + DefaultAppendMessageCallback#doAppend(batch)."""
         if m.MessageSysFlag.get_transaction_value(batch.sys_flag) != m.MessageSysFlag.TRANSACTION_NOT_TYPE:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="transactional batch"), []
         try:
@@ -449,34 +406,32 @@ class CommitLog:
         extra = batch.properties_string.encode("utf-8") if batch.properties_string else b""
         items: list[tuple[m.BatchElement, bytes, int, int]] = []  # element, properties, size, body crc
         total = 0
-        for e in elements:
-            props = e.properties.encode("utf-8")
+        for elem in elements:
+            props = elem.properties.encode("utf-8")
             if extra:
                 if props and not props.endswith(b"\x02"):
                     props += b"\x02"
                 props += extra
             if len(props) > 32767:
                 return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, error="properties too long"), []
-            size = fixed + len(e.body) + len(props)
-            items.append((e, props, size, _crc32(e.body) & 0x7FFFFFFF))
+            size = fixed + len(elem.body) + len(props)
+            items.append((elem, props, size, _crc32(elem.body) & 0x7FFFFFFF))
             total += size
         queue_id = batch.queue_id
         with self.put_lock:
-            if not self.writable:
-                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not writable"), []
             store_ts = self.clock()
             key = f"{topic}-{queue_id}"
             base = self.topic_queue_table.get(key, 0)
             try:
                 mf = self._file_for(total, store_ts)
-            except OSError as e:
-                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e)), []
+            except OSError as err:
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(err)), []
             start = mf.wrote_position
             wrote_offset = mf.file_from_offset + start
             mm = mf.mm
             pos = start
             try:
-                for i, (e, props, size, crc) in enumerate(items):
+                for i, (elem, props, size, crc) in enumerate(items):
                     _write_record(
                         mm,
                         pos,
@@ -485,7 +440,7 @@ class CommitLog:
                         version,
                         crc,
                         queue_id,
-                        e.flag,
+                        elem.flag,
                         base + i,
                         wrote_offset + pos - start,
                         sys_flag,
@@ -495,76 +450,53 @@ class CommitLog:
                         store_b,
                         batch.reconsume_times,
                         0,
-                        e.body,
+                        elem.body,
                         topic_part,
                         props,
                         i > 0,
                     )
                     pos += size
                 m.write_record_head(mm, start, items[0][2], version)  # the whole batch becomes visible
-            except (struct.error, TypeError, ValueError) as e:  # a field out of range: nothing committed
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}"), []
+            except (struct.error, TypeError, ValueError) as err:  # a field out of range: nothing committed
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {err}"), []
             mf.wrote_position = mf.committed_position = pos
             mf.store_timestamp = store_ts
             self.topic_queue_table[key] = base + len(items)
-        ids = []
-        reqs = []
-        phy = wrote_offset
-        for i, (_e, props_b, size, _) in enumerate(items):
-            props = m.string_to_message_properties(props_b.decode("utf-8"))
-            ids.append(self._message_id(store_b, phy))
-            reqs.append(
-                DispatchRequest(
-                    size,
-                    True,
-                    topic,
-                    queue_id,
-                    phy,
-                    self.tags_code(topic, props, store_ts),
-                    store_ts,
-                    base + i,
-                    props.get(m.MessageConst.KEYS) or "",
-                    props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
-                    sys_flag,
-                    0,
-                    props,
+            reqs = []
+            phy = wrote_offset
+            for i, (_e, props_b, size, _) in enumerate(items):
+                elem_props = m.string_to_message_properties(props_b.decode("utf-8"))
+                reqs.append(
+                    DispatchRequest(
+                        size,
+                        True,
+                        topic,
+                        queue_id,
+                        phy,
+                        self.tags_code(topic, elem_props, store_ts),
+                        store_ts,
+                        base + i,
+                        elem_props.get(m.MessageConst.KEYS) or "",
+                        elem_props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+                        sys_flag,
+                        0,
+                        elem_props,
+                    )
                 )
-            )
-            phy += size
+                phy += size
+            if self._on_appended is not None:
+                for req in reqs:
+                    self._on_appended(req)
+        ids = [self._message_id(store_b, r.commit_log_offset) for r in reqs]
         amr = AppendMessageResult(
             AppendMessageStatus.PUT_OK, wrote_offset, total, ",".join(ids), store_ts, base, len(items)
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), reqs
 
-    def _handle_disk_flush(self, result: PutMessageResult, wait: bool) -> Future:
-        if not self._sync_flush or not result.is_ok():
-            return _done_future(result)
-        svc = self._flush_service
-        amr = result.append_message_result
-        assert amr is not None
-        if not isinstance(svc, GroupCommitService):
-            # not started (tests, tools): flush inline
-            try:
-                self.flush_until(amr.wrote_offset + amr.wrote_bytes)
-            except OSError as e:
-                return _done_future(PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, amr, error=f"flush failed: {e}"))
-            finally:
-                self._flush_advanced()
-            return _done_future(result)
-        if not wait:
-            svc.wakeup()
-            return _done_future(result)
-        return svc.put_request(amr.wrote_offset + amr.wrote_bytes, result, self.config.sync_flush_timeout)
-
-    def flush_until(self, offset: int) -> None:
-        """Flush (least pages 0) until flushed_where >= offset. Raises OSError from msync."""
-        q = self.mapped_file_queue
-        for _ in range(1000):
-            if q.flushed_where >= offset:
-                break
-            q.flush(0)
-        if self._on_flushed and q.store_timestamp:
-            self._on_flushed(q.store_timestamp)
+    def flush(self) -> int:
+        """Flush everything written; the flushed offset. Raises OSError from msync. Java CommitLog#flush."""
+        self.flush_manager.flush_until(self.get_max_offset())
+        return self.mapped_file_queue.flushed_where
 
     # --- read ----------------------------------------------------------------------------------
     def get_message(self, offset: int, size: int) -> memoryview | None:
@@ -593,8 +525,7 @@ class CommitLog:
         if buf is None or len(buf) < 60:
             return -1
         try:
-            sys_flag = m._INT.unpack_from(buf, m.SYSFLAG_OFFSET)[0]
-            return m._LONG.unpack_from(buf, m.store_timestamp_position(sys_flag))[0]
+            return m.peek_store_timestamp(buf)
         finally:
             buf.release()
 
@@ -603,14 +534,16 @@ class CommitLog:
         delay = self._delay_table.get(level)
         return store_timestamp + delay if delay is not None else store_timestamp + 1000
 
-    def check_message_and_return_size(self, buf, pos: int, check_crc: bool, read_body: bool = True) -> DispatchRequest:
+    def check_message_and_return_size(
+        self, buf: m.ReadableBuffer, pos: int, check_crc: bool, read_body: bool = True
+    ) -> DispatchRequest:
         """Validate the record at `pos`; msg_size 0 + success = blank, success False = end of data
         (msg_size > 0 then means: a record whose lengths disagree, skip it). Java
         CommitLog#checkMessageAndReturnSize."""
         remaining = len(buf) - pos
-        if remaining <= 4:
+        if remaining < 8:
             return DispatchRequest(-1, False)
-        total, magic = m._HEAD8.unpack_from(buf, pos) if remaining >= 8 else (m._INT.unpack_from(buf, pos)[0], 0)
+        total, magic = m.peek_total_size_and_magic(buf, pos)
         if remaining < total:
             return DispatchRequest(-1, False)
         if magic == m.BLANK_MAGIC_CODE:
@@ -734,16 +667,16 @@ class CommitLog:
         return end
 
     def _is_mapped_file_matched_recover(self, mf: MappedFile, min_timestamp: int) -> bool:
-        head = mf.mm[0:8]
-        magic = m._INT.unpack_from(head, 4)[0]
+        _total, magic = m.peek_total_size_and_magic(mf.mm)
         if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
             return False
-        sys_flag = m._INT.unpack_from(mf.mm, m.SYSFLAG_OFFSET)[0]
-        store_ts = m._LONG.unpack_from(mf.mm, m.store_timestamp_position(sys_flag))[0]
+        store_ts = m.peek_store_timestamp(mf.mm)
         return store_ts != 0 and store_ts <= min_timestamp
 
     def _finish_recovery(self, end: int, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> None:
-        if max_phy_offset_of_cq >= end:
+        # max_phy_offset_of_cq is where the last queued record ends: equal to `end` after a clean
+        # stop (Java compares with >= and so warns on every restart)
+        if max_phy_offset_of_cq > end:
             log.warning(
                 "consume queues reach %d beyond the commit log end %d; truncating them", max_phy_offset_of_cq, end
             )
@@ -758,193 +691,3 @@ class CommitLog:
         last = q.get_last_mapped_file()
         if last is not None and end >= last.file_from_offset + last.file_size:
             last.set_positions(last.file_size)
-
-
-class _FlushService(threading.Thread):
-    def __init__(self, commit_log: CommitLog, name: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self.commit_log = commit_log
-        self._stop_event = threading.Event()
-        self._wake = threading.Condition()
-        self._woken = False
-
-    def wakeup(self) -> None:
-        if self._woken:
-            # already woken and not yet running: it will see whatever was queued before this call
-            # (the flag is cleared before the queue is taken; all under the GIL)
-            return
-        with self._wake:
-            self._woken = True
-            self._wake.notify()
-
-    def wait_for_running(self, timeout_s: float) -> None:
-        with self._wake:
-            if not self._woken:
-                self._wake.wait(timeout_s)
-            self._woken = False
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        self.wakeup()
-        self.join(timeout=10)
-
-
-class FlushRealTimeService(_FlushService):
-    """ASYNC_FLUSH: every flushIntervalCommitLog ms flush >= flushCommitLogLeastPages dirty pages;
-    everything every flushCommitLogThoroughInterval ms. Java CommitLog.FlushRealTimeService."""
-
-    def __init__(self, commit_log: CommitLog) -> None:
-        super().__init__(commit_log, "FlushRealTimeService")
-        self._last_thorough = time.monotonic()
-
-    def run(self) -> None:
-        cfg = self.commit_log.config
-        q = self.commit_log.mapped_file_queue
-        while not self._stop_event.is_set():
-            if cfg.flush_commit_log_timed:
-                self._stop_event.wait(cfg.flush_interval_commit_log / 1000)
-            else:
-                self.wait_for_running(cfg.flush_interval_commit_log / 1000)
-            least = cfg.flush_commit_log_least_pages
-            now = time.monotonic()
-            if now - self._last_thorough >= cfg.flush_commit_log_thorough_interval / 1000:
-                self._last_thorough = now
-                least = 0
-            try:
-                q.flush(least)
-                if least == 0 and self.commit_log._on_flushed and q.store_timestamp:
-                    self.commit_log._on_flushed(q.store_timestamp)
-            except OSError:
-                log.exception("async flush failed; will retry")
-            except ValueError:
-                if self._stop_event.is_set():
-                    break
-                raise
-
-
-@dataclass(slots=True)
-class _GroupCommitRequest:
-    next_offset: int
-    result: PutMessageResult
-    future: Future
-    deadline: float
-
-
-class GroupCommitService(_FlushService):
-    """SYNC_FLUSH: batches waiting puts, one msync serves them all; FlushDiskWatcher's job
-    (time out waits) is done by a second small thread. Java GroupCommitService + FlushDiskWatcher."""
-
-    def __init__(self, commit_log: CommitLog) -> None:
-        super().__init__(commit_log, "GroupCommitService")
-        self._lock = threading.Lock()
-        self._requests_write: list[_GroupCommitRequest] = []
-        self._watch: list[tuple[float, int, _GroupCommitRequest]] = []
-        self._seq = 0
-        self._watch_cv = threading.Condition()
-        self._watcher = threading.Thread(target=self._run_watcher, name="FlushDiskWatcher", daemon=True)
-
-    def start(self) -> None:
-        super().start()
-        self._watcher.start()
-
-    def put_request(self, next_offset: int, result: PutMessageResult, timeout_ms: int) -> Future:
-        fut: Future = Future()
-        req = _GroupCommitRequest(next_offset, result, fut, time.monotonic() + timeout_ms / 1000)
-        with self._lock:
-            self._requests_write.append(req)
-        with self._watch_cv:
-            self._seq += 1
-            watch = self._watch
-            # the watcher sleeps until the earliest deadline: wake it only when that one changes
-            # (with one timeout for all, only when the heap was empty), not once per put
-            earliest = not watch or req.deadline < watch[0][0]
-            heapq.heappush(watch, (req.deadline, self._seq, req))
-            if earliest:
-                self._watch_cv.notify()
-        self.wakeup()
-        return fut
-
-    def run(self) -> None:
-        while not self._stop_event.is_set():
-            self.wait_for_running(0.010)
-            self._do_commit()
-        self._do_commit()
-        with self._lock:
-            leftover, self._requests_write = self._requests_write, []
-        for r in leftover:
-            _complete(
-                r.future,
-                PutMessageResult(
-                    PutMessageStatus.FLUSH_DISK_TIMEOUT, r.result.append_message_result, error="store shut down"
-                ),
-            )
-
-    def _do_commit(self) -> None:
-        with self._lock:
-            reqs, self._requests_write = self._requests_write, []
-        cl = self.commit_log
-        if not reqs:
-            q = cl.mapped_file_queue
-            before = q.flushed_where
-            with contextlib.suppress(OSError, ValueError):
-                q.flush(0)
-            if q.flushed_where != before:
-                cl._flush_advanced()
-            return
-        target = max(r.next_offset for r in reqs)
-        try:
-            try:
-                cl.flush_until(target)
-            finally:
-                cl._flush_advanced()  # readable before acknowledged: an acked put is visible
-            flushed = cl.mapped_file_queue.flushed_where
-            for r in reqs:
-                if flushed >= r.next_offset:
-                    _complete(r.future, r.result)
-                else:
-                    _complete(
-                        r.future,
-                        PutMessageResult(
-                            PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                            r.result.append_message_result,
-                            error="flush did not reach the record",
-                        ),
-                    )
-        except OSError as e:
-            log.error("sync flush failed: %s", e)
-            for r in reqs:
-                _complete(
-                    r.future,
-                    PutMessageResult(
-                        PutMessageStatus.UNKNOWN_ERROR, r.result.append_message_result, error=f"flush failed: {e}"
-                    ),
-                )
-
-    def _run_watcher(self) -> None:
-        while not self._stop_event.is_set():
-            with self._watch_cv:
-                while self._watch and self._watch[0][2].future.done():
-                    heapq.heappop(self._watch)
-                if not self._watch:
-                    self._watch_cv.wait(0.1)
-                    continue
-                deadline, _, req = self._watch[0]
-                delay = deadline - time.monotonic()
-                if delay > 0:
-                    self._watch_cv.wait(min(delay, 0.1))
-                    continue
-                heapq.heappop(self._watch)
-            _complete(
-                req.future,
-                PutMessageResult(
-                    PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                    req.result.append_message_result,
-                    error="syncFlushTimeout exceeded",
-                ),
-            )
-
-    def stop(self) -> None:
-        super().stop()
-        with self._watch_cv:
-            self._watch_cv.notify()
-        self._watcher.join(timeout=2)

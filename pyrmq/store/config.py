@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -71,7 +72,7 @@ __all__ = [
 
 log = logging.getLogger("pyrmq.store")
 
-T = TypeVar("T")
+T = TypeVar("T", bound=FastJsonBody)
 
 
 class ConfigFileError(Exception):
@@ -92,9 +93,9 @@ _BARE_INT_KEY = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)(-?\d+)(\s*:)')
 _KEY_MARK = "\x00"
 
 
-def _mark_key(m: re.Match) -> str:
+def _mark_key(m: re.Match[str]) -> str:
     if m.group(1) is not None:
-        return m.group(1)
+        return str(m.group(1))
     return f'{m.group(2)}"\\u0000{m.group(3)}"{m.group(4)}'
 
 
@@ -377,20 +378,20 @@ class DelayOffsetSerializeWrapper(FastJsonBody):
 # --------------------------------------------------------------------------- files
 
 #: file name -> wrapper class, Java BrokerPathConfigHelper / StorePathConfigHelper
-CONFIG_FILES: dict[str, type] = {
+CONFIG_FILES: dict[str, type[FastJsonBody]] = {
     "topics.json": TopicConfigSerializeWrapper,
     "consumerOffset.json": ConsumerOffsetSerializeWrapper,
     "delayOffset.json": DelayOffsetSerializeWrapper,
     "subscriptionGroup.json": SubscriptionGroupSerializeWrapper,
 }
-_FILE_OF: dict[type, str] = {cls: name for name, cls in CONFIG_FILES.items()}
+_FILE_OF: dict[type[FastJsonBody], str] = {cls: name for name, cls in CONFIG_FILES.items()}
 
 
-def config_dir(store_root: str | os.PathLike) -> str:
+def config_dir(store_root: str | os.PathLike[str]) -> str:
     return os.path.join(os.fspath(store_root), "config")
 
 
-def config_path(store_root: str | os.PathLike, cls: type) -> str:
+def config_path(store_root: str | os.PathLike[str], cls: type) -> str:
     """``<root>/config/<file>`` for a wrapper class."""
     return os.path.join(config_dir(store_root), _FILE_OF[cls])
 
@@ -404,15 +405,18 @@ def _read_text(path: str) -> str | None:
     return _decode_text(data)
 
 
-def read_config_text(path: str, parse=loads) -> tuple[Any, str] | None:
+def read_config_text(
+    path: str, parse: Callable[[str], Any] = loads, *, rename_corrupt: bool = True
+) -> tuple[Any, str] | None:
     """Parsed content of ``path``, or of ``path.bak`` when the main file is missing,
     empty or unreadable, with the path actually used; None when neither has content.
 
     Java ConfigManager#load/#loadBak. Java deletes an unreadable main file; we
     rename it to ``<file>.corrupt`` (Java never reads that name) so the next
-    persist cannot copy it over a good ``.bak``. Raises ``ConfigFileError`` when
-    content exists but none of it parses (Java then refuses to start, or for a
-    corrupt main without a ``.bak`` silently starts empty, which we don't).
+    persist cannot copy it over a good ``.bak`` (``rename_corrupt=False``: read-only
+    tools leave it). Raises ``ConfigFileError`` when content exists but none of it
+    parses (Java then refuses to start, or for a corrupt main without a ``.bak``
+    silently starts empty, which we don't).
     """
     problems = []
     for p in (path, path + ".bak"):
@@ -423,10 +427,11 @@ def read_config_text(path: str, parse=loads) -> tuple[Any, str] | None:
             return parse(text), p
         except (BodyDecodeError, ValueError) as e:
             problems.append(f"{p}: {e}")
-            log.error("config file %s is unreadable (%s); trying the backup", p, e)
-            if p == path:
-                with contextlib.suppress(OSError):
-                    os.replace(p, p + ".corrupt")
+            if rename_corrupt:
+                log.error("config file %s is unreadable (%s); trying the backup", p, e)
+                if p == path:
+                    with contextlib.suppress(OSError):
+                        os.replace(p, p + ".corrupt")
     if problems:
         raise ConfigFileError("; ".join(problems))
     return None
@@ -478,7 +483,8 @@ def decode_config(cls: type[T], text: str | bytes) -> T:
     obj = loads(text)
     if not isinstance(obj, dict):
         raise BodyDecodeError(f"{cls.__name__}: not a JSON object")
-    return cls.from_obj(obj)
+    wrapper: T = cls.from_obj(obj)
+    return wrapper
 
 
 def encode_config(obj: Any) -> str:
@@ -486,13 +492,13 @@ def encode_config(obj: Any) -> str:
     return _to_pretty(obj)
 
 
-def load_config(store_root: str | os.PathLike, cls: type[T]) -> T | None:
+def load_config(store_root: str | os.PathLike[str], cls: type[T]) -> T | None:
     """Load ``<root>/config/<file of cls>`` (falling back to ``.bak``); None if absent."""
     got = read_config_text(config_path(store_root, cls), lambda t: decode_config(cls, t))
     return None if got is None else got[0]
 
 
-def persist_config(store_root: str | os.PathLike, obj: Any) -> str:
+def persist_config(store_root: str | os.PathLike[str], obj: Any) -> str:
     """Persist a wrapper like Java; returns the path written."""
     path = config_path(store_root, type(obj))
     persist_config_text(path, encode_config(obj))

@@ -20,26 +20,29 @@ from collections.abc import Callable, Iterator
 import construct as cs
 
 from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
+from pyrmq.store.message import ReadableBuffer
 
 log = logging.getLogger(__name__)
 
 CQ_STORE_UNIT_SIZE = 20
-_ENTRY = struct.Struct(
+CQ_ENTRY_LAYOUT = struct.Struct(
     ">"
     "q"  # commit-log offset
     "i"  # size
     "q"  # tags code
 )
 CONSUME_QUEUE_ENTRY = cs.Struct("commit_log_offset" / cs.Int64sb, "size" / cs.Int32sb, "tags_code" / cs.Int64sb)
-PRE_BLANK_ENTRY = _ENTRY.pack(0, 0x7FFFFFFF, 0)  # ConsumeQueue#fillPreBlank
+PRE_BLANK_SIZE = 0x7FFFFFFF  # size field of a filler entry (ConsumeQueue#fillPreBlank)
+PRE_BLANK_ENTRY = CQ_ENTRY_LAYOUT.pack(0, PRE_BLANK_SIZE, 0)
 
 
 def encode_entry(offset: int, size: int, tags_code: int) -> bytes:
-    return _ENTRY.pack(offset, size, tags_code)
+    return CQ_ENTRY_LAYOUT.pack(offset, size, tags_code)
 
 
-def decode_entry(buf, pos: int = 0) -> tuple[int, int, int]:
-    return _ENTRY.unpack_from(buf, pos)
+def decode_entry(buf: ReadableBuffer, pos: int = 0) -> tuple[int, int, int]:
+    offset, size, tags_code = CQ_ENTRY_LAYOUT.unpack_from(buf, pos)
+    return int(offset), int(size), int(tags_code)
 
 
 class ConsumeQueue:
@@ -74,10 +77,10 @@ class ConsumeQueue:
         while index < len(files):
             mf = files[index]
             pos = 0
-            for offset, sz, _tags in struct.iter_unpack(">qiq", mf.mm[: size - size % CQ_STORE_UNIT_SIZE]):
+            for offset, sz, _tags in CQ_ENTRY_LAYOUT.iter_unpack(mf.mm[: size - size % CQ_STORE_UNIT_SIZE]):
                 if offset >= 0 and sz > 0:
                     pos += CQ_STORE_UNIT_SIZE
-                    if sz != 0x7FFFFFFF:
+                    if sz != PRE_BLANK_SIZE:
                         self.max_physic_offset = offset + sz
                 else:
                     break
@@ -135,7 +138,7 @@ class ConsumeQueue:
                     mf = q.get_last_mapped_file(expect, need_create=True)
                     assert mf is not None
         self.max_physic_offset = offset + size
-        return mf.append_message(_ENTRY.pack(offset, size, tags_code))
+        return mf.append_message(CQ_ENTRY_LAYOUT.pack(offset, size, tags_code))
 
     def _fill_pre_blank(self, mf: MappedFile, until_where: int) -> None:
         n = (until_where % self.mapped_file_size) // CQ_STORE_UNIT_SIZE
@@ -163,7 +166,7 @@ class ConsumeQueue:
         rel = pos % self.mapped_file_size
         if rel + CQ_STORE_UNIT_SIZE > mf.get_read_position():
             return None
-        return _ENTRY.unpack_from(mf.mm, rel)
+        return CQ_ENTRY_LAYOUT.unpack_from(mf.mm, rel)
 
     def iterate_from(self, start_index: int, max_count: int | None = None) -> Iterator[tuple[int, int, int, int]]:
         """(queue offset, commit-log offset, size, tags code) from start_index to the end."""
@@ -195,7 +198,7 @@ class ConsumeQueue:
         # skip entries whose record was already deleted from the commit log
         while lo <= hi:
             e = self.get(lo)
-            if e is not None and e[0] >= min_phy_offset and e[1] != 0x7FFFFFFF:
+            if e is not None and e[0] >= min_phy_offset and e[1] != PRE_BLANK_SIZE:
                 break
             lo += 1
         if lo > hi:
@@ -227,8 +230,8 @@ class ConsumeQueue:
             read = mf.get_read_position()
             pos = read
             while pos >= CQ_STORE_UNIT_SIZE:
-                off, sz, _ = _ENTRY.unpack_from(mf.mm, pos - CQ_STORE_UNIT_SIZE)
-                if sz > 0 and sz != 0x7FFFFFFF and off >= phy_offset:
+                off, sz, _ = CQ_ENTRY_LAYOUT.unpack_from(mf.mm, pos - CQ_STORE_UNIT_SIZE)
+                if sz > 0 and sz != PRE_BLANK_SIZE and off >= phy_offset:
                     pos -= CQ_STORE_UNIT_SIZE
                 else:
                     break
@@ -248,7 +251,7 @@ class ConsumeQueue:
         lo = self.mapped_file_queue.get_min_offset() // CQ_STORE_UNIT_SIZE
         for i in range(mx - 1, max(lo, mx - 2) - 1, -1):
             e = self.get(i)
-            if e and e[1] > 0 and e[1] != 0x7FFFFFFF:
+            if e and e[1] > 0 and e[1] != PRE_BLANK_SIZE:
                 return e[0] + e[1]
         return -1
 
@@ -268,8 +271,8 @@ class ConsumeQueue:
             mf = q.find_mapped_file_by_offset(mid * CQ_STORE_UNIT_SIZE)
             if mf is None:
                 break
-            off, sz, _ = _ENTRY.unpack_from(mf.mm, (mid * CQ_STORE_UNIT_SIZE) % self.mapped_file_size)
-            if sz == 0x7FFFFFFF or off < phy_min_offset:
+            off, sz, _ = CQ_ENTRY_LAYOUT.unpack_from(mf.mm, (mid * CQ_STORE_UNIT_SIZE) % self.mapped_file_size)
+            if sz == PRE_BLANK_SIZE or off < phy_min_offset:
                 lo = mid + 1
             else:
                 hi = mid
@@ -285,7 +288,7 @@ class ConsumeQueue:
             pos = mf.get_read_position() - CQ_STORE_UNIT_SIZE
             if pos < 0:
                 return -1
-            return _ENTRY.unpack_from(mf.mm, pos)[0]
+            return decode_entry(mf.mm, pos)[0]
 
         n = self.mapped_file_queue.delete_expired_file_by_offset(min_commit_log_offset, CQ_STORE_UNIT_SIZE, last_entry)
         self.correct_min_offset(min_commit_log_offset)

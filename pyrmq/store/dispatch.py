@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pyrmq.store.message import MessageSysFlag
+from pyrmq.store.message import is_queued
 from pyrmq.store.results import DispatchRequest
+
+if TYPE_CHECKING:
+    from pyrmq.store.commitlog import CommitLog
 
 log = logging.getLogger(__name__)
 
@@ -24,18 +27,12 @@ class CommitLogDispatcher(Protocol):
     def dispatch(self, request: DispatchRequest) -> None: ...
 
 
-def builds_consume_queue(request: DispatchRequest) -> bool:
-    """Only NOT_TYPE and COMMIT records get a consume-queue entry (spec §2.4)."""
-    tran = MessageSysFlag.get_transaction_value(request.sys_flag)
-    return tran in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
-
-
 class CommitLogDispatcherBuildConsumeQueue:
     def __init__(self, put_position: Callable[[DispatchRequest], None]) -> None:
         self._put = put_position
 
     def dispatch(self, request: DispatchRequest) -> None:
-        if builds_consume_queue(request):
+        if is_queued(request.sys_flag):
             self._put(request)
 
 
@@ -56,7 +53,10 @@ the broker's long-polling wake-up (Java MessageArrivingListener#arriving)."""
 
 class ReputMessageService:
     def __init__(
-        self, commit_log, dispatchers: list[CommitLogDispatcher], on_dispatched: DispatchedListener | None = None
+        self,
+        commit_log: CommitLog,
+        dispatchers: list[CommitLogDispatcher],
+        on_dispatched: DispatchedListener | None = None,
     ) -> None:
         self.commit_log = commit_log
         self.dispatchers = dispatchers
@@ -85,7 +85,7 @@ class ReputMessageService:
         for d in self.dispatchers:
             d.dispatch(request)
         self.reput_from_offset = offset + request.msg_size
-        if self.on_dispatched is not None and builds_consume_queue(request):
+        if self.on_dispatched is not None and is_queued(request.sys_flag):
             self.on_dispatched(
                 request.topic, request.queue_id, request.consume_queue_offset + 1, request.tags_code, request
             )
@@ -125,7 +125,7 @@ class ReputMessageService:
                         self.reput_from_offset += size
                         pos += size
                         count += 1
-                        if self.on_dispatched is not None and builds_consume_queue(req):
+                        if self.on_dispatched is not None and is_queued(req.sys_flag):
                             self.on_dispatched(
                                 req.topic, req.queue_id, req.consume_queue_offset + 1, req.tags_code, req
                             )

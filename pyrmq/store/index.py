@@ -60,6 +60,19 @@ INDEX_ENTRY = cs.Struct(
 )
 
 
+def index_file_size(hash_slot_num: int, index_num: int) -> int:
+    """Bytes of an index file: header, slots, entries. Java IndexFile (fileTotalSize)."""
+    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+
+
+def hash_slot_position(slot: int) -> int:
+    return INDEX_HEADER_SIZE + slot * HASH_SLOT_SIZE
+
+
+def index_entry_position(hash_slot_num: int, entry: int) -> int:
+    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + entry * INDEX_SIZE
+
+
 def index_key_hash(key: str) -> int:
     """abs(String.hashCode) with Math.abs(Integer.MIN_VALUE) forced to 0. Java IndexFile#indexKeyHashMethod."""
     h = java_string_hash(key)
@@ -92,13 +105,19 @@ class IndexFile:
         self.file_name = path
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
-        self.file_size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+        self.file_size = index_file_size(hash_slot_num, index_num)
         existed = os.path.exists(path)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if os.fstat(self._fd).st_size < self.file_size:
             os.ftruncate(self._fd, self.file_size)
         self.mm = mmap.mmap(self._fd, self.file_size)
-        self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        self._entries_base = index_entry_position(hash_slot_num, 0)
+        self.begin_timestamp: int
+        self.end_timestamp: int
+        self.begin_phy_offset: int
+        self.end_phy_offset: int
+        self.hash_slot_count: int
+        self.index_count: int
         if existed:
             (
                 self.begin_timestamp,
@@ -137,32 +156,33 @@ class IndexFile:
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """Add one entry; False when the file is full. Java IndexFile#putKey."""
-        if self.index_count >= self.index_num:
+        count = self.index_count
+        if count >= self.index_num:
             return False
+        mm = self.mm
         key_hash = index_key_hash(key)
-        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
-        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, slot_pos)
-        if slot_value <= INVALID_INDEX or slot_value > self.index_count:
+        slot_pos = hash_slot_position(key_hash % self.hash_slot_num)
+        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(mm, slot_pos)
+        if slot_value <= INVALID_INDEX or slot_value > count:
             slot_value = INVALID_INDEX
-        if self.begin_timestamp <= 0:
+        begin = self.begin_timestamp
+        if begin <= 0:
             time_diff = 0
         else:
             time_diff = (
-                (store_timestamp - self.begin_timestamp) // 1000
-                if store_timestamp >= self.begin_timestamp
-                else -((self.begin_timestamp - store_timestamp) // 1000)
+                (store_timestamp - begin) // 1000 if store_timestamp >= begin else -((begin - store_timestamp) // 1000)
             )
             time_diff = min(max(time_diff, 0), 2**31 - 1)
         INDEX_ENTRY_LAYOUT.pack_into(
-            self.mm, self._entries_base + self.index_count * INDEX_SIZE, key_hash, phy_offset, time_diff, slot_value
+            mm, self._entries_base + count * INDEX_SIZE, key_hash, phy_offset, time_diff, slot_value
         )
-        HASH_SLOT_LAYOUT.pack_into(self.mm, slot_pos, self.index_count)
-        if self.index_count <= 1:
+        HASH_SLOT_LAYOUT.pack_into(mm, slot_pos, count)
+        if count <= 1:
             self.begin_phy_offset = phy_offset
             self.begin_timestamp = store_timestamp
         if slot_value == INVALID_INDEX:
             self.hash_slot_count += 1
-        self.index_count += 1
+        self.index_count = count + 1
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
         self._write_header()
@@ -178,9 +198,7 @@ class IndexFile:
     def select_phy_offset(self, phy_offsets: list[int], key: str, max_num: int, begin: int, end: int) -> None:
         """Append matching commit-log offsets, newest first. Java IndexFile#selectPhyOffset."""
         key_hash = index_key_hash(key)
-        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(
-            self.mm, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
-        )
+        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, hash_slot_position(key_hash % self.hash_slot_num))
         if slot_value <= INVALID_INDEX or slot_value > self.index_count or self.index_count <= 1:
             return
         nxt = slot_value
@@ -276,25 +294,27 @@ class IndexService:
         Java 5.5.0 IndexService#buildIndex (the tag entry is new in 5.5.0: checked in the
         rocketmq-store-5.5.0 jar and against a store the 5.5.0 broker wrote)."""
         f = self._last_file()
+        phy, ts, topic = req.commit_log_offset, req.store_timestamp, req.topic
         has_entries = f.index_count > 1 or len(self.index_file_list) > 1
-        if req.commit_log_offset < f.end_phy_offset or (has_entries and req.commit_log_offset == f.end_phy_offset):
+        if phy < f.end_phy_offset or (has_entries and phy == f.end_phy_offset):
             return
-        if MessageSysFlag.get_transaction_value(req.sys_flag) == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
+        if req.sys_flag & 0xC == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
             return
         if req.uniq_key:
-            self._put_key(build_key(req.topic, req.uniq_key), req.commit_log_offset, req.store_timestamp)
+            f = self._put_key(f, build_key(topic, req.uniq_key), phy, ts)
         if req.keys:
             for k in req.keys.split(" "):
                 if k:
-                    self._put_key(build_key(req.topic, k), req.commit_log_offset, req.store_timestamp)
+                    f = self._put_key(f, build_key(topic, k), phy, ts)
         tags = req.properties.get(MessageConst.TAGS) if req.properties else None
         if tags:
-            self._put_key(build_tag_key(req.topic, tags), req.commit_log_offset, req.store_timestamp)
+            self._put_key(f, build_tag_key(topic, tags), phy, ts)
 
-    def _put_key(self, key: str, phy: int, ts: int) -> None:
-        f = self._last_file()
+    def _put_key(self, f: IndexFile, key: str, phy: int, ts: int) -> IndexFile:
+        """Put into `f`, rolling to a new file while full; the file that took the key."""
         while not f.put_key(key, phy, ts):
             f = self._last_file()
+        return f
 
     def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
         """(commit-log offsets newest first, last file's endTimestamp, endPhyOffset).

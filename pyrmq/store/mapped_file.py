@@ -15,7 +15,7 @@ import logging
 import mmap
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +97,6 @@ class MappedFile:
 
     def is_full(self) -> bool:
         return self.wrote_position >= self.file_size
-
-    @property
-    def file_end_offset(self) -> int:
-        return self.file_from_offset + self.file_size
 
     # --- write ------------------------------------------------------------------------------------
     def append_message(self, data: bytes | bytearray | memoryview, position: int | None = None) -> bool:
@@ -278,12 +274,6 @@ class MappedFileQueue:
         last = self.mapped_files[-1]
         return last.file_from_offset + last.wrote_position
 
-    def remain_how_many_data_to_flush(self) -> int:
-        return self.get_max_offset() - self.flushed_where
-
-    def get_mapped_mem_size(self) -> int:
-        return len(self.mapped_files) * self.mapped_file_size
-
     # --- flush ------------------------------------------------------------------------------------
     def flush(self, flush_least_pages: int = 0) -> bool:
         """Flush the file holding flushed_where. True when nothing needed flushing (Java's result).
@@ -383,13 +373,6 @@ class MappedFileQueue:
             else:
                 break
         return deleted
-
-    def delete_files(self, files: Iterable[MappedFile]) -> None:
-        doomed = set(id(f) for f in files)
-        for mf in self.mapped_files:
-            if id(mf) in doomed:
-                mf.destroy()
-        self.mapped_files = [mf for mf in self.mapped_files if id(mf) not in doomed]
 
     def destroy(self) -> None:
         for mf in self.mapped_files:

@@ -30,6 +30,7 @@ This module stays import-light (stdlib + construct): pyrmq.spark imports it.
 
 from __future__ import annotations
 
+import mmap
 import socket
 import struct
 import time
@@ -37,6 +38,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TypeAlias
 
 import construct as cs
 
@@ -47,6 +49,12 @@ MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7, V1: 1-byte topic length
 MESSAGE_MAGIC_CODE_V2 = -626843477  # 0xDAA320AB, V2 (5.1.0+): 2-byte topic length
 BLANK_MAGIC_CODE = -875286124  # 0xCBD43194, end-of-file filler
 END_FILE_MIN_BLANK_LENGTH = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH: TOTALSIZE + MAGICCODE
+MIN_RECORD_SIZE = 91  # a V1 record with empty body, topic and properties (IPv4 hosts)
+
+#: what records are read from: bytes, a view, or a mapped file
+ReadableBuffer: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
+#: what records are written into: a bytearray or a mapped file
+WritableBuffer: TypeAlias = bytearray | memoryview | mmap.mmap
 
 NAME_VALUE_SEPARATOR = "\x01"  # MessageDecoder.NAME_VALUE_SEPARATOR
 PROPERTY_SEPARATOR = "\x02"  # MessageDecoder.PROPERTY_SEPARATOR
@@ -77,6 +85,17 @@ class MessageSysFlag:
     @staticmethod
     def reset_transaction_value(sys_flag: int, tran_type: int) -> int:
         return (sys_flag & ~0xC) | tran_type
+
+
+#: transaction types whose records take a queue offset and get a consume-queue entry (spec §2.4)
+_QUEUED_TRANSACTION_TYPES = frozenset((MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE))
+
+
+def is_queued(sys_flag: int) -> bool:
+    """A NOT_TYPE or COMMIT record: it takes a queue offset and is dispatched to its consume queue;
+    PREPARED and ROLLBACK records are not (Java CommitLog.DefaultAppendMessageCallback#doAppend,
+    CommitLogDispatcherBuildConsumeQueue)."""
+    return sys_flag & 0xC in _QUEUED_TRANSACTION_TYPES
 
 
 class MessageConst:
@@ -132,10 +151,6 @@ class MessageVersion(IntEnum):
 
     MESSAGE_VERSION_V1 = MESSAGE_MAGIC_CODE
     MESSAGE_VERSION_V2 = MESSAGE_MAGIC_CODE_V2
-
-    @property
-    def topic_length_size(self) -> int:
-        return 2 if self is MessageVersion.MESSAGE_VERSION_V2 else 1
 
 
 # --- precompiled structs for hot paths --------------------------------------------------------------
@@ -222,7 +237,7 @@ class MessageDecodeError(ValueError):
 
 
 # --- small helpers ----------------------------------------------------------------------------------
-def crc32(data: bytes | bytearray | memoryview) -> int:
+def crc32(data: ReadableBuffer) -> int:
     """Java UtilAll.crc32: java.util.zip.CRC32 with the sign bit cleared."""
     return zlib.crc32(data) & 0x7FFFFFFF
 
@@ -273,10 +288,6 @@ def bytes_to_host(data: bytes | memoryview) -> Host:
     return socket.inet_ntoa(ip), port
 
 
-def is_ipv6(host: Host) -> bool:
-    return ":" in host[0]
-
-
 def cal_msg_length(version: int, sys_flag: int, body_length: int, topic_length: int, properties_length: int) -> int:
     """Java MessageExtEncoder#calMsgLength: fixed part 88 bytes for IPv4/IPv4 (spec §2.1)."""
     born = 20 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8
@@ -304,6 +315,14 @@ def cal_msg_length(version: int, sys_flag: int, body_length: int, topic_length: 
         + 2
         + properties_length
     )
+
+
+def body_position(sys_flag: int) -> int:
+    """Position of BODY inside a record: after the hosts, store time, RECONSUMETIMES,
+    PREPAREDTRANSACTIONOFFSET and BODYLENGTH."""
+    born = 20 if sys_flag & MessageSysFlag.BORNHOST_V6_FLAG else 8
+    store = 20 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG else 8
+    return BORNHOST_OFFSET + born + 8 + store + _AFTER_HOSTS.size
 
 
 def store_timestamp_position(sys_flag: int) -> int:
@@ -360,19 +379,20 @@ class UniqKey:
     @staticmethod
     def pid_from_id(uniq_id: str) -> int:
         raw = bytes.fromhex(uniq_id)
-        return struct.unpack_from(">H", raw, len(raw) - 12)[0]
+        (pid,) = struct.unpack_from(">H", raw, len(raw) - 12)
+        return int(pid)
 
     @staticmethod
     def near_time_from_id(uniq_id: str, now_ms: int | None = None) -> int:
         """Epoch ms the id was created, assuming it is less than a month old (local time zone)."""
         raw = bytes.fromhex(uniq_id)
         ip_len = 16 if len(raw) == 28 else 4
-        span = struct.unpack_from(">I", raw, ip_len + 6)[0]
+        (span,) = struct.unpack_from(">I", raw, ip_len + 6)
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         month_start = _month_start_ms(now_ms, 0)
         if month_start + span >= now_ms:
             month_start = _month_start_ms(now_ms, -1)
-        return month_start + span
+        return int(month_start + span)
 
 
 def _month_start_ms(now_ms: int, delta_months: int) -> int:
@@ -420,16 +440,18 @@ def decompress_body(sys_flag: int, body: bytes) -> bytes:
         return zlib.decompress(body)
     if kind == MessageSysFlag.COMPRESSION_LZ4:
         try:
-            import lz4.frame  # type: ignore[import-not-found]
+            import lz4.frame
         except ImportError as e:  # pragma: no cover - depends on the environment
             raise ValueError("LZ4 compressed body but the 'lz4' package is not installed") from e
-        return lz4.frame.decompress(body)
+        lz4_out: bytes = lz4.frame.decompress(body)
+        return lz4_out
     if kind == MessageSysFlag.COMPRESSION_ZSTD:
         try:
-            import zstandard  # type: ignore[import-not-found]
+            import zstandard
         except ImportError as e:  # pragma: no cover
             raise ValueError("ZSTD compressed body but the 'zstandard' package is not installed") from e
-        return zstandard.ZstdDecompressor().decompressobj().decompress(body)
+        zstd_out: bytes = zstandard.ZstdDecompressor().decompressobj().decompress(body)
+        return zstd_out
     raise ValueError(f"unknown compression type 0x{kind:x}")
 
 
@@ -519,7 +541,7 @@ def topic_field(topic: bytes, version: int) -> bytes:
 
 
 def write_record(
-    buf,
+    buf: WritableBuffer,
     pos: int,
     header: struct.Struct,
     total: int,
@@ -536,9 +558,9 @@ def write_record(
     store_host: bytes,
     reconsume_times: int,
     prepared_transaction_offset: int,
-    body,
+    body: bytes | memoryview,
     topic_part: bytes,
-    properties,
+    properties: bytes | memoryview,
     head: bool = True,
 ) -> None:
     """Write one whole record of `total` bytes at buf[pos:] (a bytearray or the mapped file itself:
@@ -583,7 +605,7 @@ def write_record(
         _HEAD8.pack_into(buf, pos, total, version)
 
 
-def write_record_head(buf, pos: int, total: int, version: int) -> None:
+def write_record_head(buf: WritableBuffer, pos: int, total: int, version: int) -> None:
     """TOTALSIZE + MAGICCODE of a record written with write_record(..., head=False)."""
     _HEAD8.pack_into(buf, pos, total, version)
 
@@ -773,7 +795,7 @@ class StoredMessage:
 
 
 def decode_message(
-    buf: bytes | bytearray | memoryview,
+    buf: ReadableBuffer,
     offset: int = 0,
     *,
     read_body: bool = True,
@@ -793,7 +815,7 @@ def decode_message(
         if magic == BLANK_MAGIC_CODE:
             raise MessageDecodeError(f"blank (end of file) record at {offset}")
         raise MessageDecodeError(f"illegal magic code 0x{magic & 0xFFFFFFFF:08x} at {offset}")
-    if total < 91 or offset + total > len(buf):
+    if total < MIN_RECORD_SIZE or offset + total > len(buf):
         raise MessageDecodeError(f"bad total size {total} at {offset}")
     try:
         pos = offset + BORNHOST_OFFSET
@@ -860,9 +882,7 @@ def decode_message(
     )
 
 
-def decode_messages(
-    buf: bytes | bytearray | memoryview, *, read_body: bool = True, check_crc: bool = False
-) -> Iterator[StoredMessage]:
+def decode_messages(buf: ReadableBuffer, *, read_body: bool = True, check_crc: bool = False) -> Iterator[StoredMessage]:
     """Decode consecutive records (a pull response body, a slice of a commit-log file).
 
     Stops at the end, a blank record or zero data; raises MessageDecodeError for a broken record.
@@ -877,5 +897,19 @@ def decode_messages(
         pos += total
 
 
-def peek_total_size_and_magic(buf: bytes | bytearray | memoryview, offset: int = 0) -> tuple[int, int]:
-    return _HEAD8.unpack_from(buf, offset)
+def peek_total_size_and_magic(buf: ReadableBuffer, offset: int = 0) -> tuple[int, int]:
+    total, magic = _HEAD8.unpack_from(buf, offset)
+    return int(total), int(magic)
+
+
+def peek_physical_offset(buf: ReadableBuffer, offset: int = 0) -> int:
+    """PHYSICALOFFSET of the record at `offset` (the record's own commit-log offset)."""
+    (physical_offset,) = _LONG.unpack_from(buf, offset + PHYSICALOFFSET_OFFSET)
+    return int(physical_offset)
+
+
+def peek_store_timestamp(buf: ReadableBuffer, offset: int = 0) -> int:
+    """STORETIMESTAMP of the record at `offset` (its position follows the born-host width)."""
+    (sys_flag,) = _INT.unpack_from(buf, offset + SYSFLAG_OFFSET)
+    (store_timestamp,) = _LONG.unpack_from(buf, offset + store_timestamp_position(sys_flag))
+    return int(store_timestamp)

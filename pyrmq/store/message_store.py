@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Protocol
 
@@ -19,7 +19,7 @@ from pyrmq.store import message as m
 from pyrmq.store.checkpoint import StoreCheckpoint, StoreLock, abort_file_exists, create_abort_file, delete_abort_file
 from pyrmq.store.cleanup import StoreCleaner
 from pyrmq.store.commitlog import CommitLog, MessageExtBatch
-from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE, ConsumeQueue
 from pyrmq.store.dispatch import (
     CommitLogDispatcherBuildConsumeQueue,
     CommitLogDispatcherBuildIndex,
@@ -36,13 +36,19 @@ from pyrmq.store.results import (
     PutMessageStatus,
     QueryMessageResult,
     SelectMappedBufferResult,
+    completed_put,
 )
 from pyrmq.store.running_flags import RunningFlags
 from pyrmq.store.store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MessageExtBatch", "MessageFilter", "MessageStore", "TagsCodeMessageFilter"]
+__all__ = ["MessageExtBatch", "MessageFilter", "MessageStore", "PutMessageHook", "TagsCodeMessageFilter"]
+
+PutMessage = m.MessageExtBrokerInner | MessageExtBatch
+PutMessageHook = Callable[[PutMessage], PutMessageResult | None]
+"""Java PutMessageHook#executeBeforePutMessage: a PutMessageResult refuses the put, None lets it
+go on. A hook may change the message (the broker's diverts delay and timer messages)."""
 
 
 class MessageFilter(Protocol):
@@ -50,7 +56,9 @@ class MessageFilter(Protocol):
 
     def is_matched_by_consume_queue(self, tags_code: int, cq_ext_unit: object | None = None) -> bool: ...
 
-    def is_matched_by_commit_log(self, msg_buffer, properties: dict[str, str] | None = None) -> bool: ...
+    def is_matched_by_commit_log(
+        self, msg_buffer: memoryview | bytes, properties: dict[str, str] | None = None
+    ) -> bool: ...
 
 
 class TagsCodeMessageFilter:
@@ -63,7 +71,9 @@ class TagsCodeMessageFilter:
     def is_matched_by_consume_queue(self, tags_code: int, cq_ext_unit: object | None = None) -> bool:
         return self.tags_codes is None or tags_code in self.tags_codes
 
-    def is_matched_by_commit_log(self, msg_buffer, properties: dict[str, str] | None = None) -> bool:
+    def is_matched_by_commit_log(
+        self, msg_buffer: memoryview | bytes, properties: dict[str, str] | None = None
+    ) -> bool:
         return True
 
 
@@ -88,7 +98,14 @@ class MessageStore:
         os.makedirs(config.store_path_root_dir, exist_ok=True)
         self._lock = StoreLock(config.lock_path)
         self.checkpoint: StoreCheckpoint | None = None
-        self.commit_log = CommitLog(config, self.clock, sync, on_flushed=self._on_commit_log_flushed)
+        self.commit_log = CommitLog(
+            config,
+            self.clock,
+            sync,
+            on_appended=self._dispatch_appended,
+            on_flushed=self._on_commit_log_flushed,
+            on_flush_advanced=self._dispatch_flushed,
+        )
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self.index_service = IndexService(
             config.index_dir,
@@ -109,11 +126,13 @@ class MessageStore:
         self.reput_message_service.reput_end_offset = self._reput_end_offset
         # Records appended but not yet readable (SYNC_FLUSH: past the flushed offset), in offset
         # order; the flush thread dispatches them (see _dispatch_flushed). Dispatch (CQ, index,
-        # listener, reput offset) runs under _dispatch_lock, taken after put_lock when both are.
+        # listener, reput offset) runs under _dispatch_lock, taken after put_lock when both are;
+        # when records are dispatched as they are appended, the put lock alone serializes it.
         self._pending_dispatch: deque[DispatchRequest] = deque()
         self._dispatch_lock = threading.RLock()
         self._dispatch_after_flush = False
-        self.commit_log.on_flush_advanced = self._dispatch_flushed
+        # Java DefaultMessageStore#putMessageHookList: the broker registers its hooks here
+        self.put_message_hook_list: list[PutMessageHook] = []
         self.last_exit_ok = True
         self._loaded = False
         self._shutdown = True
@@ -266,6 +285,14 @@ class MessageStore:
             return self.commit_log.get_max_offset()
         return self.commit_log.get_confirm_offset()
 
+    def _dispatch_appended(self, req: DispatchRequest) -> None:
+        """The commit log appended a record (under its put lock): dispatch it now, or once flushed
+        when only flushed records may be read (SYNC_FLUSH, see _dispatch_flushed)."""
+        if self._dispatch_after_flush:
+            self._pending_dispatch.append(req)
+        else:  # the flush thread dispatches nothing in this mode: the put lock is enough
+            self.reput_message_service.dispatch_appended(req)
+
     def _dispatch_flushed(self) -> None:
         """After a flush (flush thread, or shutdown): dispatch the pending records now covered by
         the flushed offset. Runs before the group commit completes the waiting puts, so a put
@@ -327,70 +354,50 @@ class MessageStore:
                 log.exception("consume queue flush failed")
 
     # --- put ------------------------------------------------------------------------------------------
-    def _check_store_status(self) -> tuple[PutMessageStatus, str] | None:
-        """Java HookUtils#checkBeforePutMessage (store part): shut down, or a RunningFlags bit set."""
+    def _check_before_put(self, msg: PutMessage) -> PutMessageResult | None:
+        """A refusal, or None to go on: the store's own state (Java HookUtils#checkBeforePutMessage,
+        store part: shut down, or a RunningFlags bit set), then the put hooks in order."""
         if self._shutdown:
-            return PutMessageStatus.SERVICE_NOT_AVAILABLE, "store not running"
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="store not running")
         if not self.running_flags.is_writeable():
             why = self.cleaner.disk_full_reason or f"running flags {self.running_flags.flag_bits:#x}"
-            return PutMessageStatus.SERVICE_NOT_AVAILABLE, f"message store is not writeable: {why}"
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, error=f"message store is not writeable: {why}"
+            )
+        for hook in self.put_message_hook_list:
+            refused = hook(msg)
+            if refused is not None:
+                return refused
         return None
 
     def disk_util(self) -> str:
         """What a SERVICE_NOT_AVAILABLE send answer shows: ``CL: 0.95 CQ: 0.95 INDEX: 0.95``."""
         return self.cleaner.disk_util()
 
-    def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future:
-        """Append + dispatch now; the Future yields the PutMessageResult once durable (SYNC_FLUSH)
-        or at once (ASYNC_FLUSH). asyncio callers: `await asyncio.wrap_future(fut)`."""
-        bad = self._check_store_status()
-        if bad is not None:
-            f: Future = Future()
-            f.set_result(PutMessageResult(bad[0], error=bad[1]))
-            return f
-        cl = self.commit_log
-        with cl.put_lock:
-            result, req = cl.append_message_for_dispatch(msg)
-            if req is not None:
-                if self._dispatch_after_flush:
-                    self._pending_dispatch.append(req)
-                else:
-                    with self._dispatch_lock:
-                        self.reput_message_service.dispatch_appended(req)
-        if msg.properties_string is None:
-            props = msg.properties  # as before: the message's own dict decides WAIT
-        elif req is not None:
-            props = req.properties  # the string, already parsed by the append
-        else:
-            props = msg.get_properties()
-        return cl._handle_disk_flush(result, cl._wait(props))
+    def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future[PutMessageResult]:
+        """Checks and hooks, then the commit log (which dispatches the record and waits for the
+        flush). The Future yields the PutMessageResult once durable (SYNC_FLUSH) or at once.
+        asyncio callers: `await asyncio.wrap_future(fut)`. Java DefaultMessageStore#asyncPutMessage."""
+        refused = self._check_before_put(msg)
+        if refused is not None:
+            return completed_put(refused)
+        return self.commit_log.put_message_async(msg)
 
     def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
         return self.put_message_async(msg).result()
 
-    def put_messages_async(self, batch: MessageExtBatch) -> Future:
-        bad = self._check_store_status()
-        if bad is not None:
-            f: Future = Future()
-            f.set_result(PutMessageResult(bad[0], error=bad[1]))
-            return f
-        cl = self.commit_log
-        with cl.put_lock:
-            result, reqs = cl.append_messages_for_dispatch(batch)
-            if self._dispatch_after_flush:
-                self._pending_dispatch.extend(reqs)
-            elif reqs:
-                with self._dispatch_lock:
-                    dispatch = self.reput_message_service.dispatch_appended
-                    for req in reqs:
-                        dispatch(req)
-        return cl._handle_disk_flush(result, batch.wait_store_msg_ok)
+    def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
+        """Java DefaultMessageStore#asyncPutMessages."""
+        refused = self._check_before_put(batch)
+        if refused is not None:
+            return completed_put(refused)
+        return self.commit_log.put_messages_async(batch)
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         return self.put_messages_async(batch).result()
 
     # --- queues ----------------------------------------------------------------------------------------
-    def _all_queues(self):
+    def _all_queues(self) -> Iterator[ConsumeQueue]:
         for qs in list(self.consume_queue_table.values()):
             yield from list(qs.values())
 
@@ -454,7 +461,11 @@ class MessageStore:
     def get_earliest_message_time_all(self) -> int:
         """Store time of the first record in the commit log, -1 if none."""
         mn = self.commit_log.get_min_offset()
-        return self.commit_log.pickup_store_timestamp(mn, 91) if mn >= 0 else -1
+        return self.commit_log.pickup_store_timestamp(mn, m.MIN_RECORD_SIZE) if mn >= 0 else -1
+
+    def flush(self) -> int:
+        """Flush the commit log to its end; the flushed offset. Java DefaultMessageStore#flush."""
+        return self.commit_log.flush()
 
     def get_max_phy_offset(self) -> int:
         return self.commit_log.get_max_offset()
@@ -554,7 +565,7 @@ class MessageStore:
                 ):
                     break
                 scanned += 1
-                if size_py == 0x7FFFFFFF:
+                if size_py == PRE_BLANK_SIZE:
                     continue  # pre-blank filler
                 if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code, None):
                     if result.buffer_total_size == 0:

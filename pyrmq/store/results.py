@@ -5,6 +5,7 @@ QueryMessageResult. Outcomes are returned, never raised."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -68,6 +69,13 @@ class PutMessageResult:
         )
 
 
+def completed_put(result: PutMessageResult) -> Future[PutMessageResult]:
+    """A Future already holding `result`. Java CompletableFuture.completedFuture."""
+    f: Future[PutMessageResult] = Future()
+    f.set_result(result)
+    return f
+
+
 class GetMessageStatus(Enum):
     FOUND = "FOUND"
     NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
@@ -90,7 +98,7 @@ class GetMessageResult:
     next_begin_offset: int = 0
     min_offset: int = 0
     max_offset: int = 0
-    message_buffer_list: list = field(default_factory=list)
+    message_buffer_list: list[memoryview | bytes] = field(default_factory=list)
     message_queue_offset: list[int] = field(default_factory=list)
     buffer_total_size: int = 0
     suggest_pulling_from_slave: bool = False
@@ -101,7 +109,7 @@ class GetMessageResult:
     def message_count(self) -> int:
         return len(self.message_buffer_list)
 
-    def add_message(self, buf, queue_offset: int, tags_code: int = 0) -> None:
+    def add_message(self, buf: memoryview | bytes, queue_offset: int, tags_code: int = 0) -> None:
         self.message_buffer_list.append(buf)
         self.message_queue_offset.append(queue_offset)
         self.tags_codes.append(tags_code)
@@ -132,13 +140,13 @@ class SelectMappedBufferResult:
 class QueryMessageResult:
     """Records found by key (index lookup, false positives already removed)."""
 
-    message_buffer_list: list = field(default_factory=list)
+    message_buffer_list: list[memoryview | bytes] = field(default_factory=list)
     phy_offsets: list[int] = field(default_factory=list)
     index_last_update_timestamp: int = 0
     index_last_update_phyoffset: int = 0
     buffer_total_size: int = 0
 
-    def add_message(self, buf, phy_offset: int) -> None:
+    def add_message(self, buf: memoryview | bytes, phy_offset: int) -> None:
         self.message_buffer_list.append(buf)
         self.phy_offsets.append(phy_offset)
         self.buffer_total_size += len(buf)

@@ -25,7 +25,7 @@ def sequential(root) -> list[tuple[str, int]]:
         data = open(f.path, "rb").read()
         pos = 0
         for msg in m.decode_messages(data, read_body=False):
-            out.append((f.path, msg.commit_log_offset - f.base))
+            out.append((f.path, msg.commit_log_offset - f.start))
             pos += msg.store_size
     return out
 
@@ -67,11 +67,11 @@ def test_boundary_search_needs_magic_and_own_offset(pyrmq_store) -> None:
     fake[0 : len(rec)] = rec
     fake[500 : 500 + len(rec)] = rec  # a record copy whose PHYSICALOFFSET (0) is not its position
     moved = bytearray(rec)
-    moved[28:36] = (f.base + 1000).to_bytes(8, "big")
+    moved[28:36] = (f.start + 1000).to_bytes(8, "big")
     fake[1000 : 1000 + len(rec)] = moved
-    assert scan.next_boundary(fake, f.base, 1, len(fake), len(fake)) == 1000
-    assert scan.next_boundary(fake, f.base, 1001, len(fake), len(fake)) is None
-    assert scan.next_boundary(buf, f.base, 1, len(buf), len(buf)) == first.store_size
+    assert scan.next_boundary(fake, f.start, 1, len(fake), len(fake)) == 1000
+    assert scan.next_boundary(fake, f.start, 1001, len(fake), len(fake)) is None
+    assert scan.next_boundary(buf, f.start, 1, len(buf), len(buf)) == first.store_size
 
 
 def flip(path: str, pos: int) -> None:
@@ -89,7 +89,7 @@ def test_corrupt_body_is_reported_with_file_and_offset(pyrmq_store, tmp_path) ->
     records = sequential(copy)
     path, pos = records[5][0], records[5][1]
     msg = m.decode_message(open(path, "rb").read(), pos, read_body=False)
-    flip(path, scan.body_position(pos, msg.sys_flag) + 1)
+    flip(path, pos + m.body_position(msg.sys_flag) + 1)
     splits = scan.plan_splits(str(copy), scan.PlanOptions(split_size=5000))
     with pytest.raises(scan.CorruptRecordError) as e:
         scanned(splits)

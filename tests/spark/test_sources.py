@@ -14,7 +14,6 @@ from pyspark.sql import functions as F
 from spark.store_builder import BASE_TS, ENTRIES, SLOTS, store_config
 
 from pyrmq.spark import index_key_hash, jobs
-from pyrmq.spark.commitlog_scan import body_position
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore
 
@@ -151,7 +150,7 @@ def test_corrupt_record_fails_or_is_skipped_and_reported(spark, corrupt_log, pyr
     data = bytearray(path.read_bytes())
     pos = target - int(fname)
     msg = m.decode_message(data, pos, read_body=False)
-    body_at = body_position(pos, msg.sys_flag)
+    body_at = pos + m.body_position(msg.sys_flag)
     data[body_at] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(Exception) as e:

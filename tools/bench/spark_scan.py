@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     # warm-up: JVM, Python workers, imports (not timed)
-    spark.read.format("rocketmq").option("offsets", str(files[0].base)).load(args.store).count()
+    spark.read.format("rocketmq").option("offsets", str(files[0].start)).load(args.store).count()
     header_cols = "topic,queueId,queueOffset,commitLogOffset,storeSize,bodySize,storeTimestamp"
     if "header" not in skip:
         df = (

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from pyrmq.store import message as m
 from pyrmq.store.commitlog import MessageExtBatch
 from pyrmq.store.message_store import TagsCodeMessageFilter
-from pyrmq.store.results import GetMessageStatus, PutMessageStatus
+from pyrmq.store.results import GetMessageStatus, PutMessageResult, PutMessageStatus
 
 
 def test_put_assigns_queue_offsets_and_rolls_files(open_store, msg_factory):
@@ -210,3 +212,46 @@ def test_delete_topics(open_store, msg_factory):
     assert s.delete_topics({"D"}) == 1
     assert s.get_max_offset_in_queue("D", 0) == 0
     assert not os.path.exists(os.path.join(s.config.consume_queue_dir, "D"))
+
+
+def test_put_hooks_run_in_order_and_may_refuse_or_change_the_message(open_store, msg_factory):
+    """Java DefaultMessageStore#putMessageHookList: the first hook returning a result refuses the
+    put (nothing is appended), None lets the next hook and then the commit log go on."""
+    s = open_store()
+    seen = []
+
+    def divert(msg):
+        seen.append(("divert", msg.topic))
+        if isinstance(msg, m.MessageExtBrokerInner) and msg.topic == "Later":
+            msg.topic = "Diverted"
+        return None
+
+    def refuse(msg):
+        seen.append(("refuse", msg.topic))
+        return PutMessageResult(PutMessageStatus.WHEEL_TIMER_NOT_ENABLE) if msg.topic == "No" else None
+
+    s.put_message_hook_list.extend([divert, refuse])
+    before = s.get_max_phy_offset()
+    r = s.put_message(msg_factory(0, topic="No"))
+    assert r.put_message_status is PutMessageStatus.WHEEL_TIMER_NOT_ENABLE and r.append_message_result is None
+    assert s.get_max_phy_offset() == before
+    assert s.put_message(msg_factory(1, topic="Later")).is_ok()
+    assert s.get_max_offset_in_queue("Diverted", 0) == 1 and s.get_max_offset_in_queue("Later", 0) == 0
+    batch = MessageExtBatch(topic="B", body=m.encode_batch_body([m.BatchElement(b"a")]))
+    assert s.put_messages(batch).is_ok()
+    assert seen == [
+        ("divert", "No"),
+        ("refuse", "No"),
+        ("divert", "Later"),
+        ("refuse", "Diverted"),
+        ("divert", "B"),
+        ("refuse", "B"),
+    ]
+
+
+def test_put_refused_before_the_hooks_when_not_writeable(open_store, msg_factory):
+    s = open_store()
+    s.put_message_hook_list.append(lambda msg: pytest.fail("hook ran on a refused put"))
+    s.running_flags.make_not_writeable()
+    r = s.put_message(msg_factory(0))
+    assert r.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE and "not writeable" in r.error

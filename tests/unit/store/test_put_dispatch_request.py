@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyrmq.store import message as m
-from pyrmq.store.commitlog import MessageExtBatch
+from pyrmq.store.commitlog import CommitLog, MessageExtBatch
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 _prop_values = st.one_of(_text, st.sampled_from(["", "a\x01b", "x\x02y", "TagA", "k1 k2  k3"]))
@@ -23,12 +23,21 @@ _props = st.dictionaries(
 _seq = itertools.count()
 
 
-def _decoded(store, offset: int, size: int):
-    buf = store.commit_log.get_message(offset, size)
+def _decoded(commit_log, offset: int, size: int):
+    buf = commit_log.get_message(offset, size)
     try:
-        return store.commit_log.check_message_and_return_size(buf, 0, False, False)
+        return commit_log.check_message_and_return_size(buf, 0, False, False)
     finally:
         buf.release()
+
+
+def _commit_log(config_factory, root, frozen_clock):
+    """A started commit log alone, handing every appended record's request to `appended`."""
+    appended = []
+    cl = CommitLog(config_factory(root), frozen_clock, on_appended=appended.append)
+    cl.load()
+    cl.start()
+    return cl, appended
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -39,8 +48,8 @@ def _decoded(store, offset: int, size: int):
     tran=st.sampled_from([0, 4, 8, 12]),
     v6=st.booleans(),
 )
-def test_built_request_equals_decoded(open_store, tmp_path, props, use_string, topic, tran, v6):
-    s = open_store(root=tmp_path / f"s{next(_seq)}")
+def test_built_request_equals_decoded(config_factory, frozen_clock, tmp_path, props, use_string, topic, tran, v6):
+    cl, appended = _commit_log(config_factory, tmp_path / f"s{next(_seq)}", frozen_clock)
     try:
         msg = m.MessageExtBrokerInner(
             topic=topic,
@@ -52,16 +61,17 @@ def test_built_request_equals_decoded(open_store, tmp_path, props, use_string, t
         )
         if use_string:
             msg.properties_string = m.message_properties_to_string(props)
-        for _ in range(2):  # the second one gets a non-zero commit-log (and maybe queue) offset
-            result, req = s.commit_log.append_message_for_dispatch(msg)
-            assert result.is_ok() and req is not None
-            assert req == _decoded(s, req.commit_log_offset, req.msg_size)
+        for i in range(2):  # the second one gets a non-zero commit-log (and maybe queue) offset
+            result = cl.put_message_async(msg).result()
+            assert result.is_ok() and len(appended) == i + 1
+            req = appended[i]
+            assert req == _decoded(cl, req.commit_log_offset, req.msg_size)
     finally:
-        s.shutdown()
+        cl.shutdown()
 
 
-def test_batch_requests_equal_decoded(open_store):
-    s = open_store()
+def test_batch_requests_equal_decoded(config_factory, frozen_clock, tmp_path):
+    cl, reqs = _commit_log(config_factory, tmp_path / "store", frozen_clock)
     body = m.encode_batch_body(
         [
             m.BatchElement(b"a", "TAGS\x01x\x02KEYS\x01k1 k2\x02"),
@@ -70,11 +80,12 @@ def test_batch_requests_equal_decoded(open_store):
         ]
     )
     batch = MessageExtBatch(topic="B", body=body, queue_id=2, properties_string="CLUSTER\x01c\x02")
-    result, reqs = s.commit_log.append_messages_for_dispatch(batch)
+    result = cl.put_messages_async(batch).result()
     assert result.is_ok() and len(reqs) == 3
     assert [r.consume_queue_offset for r in reqs] == [0, 1, 2]
     for r in reqs:
-        assert r == _decoded(s, r.commit_log_offset, r.msg_size)
+        assert r == _decoded(cl, r.commit_log_offset, r.msg_size)
+    cl.shutdown()
 
 
 def _java_hash_reference(s: str) -> int:

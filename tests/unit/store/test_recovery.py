@@ -3,7 +3,9 @@ consume queues and index truncated/rebuilt to match (spec §5.5-5.6)."""
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import subprocess
 import sys
 
@@ -18,16 +20,17 @@ def _fill(s, msg_factory, n, start=0):
     return [s.put_message(msg_factory(i, queue_id=i % 2)).append_message_result for i in range(start, start + n)]
 
 
-def _crash(s):
-    """Simulate kill -9: keep the abort file, drop mappings without flushing state."""
-    s._stop.set()
-    s.commit_log._flush_service.stop()
-    s._lock.release()
-    s._loaded = False
+def _crash(s, tmp_path):
+    """What kill -9 leaves: the running store's files as they are now (page cache included, abort
+    file present), copied to tmp_path/crash. Returns a function mapping a path of the running
+    store to its copy."""
+    root = s.config.store_path_root_dir
+    shutil.copytree(root, tmp_path / "crash")
+    return lambda path: str(tmp_path / "crash" / os.path.relpath(path, root))
 
 
-def _reopen(tmp_path, frozen_clock, config_factory, **kw):
-    s = MessageStore(config_factory(tmp_path / "store", **kw), clock=frozen_clock)
+def _reopen(tmp_path, frozen_clock, config_factory, root="store", **kw):
+    s = MessageStore(config_factory(tmp_path / root, **kw), clock=frozen_clock)
     s.load()
     return s
 
@@ -75,9 +78,9 @@ def test_abnormal_recovery_cuts_at_last_valid_record(
     s = open_store()
     res = _fill(s, msg_factory, 50)
     victim = res[45]
-    path = s.commit_log.mapped_file_queue.find_mapped_file_by_offset(victim.wrote_offset).file_name
+    copied = _crash(s, tmp_path)
+    path = copied(s.commit_log.mapped_file_queue.find_mapped_file_by_offset(victim.wrote_offset).file_name)
     pos = victim.wrote_offset % 4096
-    _crash(s)
     with open(path, "r+b") as f:
         if damage == "torn_tail":
             # the record was half written: everything after its 60th byte never reached the disk
@@ -92,7 +95,7 @@ def test_abnormal_recovery_cuts_at_last_valid_record(
             f.seek(pos)
             f.write(bytes(4096 - pos))
     # later files (records 46..49) are left as they are: recovery must drop them all
-    s2 = _reopen(tmp_path, frozen_clock, config_factory)
+    s2 = _reopen(tmp_path, frozen_clock, config_factory, "crash")
     assert not s2.last_exit_ok
     assert s2.get_max_phy_offset() == victim.wrote_offset
     # queue 1 holds odd i: 1..43 are valid (22 entries), 45 is the victim
@@ -108,7 +111,7 @@ def test_abnormal_recovery_cuts_at_last_valid_record(
     assert again.append_message_result.wrote_offset == victim.wrote_offset
     assert again.append_message_result.logics_offset == 22
     s2.shutdown()
-    s3 = _reopen(tmp_path, frozen_clock, config_factory)
+    s3 = _reopen(tmp_path, frozen_clock, config_factory, "crash")
     assert _queue_bodies(s3, 1)[-1] == msg_factory(100).body
     s3.start()
     s3.shutdown()
@@ -120,18 +123,18 @@ def test_abnormal_recovery_with_stale_consume_queue_entries(
     """CQ entries pointing beyond the recovered commit log end are truncated."""
     s = open_store()
     res = _fill(s, msg_factory, 20)
-    _crash(s)
+    commit_log_dir = _crash(s, tmp_path)(s.config.commit_log_dir)
     cut = res[10].wrote_offset
-    for name in sorted(os.listdir(s.config.commit_log_dir)):
+    for name in sorted(os.listdir(commit_log_dir)):
         start = int(name)
-        p = os.path.join(s.config.commit_log_dir, name)
+        p = os.path.join(commit_log_dir, name)
         with open(p, "r+b") as f:
             if start <= cut < start + 4096:
                 f.seek(cut - start)
                 f.write(bytes(4096 - (cut - start)))
             elif start > cut:
                 f.write(bytes(4096))
-    s2 = _reopen(tmp_path, frozen_clock, config_factory)
+    s2 = _reopen(tmp_path, frozen_clock, config_factory, "crash")
     assert s2.get_max_phy_offset() == cut
     assert s2.get_max_offset_in_queue("T", 0) == 5 and s2.get_max_offset_in_queue("T", 1) == 5
     assert s2.commit_log.topic_queue_table == {"T-0": 5, "T-1": 5}
@@ -172,5 +175,42 @@ def test_all_zero_preallocated_file_is_dropped(open_store, msg_factory, tmp_path
     s2 = _reopen(tmp_path, frozen_clock, config_factory)
     assert not os.path.exists(extra)
     assert s2.get_max_phy_offset() == res[-1].wrote_offset + res[-1].wrote_bytes
+    s2.start()
+    s2.shutdown()
+
+
+def test_clean_restart_does_not_warn_about_consume_queues(
+    open_store, msg_factory, tmp_path, frozen_clock, config_factory, caplog
+):
+    s = open_store()
+    _fill(s, msg_factory, 10)
+    s.shutdown()
+    with caplog.at_level(logging.WARNING, logger="pyrmq.store"):
+        s2 = _reopen(tmp_path, frozen_clock, config_factory)
+    assert s2.last_exit_ok
+    assert not [r for r in caplog.records if "beyond the commit log end" in r.getMessage()]
+    s2.start()
+    s2.shutdown()
+
+
+def test_consume_queues_beyond_the_commit_log_are_reported_and_truncated(
+    open_store, msg_factory, tmp_path, frozen_clock, config_factory, caplog
+):
+    """The last records are gone from the commit log (zeroed) but their queue entries survived."""
+    s = open_store()
+    res = _fill(s, msg_factory, 10)
+    s.shutdown()
+    cut, end = res[8].wrote_offset, res[-1].wrote_offset + res[-1].wrote_bytes
+    path = os.path.join(s.config.commit_log_dir, f"{cut - cut % 4096:020d}")
+    with open(path, "r+b") as f:
+        f.seek(cut % 4096)
+        f.write(bytes(4096 - cut % 4096))
+    with caplog.at_level(logging.WARNING, logger="pyrmq.store"):
+        s2 = _reopen(tmp_path, frozen_clock, config_factory)
+    assert [r.getMessage() for r in caplog.records if "beyond the commit log end" in r.getMessage()] == [
+        f"consume queues reach {end} beyond the commit log end {cut}; truncating them"
+    ]
+    assert s2.get_max_phy_offset() == cut
+    assert s2.get_max_offset_in_queue("T", 0) + s2.get_max_offset_in_queue("T", 1) == 8
     s2.start()
     s2.shutdown()
