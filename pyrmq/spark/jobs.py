@@ -205,7 +205,7 @@ def consumer_lag(spark: SparkSession, store: str, group: str | None = None) -> D
         F.col("topic").alias("_t"), F.col("queueId").alias("_q"), F.col("queueOffset").alias("_o"), "commitLogOffset"
     )
     lag = lag.join(
-        last, (lag.topic == last._t) & (lag.queueId == last._q) & (last._o == lag.consumerOffset - 1), "left"
+        last, (lag.topic == last["_t"]) & (lag.queueId == last["_q"]) & (last["_o"] == lag.consumerOffset - 1), "left"
     ).drop("_t", "_q", "_o")
     offs = [
         r.commitLogOffset
