@@ -131,11 +131,12 @@ class PullMessageProcessor:
                     f"the consumer group[{h.consumer_group}] can not consume by broadcast way",
                     4,
                 )
-            sub = info.find_subscription_data(h.topic)
-            if sub is None:
+            found = info.find_subscription_data(h.topic)
+            if found is None:
                 return self._error(
                     cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist{FAQ_SUGGEST}"
                 )
+            sub = found
             if sub.sub_version < h.sub_version:
                 return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
             if not is_tag_type(sub.expression_type):
@@ -197,7 +198,8 @@ class PullMessageProcessor:
             "topicSysFlag": str(tc.topic_sys_flag),
             "groupSysFlag": str(sg.group_sys_flag),
         }
-        response = cmd.make_response(code, status.name, ext)
+        answer = cmd.make_response(code, status.name, ext)
+        response: RemotingCommand | None = answer
         body = None
         try:
             if code == ResponseCode.SUCCESS:
@@ -216,7 +218,7 @@ class PullMessageProcessor:
         else:
             c.broker_stats.on_get_miss()
         if code == ResponseCode.SUCCESS:
-            response.body = body
+            answer.body = body
         elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:
             polling_ms = suspend_ms if cfg["longPollingEnable"] else int(cfg["shortPollingTimeMills"])
             c.pull_request_hold_service.suspend_pull_request(

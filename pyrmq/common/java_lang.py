@@ -34,6 +34,7 @@ def java_string_hash(s: str) -> int:
         data = s.encode("utf-16-be")
         units = struct.unpack(f">{len(data) // 2}H", data)
     n = len(units)
+    h: int
     if n <= _HASH_CHUNK:
         h = sum(map(operator.mul, units, _POW31_DESC[_HASH_CHUNK - n :])) & 0xFFFFFFFF
     else:

@@ -314,7 +314,7 @@ class RouteInfoManager:
                 continue
             for bid, addr in bd.broker_addrs.items():
                 if addr == addr_info.broker_addr:
-                    return UnRegisterRequest(addr_info.cluster_name, addr, bd.broker_name, bid)
+                    return UnRegisterRequest(addr_info.cluster_name, addr, bd.broker_name or "", bid)
         return None
 
     # ------------------------------------------------------------------ unregister
@@ -378,11 +378,12 @@ class RouteInfoManager:
         if not queue_datas:
             return
         for qd in queue_datas:
-            if qd.broker_name not in self.broker_addr_table:
+            if qd.broker_name is None or qd.broker_name not in self.broker_addr_table:
                 log.warning("Register topic contains illegal broker, %s, %s", topic, qd)
                 return
         qmap = self.topic_queue_table.setdefault(topic, {})
         for qd in queue_datas:
+            assert qd.broker_name is not None  # checked above
             qmap[qd.broker_name] = qd
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
@@ -433,7 +434,7 @@ class RouteInfoManager:
             broker_datas.append(clone)
             if self.filter_server_table:
                 for addr in clone.broker_addrs.values():
-                    servers = self.filter_server_table.get(BrokerAddrInfo(clone.cluster, addr))
+                    servers = self.filter_server_table.get(BrokerAddrInfo(clone.cluster or "", addr))
                     if servers is not None:
                         filter_servers[addr] = list(servers)
         if not broker_datas:

@@ -11,6 +11,7 @@ server.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any
 
@@ -63,8 +64,11 @@ class RemotingClient:
         if fut is None:
             fut = asyncio.ensure_future(self._connect(addr))
             self._connecting[addr] = fut
-            fut.add_done_callback(lambda _f, a=addr: self._connecting.pop(a, None))
+            fut.add_done_callback(functools.partial(self._connect_done, addr))
         return await asyncio.shield(fut)
+
+    def _connect_done(self, addr: str, _fut: asyncio.Future[Channel]) -> None:
+        self._connecting.pop(addr, None)
 
     async def _connect(self, addr: str) -> Channel:
         host, port = parse_addr(addr)

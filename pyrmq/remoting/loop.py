@@ -11,7 +11,7 @@ log = logging.getLogger("pyrmq.remoting")
 def install_uvloop_if_available() -> bool:
     """Make new event loops uvloop ones if uvloop is importable; True if it was."""
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop
     except ImportError:
         return False
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

@@ -29,7 +29,7 @@ def is_tag_type(expression_type: str | None) -> bool:
     return not expression_type or expression_type == "TAG"
 
 
-def compile_expression(expression_type: str, expression: str) -> BooleanExpression:
+def compile_expression(expression_type: str | None, expression: str | None) -> BooleanExpression:
     """Java FilterFactory.INSTANCE.get(type).compile(expr): only SQL92 is registered."""
     if expression_type != "SQL92":
         raise FilterParseError("java.lang.NullPointerException")  # FilterFactory.get(type) is null

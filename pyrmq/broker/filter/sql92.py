@@ -34,6 +34,7 @@ import re
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import NoReturn
 
 __all__ = ["BooleanExpression", "Expression", "FilterEvalError", "FilterParseError", "compile_selector"]
 
@@ -542,6 +543,7 @@ def tokenize(text: str) -> Iterator[Token]:
                 f'Encountered: "{text[pos]}" ({ord(text[pos])}), after : ""'
             )
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN_RE is a named group
         image = m.group()
         if kind == "word":
             up = image.upper()
@@ -585,7 +587,7 @@ class _Parser:
             self.fail(t, kind)
         return self.take()
 
-    def fail(self, t: Token, expecting: str | None = None):
+    def fail(self, t: Token, expecting: str | None = None) -> NoReturn:
         what = "<EOF>" if t.kind == "EOF" else f'"{t.image}"'
         msg = (
             f'org.apache.rocketmq.filter.parser.ParseException: Encountered " {what} " at line {t.line}, '
@@ -744,7 +746,7 @@ _CACHE: dict[str, BooleanExpression | FilterParseError] = {}
 _CACHE_MAX = 100
 
 
-def compile_selector(sql: str) -> BooleanExpression:
+def compile_selector(sql: str | None) -> BooleanExpression:
     """Java SqlFilter#compile (SelectorParser#parse, with its small cache of results and errors)."""
     if sql is None:
         raise FilterParseError("java.lang.NullPointerException")
