@@ -251,11 +251,6 @@ class BrokerConfig:
 
 
 def _merge_store(current: MessageStoreConfig, props: dict[str, str]) -> MessageStoreConfig:
-    """Apply store keys on top of ``current`` (MessageStoreConfig.from_properties starts from defaults)."""
-    fresh = MessageStoreConfig.from_properties(props)
-    defaults = MessageStoreConfig()
-    for f in dataclasses.fields(MessageStoreConfig):
-        v = getattr(fresh, f.name)
-        if v != getattr(defaults, f.name):
-            setattr(current, f.name, v)
+    """Apply store keys on top of ``current``, in place: the running store shares this object."""
+    current.apply_properties(props)
     return current

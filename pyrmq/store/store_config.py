@@ -7,10 +7,14 @@ Java: store.config.MessageStoreConfig (defaults of 5.x). Attributes are snake_ca
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+log = logging.getLogger(__name__)
 
 
 class FlushDiskType(StrEnum):
@@ -118,19 +122,29 @@ class MessageStoreConfig:
     def from_properties(cls, props: dict[str, str]) -> MessageStoreConfig:
         """Build from broker.conf key/values (Java camelCase names); unknown keys are ignored."""
         cfg = cls()
-        for f in dataclasses.fields(cls):
+        cfg.apply_properties(props)
+        return cfg
+
+    def apply_properties(self, props: Mapping[str, str]) -> None:
+        """Set the keys present in ``props`` on this config, whatever the current value (so a key
+        set back to its default takes effect). Java ``MixAll#properties2Object``: a value that
+        does not parse as its key's type is logged and skipped, the key keeps its value."""
+        for f in dataclasses.fields(self):
             key = _camel(f.name)
             if key not in props:
                 continue
             raw = str(props[key]).strip()
-            cur = getattr(cfg, f.name)
-            if f.name == "flush_disk_type":
-                value: object = FlushDiskType(raw)
-            elif isinstance(cur, bool):
-                value = raw.lower() == "true"
-            elif isinstance(cur, int):
-                value = int(raw)
-            else:
-                value = raw
-            setattr(cfg, f.name, value)
-        return cfg
+            cur = getattr(self, f.name)
+            try:
+                if f.name == "flush_disk_type":
+                    value: object = FlushDiskType(raw)
+                elif isinstance(cur, bool):
+                    value = raw.lower() == "true"
+                elif isinstance(cur, int):
+                    value = int(raw)
+                else:
+                    value = raw
+            except ValueError:
+                log.warning("config: %s=%r is not a valid %s; keeping %s", key, raw, type(cur).__name__, cur)
+                continue
+            setattr(self, f.name, value)

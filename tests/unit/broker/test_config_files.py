@@ -108,3 +108,30 @@ def test_fresh_broker_has_javas_system_groups() -> None:
     assert set(fresh) == set(java) - {"GroupA", "GroupExp", "GroupCust"}
     for name, sg in fresh.items():
         assert cfg.loads(cfg.encode_config(sg)) == java[name]
+
+
+def test_bad_store_value_is_logged_and_skipped(tmp_path, caplog) -> None:
+    """MixAll#properties2Object: a value that does not parse keeps the key's value, nothing raises."""
+    from pyrmq.broker.config import BrokerConfig
+
+    with caplog.at_level("WARNING"):
+        cfg = BrokerConfig.from_properties({"maxMessageSize": "4MB", "flushIntervalCommitLog": "250"})
+    assert cfg.store.max_message_size == 4 * 1024 * 1024
+    assert cfg.store.flush_interval_commit_log == 250
+    assert any("maxMessageSize" in r.getMessage() and "4MB" in r.getMessage() for r in caplog.records)
+
+
+def test_store_key_set_back_to_its_default_takes_effect() -> None:
+    """updateBrokerConfig flushDiskType=ASYNC_FLUSH after SYNC_FLUSH (it used to be ignored)."""
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.store.store_config import FlushDiskType
+
+    cfg = BrokerConfig.from_properties({"flushDiskType": "SYNC_FLUSH", "maxMessageSize": "1000"})
+    store = cfg.store
+    assert store.flush_disk_type is FlushDiskType.SYNC_FLUSH
+    cfg.apply({"flushDiskType": "ASYNC_FLUSH", "maxMessageSize": str(4 * 1024 * 1024)})
+    assert cfg.store is store  # the running store shares this object
+    assert store.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+    assert store.max_message_size == 4 * 1024 * 1024
+    cfg.apply({"flushDiskType": "NOT_A_TYPE"})
+    assert store.flush_disk_type is FlushDiskType.ASYNC_FLUSH
