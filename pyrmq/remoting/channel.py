@@ -60,6 +60,14 @@ class ProcessorTable:
     def __init__(self) -> None:
         self.handlers: dict[int, Handler] = {}
         self.default: Handler | None = None
+        self._unsupported_logged: set[int] = set()
+
+    def log_unsupported(self, code: int, remote: object) -> None:
+        """Java NettyRemotingAbstract#processRequestCommand logs an unsupported request type; here
+        once per code and table (a client retrying an unknown code would flood the log)."""
+        if code not in self._unsupported_logged:
+            self._unsupported_logged.add(code)
+            log.error("%s: request type %d not supported (logged once per code)", remote, code)
 
     def register(self, processor: Any) -> None:
         """Collect the `@handles` methods of `processor`; a code taken twice is a ValueError."""
@@ -214,6 +222,7 @@ class Channel(asyncio.BufferedProtocol):
         handler = self.table.lookup(cmd.code)
         response: RemotingCommand | None
         if handler is None:
+            self.table.log_unsupported(cmd.code, self)
             response = cmd.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
             )

@@ -144,3 +144,27 @@ def test_response_matched_by_opaque():
         assert ch.pending_count == 0
 
     asyncio.run(t())
+
+
+def test_unsupported_code_answered_every_time_and_logged_once_per_code(caplog):
+    """Java logs ' request type N not supported'; pyrmq logs each code once per processor table,
+    for all connections sharing it, and answers every request REQUEST_CODE_NOT_SUPPORTED."""
+
+    async def t():
+        ch, tr = make_channel()
+        other = Channel(endpoint="ep", table=ch.table)
+        other_tr = MemoryTransport()
+        other.connection_made(other_tr)
+        with caplog.at_level("ERROR", logger="pyrmq.remoting"):
+            feed(ch, encode(RemotingCommand(code=9999, opaque=1)) + encode(RemotingCommand(code=9999, opaque=2)))
+            feed(other, encode(RemotingCommand(code=9999, opaque=3)) + encode(RemotingCommand(code=9998, opaque=4)))
+            await settle()
+        answers = list(FrameDecoder().feed(bytes(tr.out))) + list(FrameDecoder().feed(bytes(other_tr.out)))
+        assert sorted(r.opaque for r in answers) == [1, 2, 3, 4]
+        assert {r.code for r in answers} == {ResponseCode.REQUEST_CODE_NOT_SUPPORTED}
+        assert all(r.remark == f" request type {9999 if r.opaque < 4 else 9998} not supported" for r in answers)
+        logged = [r.getMessage() for r in caplog.records if "not supported" in r.getMessage()]
+        assert len(logged) == 2
+        assert any("request type 9999" in m for m in logged) and any("request type 9998" in m for m in logged)
+
+    asyncio.run(t())
