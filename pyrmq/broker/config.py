@@ -201,7 +201,7 @@ class BrokerConfig:
                 unknown.append(raw_key)
         store_props = {k: v for k, v in props.items() if k in STORE_KEYS}
         if store_props:
-            self.store = _merge_store(self.store, store_props)
+            self.store.apply_properties(store_props)  # in place: the running store shares it
         return unknown
 
     def unknown_keys(self) -> list[str]:
@@ -248,9 +248,3 @@ class BrokerConfig:
 
     def properties_text(self) -> str:
         return properties_text(self.all_properties())
-
-
-def _merge_store(current: MessageStoreConfig, props: dict[str, str]) -> MessageStoreConfig:
-    """Apply store keys on top of ``current``, in place: the running store shares this object."""
-    current.apply_properties(props)
-    return current

@@ -114,10 +114,9 @@ class TransactionalMessageService:
         c = self.controller
         return (c.config.broker_ip, c.port)
 
-    async def _put(self, msg: m.MessageExtBrokerInner, *, hooks: bool = False) -> PutMessageResult:
-        """Append through the store (``hooks``: the broker's put path with delay/timer hooks, if any)."""
-        put = getattr(self.controller, "put_message_async", None) if hooks else None
-        fut = put(msg) if put is not None else self.store.put_message_async(msg)
+    async def _put(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
+        """Append through the store, whose put hooks (delay level / timer) apply to every put."""
+        fut = self.store.put_message_async(msg)
         if fut.done():
             return fut.result()
         return await asyncio.wrap_future(fut)
@@ -207,8 +206,8 @@ class TransactionalMessageService:
         return True
 
     async def put_final_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
-        """The committed message: through the broker's put path (a DELAY level still applies)."""
-        return await self._put(msg, hooks=True)
+        """The committed message (a DELAY level still applies: the store's put hook)."""
+        return await self._put(msg)
 
     # ------------------------------------------------------------------ check
 
