@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -24,10 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pyrmq.protocol.codes import SerializeType
 from pyrmq.protocol.command import RemotingCommand, encode
+from pyrmq.protocol.framing import FrameDecoder
 
 
 def cpu(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -80,17 +80,13 @@ def run(tree, n, inflight, port):
             except OSError:
                 time.sleep(0.1)
         frames = [frame(i) for i in range(2000)]
-        buf = b""
+        decoder = FrameDecoder()
+        ready: list[object] = []
 
         def recv_one():
-            nonlocal buf
-            while True:
-                if len(buf) >= 4:
-                    ln = struct.unpack(">i", buf[:4])[0]
-                    if len(buf) >= 4 + ln:
-                        buf = buf[4 + ln :]
-                        return
-                buf += s.recv(1 << 16)
+            while not ready:
+                ready.extend(decoder.feed(s.recv(1 << 16)))
+            ready.pop()
 
         # warm-up (auto-create topic)
         s.sendall(frames[0])
