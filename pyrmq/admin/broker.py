@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pyrmq.admin.base import Ctx, PrintHelp, command, java_int
 from pyrmq.admin.client import AdminError
 from pyrmq.admin.options import Opt, OptionSet
+from pyrmq.common.properties import PropertiesError, load_properties, properties_text
 from pyrmq.protocol.bodies.namesrv import ClusterInfo, KVTable
 from pyrmq.protocol.codes import RequestCode
 
@@ -192,26 +193,9 @@ UPDATE_BROKER_CONFIG = OptionSet(
 )
 
 
-def properties_text(props: dict[str, str]) -> bytes:
-    """MixAll.properties2String: ``key=value`` lines (escapes as Properties.load reads them)."""
-
-    def esc(s: str) -> str:
-        out = []
-        for ch in s:
-            if ch == "\\":
-                out.append("\\\\")
-            elif ord(ch) > 0x7E or ord(ch) < 0x20:
-                out.append(f"\\u{ord(ch):04x}")
-            else:
-                out.append(ch)
-        return "".join(out)
-
-    return "".join(f"{esc(k)}={esc(v)}\n" for k, v in props.items()).encode("utf-8")
-
-
 @command("updateBrokerConfig", "Update broker's config.", "UpdateBrokerConfigSubCommand", UPDATE_BROKER_CONFIG)
 async def update_broker_config(ctx: Ctx) -> None:
-    body = properties_text({ctx.value("k"): ctx.value("v")})
+    body = properties_text({ctx.value("k"): ctx.value("v")}, escape=True).encode("utf-8")
     if ctx.has("b"):
         addr = ctx.value("b")
         await ctx.client.broker(addr, RequestCode.UPDATE_BROKER_CONFIG, body=body)
@@ -237,54 +221,6 @@ GET_BROKER_CONFIG = OptionSet(
 )
 
 
-def load_properties(text: str) -> dict[str, str] | None:
-    """java.util.Properties#load for the broker's answer (None where Java's parse fails)."""
-    out: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.lstrip(" \t\f")
-        if not line or line[0] in "#!":
-            continue
-        key: list[str] = []
-        i, esc = 0, False
-        while i < len(line):
-            ch = line[i]
-            if not esc and ch in "=: \t":
-                break
-            key.append(ch)
-            i += 1
-        rest = line[i:].lstrip(" \t")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(" \t")
-        try:
-            k = _unescape("".join(key))
-            v = _unescape(rest)
-        except ValueError:
-            return None
-        out[k] = v
-    return out
-
-
-def _unescape(s: str) -> str:
-    out, i = [], 0
-    while i < len(s):
-        ch = s[i]
-        if ch == "\\" and i + 1 < len(s):
-            n = s[i + 1]
-            if n == "u":
-                hx = s[i + 2 : i + 6]
-                if len(hx) != 4:
-                    raise ValueError("Malformed \\uxxxx encoding.")
-                out.append(chr(int(hx, 16)))
-                i += 6
-                continue
-            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(n, n))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
 def chm_order(d: dict[str, str]) -> list[str]:
     """Iteration order of Properties (a ConcurrentHashMap since Java 9): by spread hash bucket."""
     from pyrmq.common.java_lang import java_string_hash
@@ -303,7 +239,10 @@ def chm_order(d: dict[str, str]) -> list[str]:
 async def _print_config(ctx: Ctx, prefix: str, addr: str) -> None:
     ctx.printf("%s", prefix)
     r = await ctx.client.broker(addr, RequestCode.GET_BROKER_CONFIG)
-    props = load_properties((r.body or b"").decode("utf-8", "replace"))
+    try:
+        props = load_properties((r.body or b"").decode("utf-8", "replace"))
+    except PropertiesError:
+        props = None
     if props is None:
         ctx.printf("Broker[%s] has no config property!\n", addr)
         return

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pyrmq.broker.admin.runtime_info import build_runtime_info
 from pyrmq.broker.topic_config_manager import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPIC_SET, TIMER_TOPIC, validate_topic
-from pyrmq.namesrv.config import load_properties
+from pyrmq.common.properties import load_properties
 from pyrmq.protocol.bodies.admin import (
     BrokerStatsData,
     BrokerStatsItem,
@@ -314,11 +314,7 @@ class AdminBrokerProcessor:
         if any(k in black for k in props):
             return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         log.info("updateBrokerConfig, new config: [%s] client: %s", props, ctx.channel.remote_addr)
-        for k, v in props.items():  # Java properties2Object: a value that does not parse is skipped
-            try:
-                c.update_config({k: v})
-            except (ValueError, TypeError) as e:
-                log.warning("updateBrokerConfig: %s=%r ignored: %s", k, v, e)
+        c.update_config(props)  # a value that does not parse is logged and skipped (properties2Object)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.GET_BROKER_RUNTIME_INFO)

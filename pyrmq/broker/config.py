@@ -6,26 +6,26 @@ Java: ``common/BrokerConfig``, ``remoting/netty/NettyServerConfig`` and
 ``MixAll#properties2Object`` from the ``-c`` file like ``BrokerStartup``.
 
 ``BROKER_KEYS`` lists every broker/netty key pyrmq reads with its Java default;
-store keys are recognised through ``MessageStoreConfig``. Anything else is kept
-in ``file_properties`` (shown by GET_BROKER_CONFIG) and reported by
+store keys are ``MessageStoreConfig.KEYS``. Anything else is kept in
+``file_properties`` (shown by GET_BROKER_CONFIG) and reported by
 ``unknown_keys``; it is never fatal.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import socket
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
-from pyrmq.namesrv.config import format_value, load_properties, properties_text
-from pyrmq.store.store_config import FlushDiskType, MessageStoreConfig
+from pyrmq.common.properties import KeyTable, format_value, properties_text
+from pyrmq.common.settings import KeyedSettings
+from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
 
 log = logging.getLogger("pyrmq.broker")
 
-__all__ = ["BROKER_KEYS", "STORE_KEYS", "BrokerConfig", "load_properties", "local_address"]
+__all__ = ["BROKER_KEYS", "BrokerConfig", "local_address"]
 
 
 def local_address() -> str:
@@ -131,87 +131,43 @@ def _defaults() -> dict[str, Any]:
     }
 
 
-#: key -> Python type of its value
-BROKER_KEYS: dict[str, type] = {k: type(v) for k, v in _defaults().items()}
-
-#: store keys (camelCase) understood by MessageStoreConfig, plus brokerRole
-STORE_KEYS: frozenset[str] = frozenset(
-    ["brokerRole"]
-    + [
-        (lambda n: n.split("_")[0] + "".join(p[:1].upper() + p[1:] for p in n.split("_")[1:]))(f.name)
-        for f in dataclasses.fields(MessageStoreConfig)
-    ]
-)
-
-#: accepted aliases
-ALIASES = {"listenHost": "bindAddress"}
+#: every broker/netty key with its value type; ``listenHost`` is accepted for bindAddress
+BROKER_KEYS = KeyTable.of(_defaults(), {"listenHost": "bindAddress"})
 
 
-@dataclass
-class BrokerConfig:
+class BrokerConfig(KeyedSettings):
     """Typed broker settings keyed by Java names, plus the store's MessageStoreConfig."""
 
-    values: dict[str, Any] = field(default_factory=_defaults)
-    file_properties: dict[str, str] = field(default_factory=dict)
-    store: MessageStoreConfig = field(default_factory=MessageStoreConfig)
-    broker_role: str = "ASYNC_MASTER"
+    KEYS = BROKER_KEYS
 
-    def __getitem__(self, key: str) -> Any:
-        return self.values[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        if key not in BROKER_KEYS:
-            raise KeyError(key)
-        self.values[key] = value
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.values.get(key, default)
+    def __init__(self, values: Mapping[str, Any] | None = None, store: MessageStoreConfig | None = None) -> None:
+        self.store = store or MessageStoreConfig()
+        super().__init__(values)
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> BrokerConfig:
-        cfg = cls()
-        cfg.apply(props)
-        cfg.file_properties = dict(props)
-        return cfg
+    def defaults(cls) -> dict[str, Any]:
+        return _defaults()
 
-    @classmethod
-    def from_file(cls, path: str) -> BrokerConfig:
-        with open(path, encoding="utf-8") as f:
-            return cls.from_properties(load_properties(f.read()))
+    def apply(self, props: Mapping[str, str]) -> list[str]:
+        """Like Java, the whole file fills both BrokerConfig and MessageStoreConfig
+        (``defaultQueryMaxNum`` is in both); the store's is changed in place, the
+        running store shares it. Returns the keys neither knows."""
+        unknown = super().apply(props)
+        self.store.apply_properties({k: v for k, v in props.items() if k in MessageStoreConfig.KEYS})
+        return [k for k in unknown if k not in MessageStoreConfig.KEYS]
 
-    def apply(self, props: dict[str, str]) -> list[str]:
-        """Set known keys (broker, netty and store); returns the keys nobody knows."""
-        unknown = []
-        for raw_key, raw in props.items():
-            key = ALIASES.get(raw_key, raw_key)
-            if key in BROKER_KEYS:
-                tp = BROKER_KEYS[key]
-                try:
-                    if tp is bool:
-                        self.values[key] = raw.strip().lower() == "true"
-                    elif tp is int:
-                        self.values[key] = int(raw.strip())
-                    else:
-                        self.values[key] = raw.strip()
-                except ValueError:
-                    log.warning("config: %s=%r is not an integer; keeping %s", key, raw, self.values[key])
-            elif key == "brokerRole":
-                self.broker_role = raw.strip().upper()
-            elif key not in STORE_KEYS:
-                unknown.append(raw_key)
-        store_props = {k: v for k, v in props.items() if k in STORE_KEYS}
-        if store_props:
-            self.store.apply_properties(store_props)  # in place: the running store shares it
-        return unknown
-
-    def unknown_keys(self) -> list[str]:
-        return sorted(k for k in self.file_properties if ALIASES.get(k, k) not in BROKER_KEYS and k not in STORE_KEYS)
+    def is_known(self, key: str) -> bool:
+        return key in BROKER_KEYS or key in MessageStoreConfig.KEYS
 
     # ----------------------------------------------------------- derived values
 
     @property
+    def broker_role(self) -> BrokerRole:
+        return self.store.broker_role
+
+    @property
     def broker_ip(self) -> str:
-        return self.values["brokerIP1"] or local_address()
+        return str(self.values["brokerIP1"]) or local_address()
 
     @property
     def broker_addr(self) -> str:
@@ -229,20 +185,14 @@ class BrokerConfig:
 
     @property
     def is_master(self) -> bool:
-        return self.broker_role != "SLAVE"
+        return self.broker_role is not BrokerRole.SLAVE
 
     def all_properties(self) -> dict[str, str]:
         """GET_BROKER_CONFIG text source: file properties overlaid with current values."""
-        out = dict(self.file_properties)
-        for k, v in self.values.items():
-            out[k] = format_value(v)
-        for f in dataclasses.fields(MessageStoreConfig):
-            name = f.name.split("_")[0] + "".join(p[:1].upper() + p[1:] for p in f.name.split("_")[1:])
-            v = getattr(self.store, f.name)
-            if v is None:
-                continue
-            out[name] = v.value if isinstance(v, FlushDiskType) else format_value(v)
-        out["brokerRole"] = self.broker_role
+        out = super().all_properties()
+        for key, value in self.store.properties().items():
+            if value is not None:
+                out[key] = format_value(value)
         out["brokerIP1"] = self.broker_ip
         return out
 

@@ -121,6 +121,7 @@ class BrokerController:
         self._register_lock: asyncio.Lock | None = None
         self.pending_topic_registrations: dict[str, asyncio.Task] = {}
         self._started = False
+        self._loaded = self._store_started = False  # what shutdown may persist or stop
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -141,6 +142,7 @@ class BrokerController:
         self.message_store.load()
         self.schedule_message_service.load()
         self.timer_message_store.load()
+        self._loaded = True
 
     def _make_server(self, port: int, name: str, with_pull: bool) -> RemotingServer:
         server = RemotingServer(
@@ -164,6 +166,7 @@ class BrokerController:
     async def start(self) -> None:
         self.load()
         self.message_store.start()
+        self._store_started = True
         self._register_lock = asyncio.Lock()
         listen = int(self.config["listenPort"])
         self.server = self._make_server(listen, "broker", True)
@@ -223,13 +226,14 @@ class BrokerController:
         self.fast_server = None
         self.server = None
         await self.outer_client.close()
-        self.consumer_offset_manager.persist()
-        self.consumer_filter_manager.persist()
-        self.topic_config_manager.persist()
-        self.subscription_group_manager.persist()
-        if self._started:
+        if self._loaded:  # after a failed load the tables are not the files' content: keep the files
+            self.consumer_offset_manager.persist()
+            self.consumer_filter_manager.persist()
+            self.topic_config_manager.persist()
+            self.subscription_group_manager.persist()
+        if self._store_started:
             await asyncio.get_running_loop().run_in_executor(None, self.message_store.shutdown)
-        self._started = False
+        self._started = self._store_started = False
 
     # ------------------------------------------------------------------ periodic work
 

@@ -12,15 +12,16 @@ import argparse
 import asyncio
 import logging
 import os
-import sys
 
-from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
+from pyrmq.startup import run_command, run_servers
 
 log = logging.getLogger("pyrmq.dev")
 
+PROG = "pyrmq dev"
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pyrmq dev", description="NameServer + Broker in one process.")
+    p = argparse.ArgumentParser(prog=PROG, description="NameServer + Broker in one process.")
     p.add_argument("--namesrv-port", type=int, default=9876)
     p.add_argument("--broker-port", type=int, default=10911)
     p.add_argument("--store", default=os.path.join(".pyrmq", "store"), help="store directory (default ./.pyrmq/store)")
@@ -43,58 +44,49 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     from pyrmq.namesrv.config import NamesrvConfig
     from pyrmq.namesrv.controller import NamesrvController
 
-    stop = stop or asyncio.Event()
-    stop_on_signals(stop)
     store = os.path.abspath(args.store)
+    advertise = getattr(args, "advertise", None) or ("127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host)
     ns_cfg = NamesrvConfig()
     ns_cfg["bindAddress"] = args.host
     ns_cfg["listenPort"] = args.namesrv_port
     ns_cfg["kvConfigPath"] = os.path.join(os.path.dirname(store), "namesrv", "kvConfig.json")
     ns_cfg["configStorePath"] = os.path.join(os.path.dirname(store), "namesrv", "namesrv.properties")
     namesrv = NamesrvController(ns_cfg)
-    try:
-        await namesrv.start()
-    except OSError as e:
-        print(f"pyrmq dev: cannot listen on {args.host}:{args.namesrv_port}: {e}", file=sys.stderr)
-        return 1
-    advertise = getattr(args, "advertise", None) or ("127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host)
-    ns_addr = f"{advertise}:{namesrv.port}"
-    b_cfg = BrokerConfig.from_properties(
-        {
-            "brokerClusterName": args.cluster,
-            "brokerName": args.broker_name,
-            "brokerId": "0",
-            "namesrvAddr": ns_addr,
-            "listenPort": str(args.broker_port),
-            "brokerIP1": advertise,
-            "bindAddress": args.host,
-            "storePathRootDir": store,
-            "autoCreateTopicEnable": "true",
-            "autoCreateSubscriptionGroup": "true",
-        }
+    brokers: list[BrokerController] = []
+
+    def ns_addr() -> str:
+        return f"{advertise}:{namesrv.port}"
+
+    def make_broker() -> BrokerController:
+        """After the name server started: its port is known even when 0 was asked."""
+        cfg = BrokerConfig.from_properties(
+            {
+                "brokerClusterName": args.cluster,
+                "brokerName": args.broker_name,
+                "brokerId": "0",
+                "namesrvAddr": ns_addr(),
+                "listenPort": str(args.broker_port),
+                "brokerIP1": advertise,
+                "bindAddress": args.host,
+                "storePathRootDir": store,
+                "autoCreateTopicEnable": "true",
+                "autoCreateSubscriptionGroup": "true",
+            }
+        )
+        brokers.append(BrokerController(cfg))
+        return brokers[0]
+
+    return await run_servers(
+        PROG,
+        [("name server", lambda: namesrv), ("broker", make_broker)],
+        lambda: f"pyrmq dev ready: namesrv {ns_addr()}  broker {brokers[0].broker_addr}  store {store}",
+        stop,
     )
-    broker = BrokerController(b_cfg)
-    try:
-        await broker.start()
-    except OSError as e:
-        print(f"pyrmq dev: cannot start the broker: {e}", file=sys.stderr)
-        await broker.shutdown()
-        await namesrv.shutdown()
-        return 1
-    print(f"pyrmq dev ready: namesrv {ns_addr}  broker {broker.broker_addr}  store {store}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        await broker.shutdown()
-        await namesrv.shutdown()
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    setup_logging(args.log_level, logging.WARNING)
-    install_uvloop_if_available()
-    return asyncio.run(serve(args))
+    return run_command(PROG, args, lambda: args, serve, default_level=logging.WARNING)
 
 
 __all__ = ["main", "serve"]

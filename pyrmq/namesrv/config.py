@@ -13,16 +13,19 @@ kept as typed Python values in ``NamesrvConfig.values``. Keys pyrmq adds:
 * ``listenHost``: alias of Java's ``bindAddress``.
 
 Unknown keys are kept (Java keeps the whole file in ``Configuration.allConfigs``
-and shows it in GET_NAMESRV_CONFIG) and reported by ``unknown_keys``.
+and shows it in GET_NAMESRV_CONFIG) and reported by ``unknown_keys``; reading
+and the bad-value policy are ``pyrmq.common.properties``'.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from pyrmq.common.files import write_file_atomically
+from pyrmq.common.properties import KeyTable, properties_text
+from pyrmq.common.settings import KeyedSettings
 
 log = logging.getLogger("pyrmq.namesrv")
 
@@ -83,172 +86,33 @@ def _defaults() -> dict[str, Any]:
     }
 
 
-#: key -> Python type of its value (from the defaults)
-NAMESRV_KEYS: dict[str, type] = {k: type(v) for k, v in _defaults().items()}
+#: every key with its value type (from the defaults); ``listenHost`` is accepted for bindAddress
+NAMESRV_KEYS = KeyTable.of(_defaults(), {"listenHost": "bindAddress"})
 
 #: keys that only configure our server process and are not Java's
 PYRMQ_KEYS = frozenset({"brokerChannelExpiredTime"})
-
-#: aliases accepted in a properties file
-ALIASES = {"listenHost": "bindAddress"}
 
 #: always refused by UPDATE_NAMESRV_CONFIG (DefaultRequestProcessor#initConfigBlackList)
 FIXED_BLACK_LIST = ("configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome")
 
 
-class ConfigError(ValueError):
-    """A value that cannot be read as its key's type."""
-
-
-def parse_value(key: str, raw: str) -> Any:
-    """``MixAll#properties2Object``: ints/longs parsed strictly, booleans true iff 'true', strings trimmed."""
-    tp = NAMESRV_KEYS[key]
-    if tp is bool:
-        return raw.strip().lower() == "true"
-    if tp is int:
-        try:
-            return int(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{key}={raw!r} is not an integer") from None
-    return raw.strip()
-
-
-def format_value(value: Any) -> str:
-    """Java ``String.valueOf`` of a config field."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def load_properties(text: str) -> dict[str, str]:
-    """Read ``java.util.Properties`` text: ``key=value``/``key:value``/``key value``,
-    ``#``/``!`` comments, backslash line continuation and escapes."""
-    out: dict[str, str] = {}
-    lines = re.split(r"\r\n|\r|\n", text)  # only these end a line in Properties#load
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip(" \t\f")
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _ends_with_odd_backslashes(line) and i <= len(lines):
-            line = line[:-1] + (lines[i].lstrip(" \t\f") if i < len(lines) else "")
-            i += 1
-        key, value = _split_key_value(line)
-        out[_unescape(key)] = _unescape(value)
-    return out
-
-
-def _ends_with_odd_backslashes(s: str) -> bool:
-    n = len(s) - len(s.rstrip("\\"))
-    return n % 2 == 1
-
-
-def _split_key_value(line: str) -> tuple[str, str]:
-    j = 0
-    while j < len(line):
-        c = line[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c in "=: \t\f":
-            break
-        j += 1
-    key = line[:j]
-    rest = line[j:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return key, rest
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c != "\\" or i + 1 >= len(s):
-            out.append(c)
-            i += 1
-            continue
-        n = s[i + 1]
-        if n == "u" and i + 6 <= len(s):
-            try:
-                out.append(chr(int(s[i + 2 : i + 6], 16)))
-                i += 6
-                continue
-            except ValueError:
-                pass
-        out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(n, n))
-        i += 2
-    return "".join(out)
-
-
-def properties_text(props: dict[str, str]) -> str:
-    """``MixAll#properties2String(props, true)``: sorted ``key=value`` lines."""
-    return "".join(f"{k}={v}\n" for k, v in sorted(props.items()))
-
-
-@dataclass
-class NamesrvConfig:
+class NamesrvConfig(KeyedSettings):
     """Typed view over the NameServer's settings, keyed by Java names.
 
     ``values`` holds every known key; ``file_properties`` is what the config file
     (and later UPDATE_NAMESRV_CONFIG) said, unknown keys included.
     """
 
-    values: dict[str, Any] = field(default_factory=_defaults)
-    file_properties: dict[str, str] = field(default_factory=dict)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.values[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        if key not in NAMESRV_KEYS:
-            raise KeyError(key)
-        self.values[key] = value
+    KEYS = NAMESRV_KEYS
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> NamesrvConfig:
-        cfg = cls()
-        cfg.apply(props)
-        cfg.file_properties = dict(props)
-        return cfg
-
-    def apply(self, props: dict[str, str]) -> list[str]:
-        """Set every known key present in ``props``; returns the keys it ignored.
-
-        A value that does not parse keeps the old value and is logged (Java
-        swallows the NumberFormatException the same way).
-        """
-        ignored = []
-        for raw_key, raw in props.items():
-            key = ALIASES.get(raw_key, raw_key)
-            if key not in NAMESRV_KEYS:
-                ignored.append(raw_key)
-                continue
-            try:
-                self.values[key] = parse_value(key, raw)
-            except ConfigError as e:
-                log.warning("config: %s; keeping %s=%s", e, key, format_value(self.values[key]))
-        return ignored
-
-    def unknown_keys(self) -> list[str]:
-        return sorted(k for k in self.file_properties if ALIASES.get(k, k) not in NAMESRV_KEYS)
+    def defaults(cls) -> dict[str, Any]:
+        return _defaults()
 
     def black_list(self) -> set[str]:
         keys = set(FIXED_BLACK_LIST)
         keys.update(k for k in str(self.values["configBlackList"]).split(";"))
         return keys
-
-    def all_properties(self) -> dict[str, str]:
-        """``Configuration#getAllConfigsInternal``: file properties overlaid with current values."""
-        out = dict(self.file_properties)
-        for k, v in self.values.items():
-            if v is not None:
-                out[k] = format_value(v)
-        return out
 
     def update(self, props: dict[str, str]) -> None:
         """``Configuration#update``: only keys that already exist change, then persist."""
@@ -256,7 +120,7 @@ class NamesrvConfig:
         for k, v in props.items():
             if k in existing:
                 self.file_properties[k] = v
-        self.apply({k: v for k, v in props.items() if k in NAMESRV_KEYS})
+        self.apply({k: v for k, v in props.items() if k in NAMESRV_KEYS.types})
 
     def persist(self) -> None:
         """Write all settings to ``configStorePath`` like Java (errors are logged)."""
@@ -265,21 +129,3 @@ class NamesrvConfig:
             write_file_atomically(path, properties_text(self.all_properties()))
         except OSError as e:
             log.error("persist namesrv config to %s failed: %s", path, e)
-
-
-def write_file_atomically(path: str, text: str) -> None:
-    """``MixAll#string2File``: write ``path.tmp``, keep the old file as ``path.bak``, rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    if os.path.exists(path):
-        try:
-            with open(path, "rb") as src, open(path + ".bak", "wb") as dst:
-                dst.write(src.read())
-        except OSError:
-            pass
-    os.replace(tmp, path)

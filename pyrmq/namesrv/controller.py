@@ -11,7 +11,8 @@ import contextlib
 import logging
 import time
 
-from pyrmq.namesrv.config import NamesrvConfig, properties_text
+from pyrmq.common.properties import properties_text
+from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.kv_config import KVConfigManager
 from pyrmq.namesrv.processor import ClientRequestProcessor, DefaultRequestProcessor
 from pyrmq.namesrv.route_info_manager import RouteInfoManager, now_ms

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 
-from pyrmq.namesrv.config import write_file_atomically
+from pyrmq.common.files import write_file_atomically
 from pyrmq.protocol.bodies.namesrv import KVTable
 from pyrmq.protocol.fastjson import BodyDecodeError, fastjson_dumps, lenient_loads
 

@@ -12,7 +12,7 @@ import logging
 import zlib
 from typing import TYPE_CHECKING
 
-from pyrmq.namesrv.config import load_properties
+from pyrmq.common.properties import PropertiesError, load_properties
 from pyrmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from pyrmq.namesrv.route_info_manager import MASTER_ID
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfigSerializeWrapper
@@ -274,7 +274,10 @@ class DefaultRequestProcessor:
                 text = bytes(cmd.body).decode("utf-8")
             except UnicodeDecodeError as e:
                 return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"UnsupportedEncodingException {e}")
-            props = load_properties(text)
+            try:
+                props = load_properties(text)
+            except PropertiesError:
+                return cmd.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
             black = self.config.black_list()
             if any(k in black for k in props):
                 return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")

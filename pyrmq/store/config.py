@@ -34,13 +34,13 @@ import enum
 import logging
 import os
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import orjson
 
+from pyrmq.common.files import write_file_atomically
 from pyrmq.common.java_lang import double_to_string
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, bean_props, lenient_loads
@@ -437,40 +437,11 @@ def read_config_text(
     return None
 
 
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def persist_config_text(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` keeping the previous version as ``path.bak``.
-
-    Java ConfigManager#persist: the old file becomes ``.bak``. Order here: write
-    and fsync ``<file>.tmp``, copy the current file to ``.bak``, rename ``.tmp``
-    over the file, fsync the directory; so at every instant the file is either
-    the old or the new content.
-    """
-    d = os.path.dirname(path) or "."
-    os.makedirs(d, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(text.encode("utf-8"))
-        f.flush()
-        os.fsync(f.fileno())
-    if os.path.exists(path):
-        shutil.copyfile(path, path + ".bak")
-        with open(path + ".bak", "rb+") as f:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(d)
+    """Write ``text`` to ``path`` keeping the previous version as ``path.bak``
+    (Java ConfigManager#persist); at every instant the file is either the old or
+    the new content."""
+    write_file_atomically(path, text)
 
 
 def _to_pretty(obj: Any) -> str:

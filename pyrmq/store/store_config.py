@@ -1,20 +1,21 @@
 """MessageStoreConfig: the store's settings under their Java names.
 
 Java: store.config.MessageStoreConfig (defaults of 5.x). Attributes are snake_case;
-`from_properties` reads the camelCase keys of broker.conf, unknown keys are ignored.
+``KEYS`` is the same table under the camelCase keys of broker.conf, filled with
+``pyrmq.common.properties``' policy like every other config.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, ClassVar
 
-log = logging.getLogger(__name__)
+from pyrmq.common.properties import KeyTable
 
 
 class FlushDiskType(StrEnum):
@@ -24,13 +25,24 @@ class FlushDiskType(StrEnum):
     ASYNC_FLUSH = "ASYNC_FLUSH"
 
 
-def _camel(name: str) -> str:
+class BrokerRole(StrEnum):
+    """Java store.config.BrokerRole."""
+
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+def camel_case(name: str) -> str:
+    """``flush_disk_type`` -> ``flushDiskType``: a snake_case attribute under its Java name."""
     head, *rest = name.split("_")
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 @dataclass(slots=True)
 class MessageStoreConfig:
+    KEYS: ClassVar[KeyTable]
+
     store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
     store_path_commit_log: str | None = None  # default <root>/commitlog
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024
@@ -40,6 +52,7 @@ class MessageStoreConfig:
     max_msgs_num_batch: int = 64
     message_index_enable: bool = True
     message_index_safe: bool = False
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
     flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
     flush_interval_commit_log: int = 500
     flush_commit_log_least_pages: int = 4
@@ -125,26 +138,31 @@ class MessageStoreConfig:
         cfg.apply_properties(props)
         return cfg
 
-    def apply_properties(self, props: Mapping[str, str]) -> None:
-        """Set the keys present in ``props`` on this config, whatever the current value (so a key
-        set back to its default takes effect). Java ``MixAll#properties2Object``: a value that
-        does not parse as its key's type is logged and skipped, the key keeps its value."""
-        for f in dataclasses.fields(self):
-            key = _camel(f.name)
-            if key not in props:
-                continue
-            raw = str(props[key]).strip()
-            cur = getattr(self, f.name)
-            try:
-                if f.name == "flush_disk_type":
-                    value: object = FlushDiskType(raw)
-                elif isinstance(cur, bool):
-                    value = raw.lower() == "true"
-                elif isinstance(cur, int):
-                    value = int(raw)
-                else:
-                    value = raw
-            except ValueError:
-                log.warning("config: %s=%r is not a valid %s; keeping %s", key, raw, type(cur).__name__, cur)
-                continue
-            setattr(self, f.name, value)
+    def apply_properties(self, props: Mapping[str, str]) -> list[str]:
+        """Set the keys present in ``props`` in place (the running store shares this
+        object), whatever the current value, so a key set back to its default takes
+        effect; returns the keys that are not store keys."""
+        return self.KEYS.apply(
+            props,
+            lambda key, value: setattr(self, _ATTR_OF[key], value),
+            lambda key: getattr(self, _ATTR_OF[key]),
+        )
+
+    def properties(self) -> dict[str, Any]:
+        """Every key under its Java name with its current value (None when unset)."""
+        return {key: getattr(self, attr) for key, attr in _ATTR_OF.items()}
+
+
+def _field_types() -> dict[str, type]:
+    """Value type of each field, from its default (``str`` for the optional paths)."""
+    out: dict[str, type] = {}
+    for f in dataclasses.fields(MessageStoreConfig):
+        if f.default is not dataclasses.MISSING and f.default is not None:
+            out[f.name] = type(f.default)
+        else:
+            out[f.name] = str
+    return out
+
+
+_ATTR_OF: dict[str, str] = {camel_case(name): name for name in _field_types()}
+MessageStoreConfig.KEYS = KeyTable({camel_case(name): tp for name, tp in _field_types().items()})

@@ -15,7 +15,15 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "pyrmq"
 
-_ABOVE_STORE = ("pyrmq.broker", "pyrmq.namesrv", "pyrmq.admin", "pyrmq.spark", "pyrmq.testing", "pyrmq.cli")
+_ABOVE_STORE = (
+    "pyrmq.broker",
+    "pyrmq.namesrv",
+    "pyrmq.admin",
+    "pyrmq.spark",
+    "pyrmq.testing",
+    "pyrmq.cli",
+    "pyrmq.startup",
+)
 
 #: package (relative to pyrmq/) -> import prefixes it must not use
 RULES: dict[str, tuple[str, ...]] = {
@@ -23,7 +31,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "protocol": ("asyncio", "pyrmq.remoting", "pyrmq.store", *_ABOVE_STORE),
     "remoting": ("pyrmq.store", *_ABOVE_STORE),
     "store": ("pyrmq.remoting", *_ABOVE_STORE),
-    "admin": ("pyrmq.broker", "pyrmq.namesrv", "pyrmq.spark", "pyrmq.testing"),
+    "admin": ("pyrmq.broker", "pyrmq.namesrv", "pyrmq.spark", "pyrmq.testing", "pyrmq.startup"),
     "spark": ("asyncio", "pyrmq.remoting", "pyrmq.broker", "pyrmq.namesrv", "pyrmq.admin", "pyrmq.testing"),
     "namesrv": ("pyrmq.broker", "pyrmq.admin", "pyrmq.spark", "pyrmq.testing"),
     "broker": ("pyrmq.admin", "pyrmq.spark", "pyrmq.testing"),

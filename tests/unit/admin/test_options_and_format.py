@@ -9,7 +9,7 @@ import pytest
 
 from pyrmq.admin import cli
 from pyrmq.admin.base import REGISTRY
-from pyrmq.admin.broker import chm_order, load_properties, properties_text
+from pyrmq.admin.broker import chm_order
 from pyrmq.admin.javafmt import hashmap_order, jfmt, version_desc
 from pyrmq.admin.options import UsageError
 
@@ -119,9 +119,5 @@ def test_hashmap_order_matches_java():
     ]
 
 
-def test_properties_round_trip():
-    text = properties_text({"a.b": "x=y", "path": "C:\\dir", "name": "é"}).decode()
-    assert text == "a.b=x=y\npath=C:\\\\dir\nname=\\u00e9\n"
-    assert load_properties(text) == {"a.b": "x=y", "path": "C:\\dir", "name": "é"}
-    assert load_properties("k=\\u12\n") is None
+def test_chm_order():
     assert sorted(chm_order({"a": "1", "b": "2"})) == ["a", "b"]

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from pyrmq.namesrv.config import NamesrvConfig, load_properties, properties_text
+from pyrmq.common.properties import load_properties
+from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from pyrmq.protocol.bodies.namesrv import KVTable
 
@@ -53,25 +54,6 @@ def test_kv_put_null_value_is_invisible(tmp_path) -> None:
     kv.put_kv_config("ns", "k", None)
     assert kv.get_kv_config("ns", "k") is None
     assert kv.get_kv_list_by_namespace("ns") == b'{"table":{}}'
-
-
-def test_properties_format() -> None:
-    text = (
-        "# comment\n! other comment\n"
-        "listenPort=9877\n"
-        "  kvConfigPath : /tmp/a\\\n    b.json\n"
-        "enableTopicList false\n"
-        "odd\\=key=x\\ty\n"
-        "empty=\n"
-    )
-    assert load_properties(text) == {
-        "listenPort": "9877",
-        "kvConfigPath": "/tmp/ab.json",
-        "enableTopicList": "false",
-        "odd=key": "x\ty",
-        "empty": "",
-    }
-    assert properties_text({"b": "2", "a": "1"}) == "a=1\nb=2\n"
 
 
 def test_config_typed_values_unknown_keys_and_bad_values() -> None:
