@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 
+from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX
 from pyrmq.protocol.bodies.admin import ConsumeStats
 from pyrmq.protocol.bodies.admin import consume_stats as decode_consume_stats
 from pyrmq.protocol.bodies.broker import ConsumerConnection
@@ -26,8 +27,6 @@ from pyrmq.remoting.client import RemotingClient
 
 #: DefaultMQAdminExt's per-request timeout
 TIMEOUT_S = 5.0
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 
 
 class AdminError(Exception):

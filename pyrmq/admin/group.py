@@ -13,10 +13,11 @@ from typing import Any
 import orjson
 
 from pyrmq.admin.base import Ctx, PrintHelp, command, java_bool, java_int
-from pyrmq.admin.client import RETRY_GROUP_TOPIC_PREFIX, AdminError, ok, select_addr
+from pyrmq.admin.client import AdminError, ok, select_addr
 from pyrmq.admin.javafmt import format_date, jstr, version_desc
 from pyrmq.admin.options import Opt, OptionSet
 from pyrmq.admin.topic import delete_topic_everywhere, mq_key
+from pyrmq.common.constants import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from pyrmq.protocol.bodies.admin import ProducerConnection
 from pyrmq.protocol.bodies.namesrv import TopicList
 from pyrmq.protocol.codes import RequestCode
@@ -181,7 +182,7 @@ async def delete_sub_group(ctx: Ctx) -> None:
             ctx.printf(
                 "delete subscription group [%s] from broker [%s] in cluster [%s] success.%n", group, addr, cluster
             )
-        for t in (RETRY_GROUP_TOPIC_PREFIX + group, "%DLQ%" + group):
+        for t in (RETRY_GROUP_TOPIC_PREFIX + group, DLQ_GROUP_TOPIC_PREFIX + group):
             try:
                 await delete_topic_everywhere(ctx, t, cluster)
             except AdminError as e:

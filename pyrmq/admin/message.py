@@ -25,6 +25,7 @@ from pyrmq.admin.javafmt import (
     parse_human_date,
 )
 from pyrmq.admin.options import Opt, OptionSet
+from pyrmq.common.constants import AUTO_CREATE_TOPIC_KEY_TOPIC, TOOLS_CONSUMER_GROUP, MessageConst
 from pyrmq.protocol.bodies.admin import GroupList
 from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.protocol.bodies.namesrv import TopicRouteData
@@ -43,7 +44,6 @@ from pyrmq.protocol.headers.broker import (
     ViewMessageRequestHeader,
 )
 from pyrmq.store.message import (
-    MessageConst,
     MessageDecodeError,
     StoredMessage,
     UniqIdGenerator,
@@ -52,7 +52,6 @@ from pyrmq.store.message import (
     message_properties_to_string,
 )
 
-TOOLS_CONSUMER = "TOOLS_CONSUMER"
 LONG_MAX = (1 << 63) - 1
 FLAG_SUBSCRIPTION = 4  # PullSysFlag
 
@@ -128,7 +127,7 @@ async def pull(ctx: Ctx, q: Queue, expr: str, offset: int, n: int) -> PullResult
     """DefaultMQPullConsumer.pull: one PULL_MESSAGE, tags filtered on the client like Java."""
     sd = SubscriptionData.build(q.topic, expr)
     h = PullMessageRequestHeader(
-        consumer_group=TOOLS_CONSUMER,
+        consumer_group=TOOLS_CONSUMER_GROUP,
         topic=q.topic,
         queue_id=q.queue_id,
         queue_offset=offset,
@@ -394,7 +393,7 @@ async def send_message(ctx: Ctx) -> None:
     h = SendMessageRequestHeaderV2(
         a=f"{int(time.time() * 1000)}",
         b=topic,
-        c="TBW102",
+        c=AUTO_CREATE_TOPIC_KEY_TOPIC,
         d=4,
         e=qid,
         f=0,

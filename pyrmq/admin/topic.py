@@ -13,6 +13,11 @@ from pyrmq.admin.base import Ctx, PrintHelp, command, java_bool, java_int
 from pyrmq.admin.client import AdminError, ok, select_addr
 from pyrmq.admin.javafmt import human_millis, jstr
 from pyrmq.admin.options import Opt, OptionSet
+from pyrmq.common.constants import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+)
 from pyrmq.protocol.bodies.admin import GroupList, TopicStatsTable, topic_stats_table
 from pyrmq.protocol.bodies.broker import MessageQueue
 from pyrmq.protocol.bodies.common import TopicConfig
@@ -28,24 +33,6 @@ from pyrmq.protocol.headers.admin import (
 )
 from pyrmq.protocol.headers.broker import CreateTopicRequestHeader
 from pyrmq.protocol.headers.namesrv import DeleteKVConfigRequestHeader, DeleteTopicFromNamesrvRequestHeader
-
-PERM_READ, PERM_WRITE, PERM_INHERIT = 4, 2, 1
-
-
-def perm_string(perm: int) -> str:
-    """PermName.perm2String: ``RW-``."""
-    return (
-        ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + ("X" if perm & PERM_INHERIT else "-")
-    )
-
-
-def topic_config_str(tc: TopicConfig) -> str:
-    """TopicConfig#toString."""
-    return (
-        f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
-        f"writeQueueNums={tc.write_queue_nums}, perm={perm_string(tc.perm)}, topicFilterType={tc.topic_filter_type}, "
-        f"topicSysFlag={tc.topic_sys_flag}, order={jstr(tc.order)}, attributes={jstr(tc.attributes)}]"
-    )
 
 
 def parse_attributes(text: str) -> dict[str, str]:
@@ -80,7 +67,7 @@ async def create_topic(ctx: Ctx, addr: str, tc: TopicConfig) -> None:
         raise ValueError("a topic config without a topic name")
     h = CreateTopicRequestHeader(
         topic=tc.topic_name,
-        default_topic="TBW102",
+        default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC,
         read_queue_nums=tc.read_queue_nums,
         write_queue_nums=tc.write_queue_nums,
         perm=tc.perm,
@@ -134,7 +121,7 @@ async def update_topic(ctx: Ctx) -> None:
             await _put_order_conf(ctx, topic, conf, merge_broker=name)
             ctx.printf("%s%n", f"set broker orderConf. isOrder={jstr(True)}, orderConf=[{conf}]")
         ctx.printf("create topic to %s success.%n", addr)
-        ctx.printf("%s%n", topic_config_str(tc))
+        ctx.printf("%s%n", tc.java_string())
         return
     cluster = ctx.value("c")
     for addr in await ctx.client.master_addrs(cluster):
@@ -146,7 +133,7 @@ async def update_topic(ctx: Ctx) -> None:
         conf = ";".join(f"{n}:{tc.write_queue_nums}" for n in names)
         await _put_order_conf(ctx, topic, conf)
         ctx.printf("set cluster orderConf. isOrder=%s, orderConf=[%s]%n", True, conf)
-    ctx.printf("%s%n", topic_config_str(tc))
+    ctx.printf("%s%n", tc.java_string())
 
 
 async def _put_order_conf(ctx: Ctx, topic: str, conf: str, merge_broker: str | None = None) -> None:
@@ -246,7 +233,7 @@ async def update_topic_perm(ctx: Ctx) -> None:
                 break
         await create_topic(ctx, addr, tc)
         ctx.printf("update topic perm from %s to %s in %s success.%n", old, perm, addr)
-        ctx.printf("%s.%n", topic_config_str(tc))
+        ctx.printf("%s.%n", tc.java_string())
         return
     if ctx.has("c"):
         for addr in await ctx.client.master_addrs(ctx.value("c")):
@@ -403,7 +390,7 @@ async def topic_list(ctx: Ctx) -> None:
         return
     ctx.printf("%-20s  %-48s  %-48s%n", "#Cluster Name", "#Topic", "#Consumer Group")
     for t in topics:
-        if t.startswith("%RETRY%") or t.startswith("%DLQ%"):
+        if t.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
             continue
         cluster, groups = "", [""]
         try:

@@ -16,7 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.admin.runtime_info import build_runtime_info
-from pyrmq.broker.topic_config_manager import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPIC_SET, TIMER_TOPIC, validate_topic
+from pyrmq.common.constants import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPIC_SET, TIMER_TOPIC, validate_topic
 from pyrmq.common.properties import load_properties
 from pyrmq.protocol.bodies.admin import (
     BrokerStatsData,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pyrmq.broker.client_manager import ClientChannelInfo
 from pyrmq.broker.filter.consumer_filter_manager import compile_expression
 from pyrmq.broker.filter.sql92 import FilterParseError
-from pyrmq.broker.topic_config_manager import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
+from pyrmq.common.constants import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX
 from pyrmq.protocol.bodies.broker import CheckClientRequestBody, HeartbeatData, SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand

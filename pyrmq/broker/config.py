@@ -19,6 +19,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
+from pyrmq.common.constants import RMQ_SYS_TRACE_TOPIC
 from pyrmq.common.properties import KeyTable, format_value, properties_text
 from pyrmq.common.settings import KeyedSettings
 from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
@@ -72,7 +73,7 @@ def _defaults() -> dict[str, Any]:
         "brokerTopicEnable": True,
         "autoCreateSubscriptionGroup": True,
         "messageStorePlugIn": "",
-        "msgTraceTopicName": "RMQ_SYS_TRACE_TOPIC",
+        "msgTraceTopicName": RMQ_SYS_TRACE_TOPIC,
         "traceTopicEnable": False,
         "traceOn": True,
         "regionId": "DefaultRegion",

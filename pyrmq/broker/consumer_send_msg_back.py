@@ -18,7 +18,7 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from pyrmq.broker.topic_config_manager import PERM_READ, PERM_WRITE, dlq_topic, is_writeable, retry_topic
+from pyrmq.common.constants import PERM_READ, PERM_WRITE, MessageConst, dlq_topic, is_writeable, retry_topic
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.broker import ConsumerSendMsgBackRequestHeader
@@ -34,7 +34,7 @@ log = logging.getLogger("pyrmq.broker.sendback")
 
 DLQ_NUMS_PER_GROUP = 1
 _SUBSCRIPTION_GROUP_NOT_EXIST_FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
-_MC = m.MessageConst
+_MC = MessageConst
 
 
 class ConsumerSendMsgBackProcessor:

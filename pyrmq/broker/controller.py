@@ -36,16 +36,17 @@ from pyrmq.broker.put_message_hook import register_message_store_hook
 from pyrmq.broker.query_processor import QueryMessageProcessor
 from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
 from pyrmq.broker.reply_processor import ReplyMessageProcessor
-from pyrmq.broker.schedule_message_service import RMQ_SYS_SCHEDULE_TOPIC, ScheduleMessageService
+from pyrmq.broker.schedule_message_service import ScheduleMessageService
 from pyrmq.broker.send_processor import SendMessageProcessor
 from pyrmq.broker.stats import BrokerStatsManager
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
-from pyrmq.broker.timer_message_store import TIMER_TOPIC, TimerMessageStore
-from pyrmq.broker.topic_config_manager import PERM_READ, PERM_WRITE, TopicConfigManager
+from pyrmq.broker.timer_message_store import TimerMessageStore
+from pyrmq.broker.topic_config_manager import TopicConfigManager
 from pyrmq.broker.transaction.check_listener import DefaultTransactionalMessageCheckListener
 from pyrmq.broker.transaction.check_service import TransactionalMessageCheckService
 from pyrmq.broker.transaction.end_transaction_processor import EndTransactionProcessor
 from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
+from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper
 from pyrmq.protocol.bodies.namesrv import RegisterBrokerBody
 from pyrmq.protocol.codes import RequestCode, ResponseCode

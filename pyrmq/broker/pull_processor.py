@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pyrmq.broker.filter.consumer_filter_manager import is_tag_type
 from pyrmq.broker.filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
 from pyrmq.broker.pull_request_hold_service import PullRequest
-from pyrmq.broker.topic_config_manager import is_readable
+from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, is_readable
 from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import FLAG_RESPONSE, RemotingCommand
@@ -213,7 +213,7 @@ class PullMessageProcessor:
                 h.consumer_group,
                 len(result.message_queue_offset) or 1,
                 len(body or b""),
-                system=h.topic.startswith(("%RETRY%", "rmq_sys_")),
+                system=h.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)),
             )
         else:
             c.broker_stats.on_get_miss()

@@ -14,7 +14,8 @@ import functools
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.schedule_message_service import delay_time_level
-from pyrmq.broker.timer_message_store import TIMER_TOPIC, check_if_timer_message, transform_timer_message
+from pyrmq.broker.timer_message_store import check_if_timer_message, transform_timer_message
+from pyrmq.common.constants import TIMER_TOPIC
 from pyrmq.store import message as m
 from pyrmq.store.commitlog import MessageExtBatch
 from pyrmq.store.results import PutMessageResult, PutMessageStatus

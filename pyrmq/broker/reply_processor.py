@@ -17,6 +17,7 @@ import random
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.send_processor import SendMessageProcessor, parse_send_header
+from pyrmq.common.constants import MessageConst
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.broker import ReplyMessageRequestHeader
@@ -101,7 +102,7 @@ class ReplyMessageProcessor:
     ) -> tuple[bool, str | None]:
         """Java ReplyMessageProcessor#pushReplyMessage: (pushed OK, remark when not)."""
         c = self.controller
-        sender = props.get(m.MessageConst.MESSAGE_REPLY_TO_CLIENT)
+        sender = props.get(MessageConst.MESSAGE_REPLY_TO_CLIENT)
         if sender is None:
             log.warning("REPLY_TO_CLIENT is null, can not reply message")
             return False, "reply message properties[REPLY_TO_CLIENT] is null"
@@ -111,7 +112,7 @@ class ReplyMessageProcessor:
             log.warning(remark)
             return False, remark
         push_props = dict(props)
-        push_props[m.MessageConst.PUSH_REPLY_TIME] = str(c.now())
+        push_props[MessageConst.PUSH_REPLY_TIME] = str(c.now())
         header = ReplyMessageRequestHeader(
             producer_group=h.producer_group,
             topic=h.topic,

@@ -20,6 +20,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC, MessageConst
 from pyrmq.store import message as m
 from pyrmq.store.config import DataVersion, DelayOffsetSerializeWrapper, load_config, persist_config
 from pyrmq.store.results import PutMessageStatus
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pyrmq.broker.schedule")
 
-RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 #: Java FIRST_DELAY_TIME / DELAY_FOR_A_WHILE / DELAY_FOR_A_PERIOD (ms)
 FIRST_DELAY_MS = 1000
 DELAY_FOR_A_WHILE_MS = 100
@@ -38,7 +37,7 @@ DELAY_FOR_A_PERIOD_MS = 10000
 #: an idle level re-checks its queue at least this often even without a wake-up
 IDLE_RECHECK_S = 1.0
 
-_MC = m.MessageConst
+_MC = MessageConst
 
 
 def queue_id_to_delay_level(queue_id: int) -> int:

@@ -16,12 +16,13 @@ import random
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.stats import record_put
-from pyrmq.broker.topic_config_manager import (
+from pyrmq.common.constants import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPIC_SET,
     PERM_READ,
     PERM_WRITE,
     RETRY_GROUP_TOPIC_PREFIX,
+    MessageConst,
     is_writeable,
     validate_topic,
 )
@@ -43,9 +44,9 @@ log = logging.getLogger("pyrmq.broker.send")
 FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 DLQ_NUMS_PER_GROUP = 1
 
-_PROPERTY_CLUSTER = m.MessageConst.CLUSTER
-_PROPERTY_UNIQ = m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
-_PROPERTY_TRAN = m.MessageConst.TRANSACTION_PREPARED
+_PROPERTY_CLUSTER = MessageConst.CLUSTER
+_PROPERTY_UNIQ = MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_PROPERTY_TRAN = MessageConst.TRANSACTION_PREPARED
 _NAME_SEP = m.NAME_VALUE_SEPARATOR
 _PROP_SEP = m.PROPERTY_SEPARATOR
 
@@ -161,7 +162,7 @@ class SendMessageProcessor:
             return None, self._response(
                 cmd,
                 ResponseCode.INVALID_PARAMETER,
-                f"request queueId[{h.queue_id}] is illegal, {_topic_config_str(tc)} Producer: {ctx.channel.remote_addr}",
+                f"request queueId[{h.queue_id}] is illegal, {tc.java_string()} Producer: {ctx.channel.remote_addr}",
             )
         return tc, None
 
@@ -186,7 +187,7 @@ class SendMessageProcessor:
             reconsume = h.reconsume_times or 0
             to_dlq = not c.rebalance_lock_manager.is_lock_all_expired(group)
             if reconsume > max_times or to_dlq:
-                props[m.MessageConst.DELAY_TIME_LEVEL] = "-1"
+                props[MessageConst.DELAY_TIME_LEVEL] = "-1"
                 new_topic = DLQ_GROUP_TOPIC_PREFIX + group
                 tc = c.topic_config_manager.create_topic_in_send_message_back_method(
                     new_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ, 0
@@ -310,7 +311,7 @@ class SendMessageProcessor:
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= m.MessageSysFlag.MULTI_TAGS_FLAG
         props = m.string_to_message_properties(h.properties) if h.properties else {}
-        wait = props.get(m.MessageConst.WAIT_STORE_MSG_OK)
+        wait = props.get(MessageConst.WAIT_STORE_MSG_OK)
         # pyrmq keeps each element's own properties (incl. its UNIQ_KEY) and adds CLUSTER (spec §4.5)
         batch = MessageExtBatch(
             topic=h.topic,
@@ -357,23 +358,8 @@ def _timer_status_response(c, status: PutMessageStatus) -> tuple[int, str] | Non
 
 
 def _delay_level(props: dict[str, str]) -> int:
-    v = props.get(m.MessageConst.DELAY_TIME_LEVEL)
+    v = props.get(MessageConst.DELAY_TIME_LEVEL)
     try:
         return int(v) if v else 0
     except ValueError:
         return 0
-
-
-def _topic_config_str(tc) -> str:
-    """Java TopicConfig#toString (used in the queueId remark)."""
-    return (
-        f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
-        f"writeQueueNums={tc.write_queue_nums}, perm={_perm_str(tc.perm)}, topicFilterType="
-        f"{tc.topic_filter_type}, topicSysFlag={tc.topic_sys_flag}, order={'true' if tc.order else 'false'}, "
-        f"attributes={tc.attributes or {}}]"
-    )
-
-
-def _perm_str(perm: int) -> str:
-    """Java PermName#perm2String."""
-    return ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + ("X" if perm & 1 else "-")

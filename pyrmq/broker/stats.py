@@ -19,6 +19,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pyrmq.common.constants import is_system_topic
+
 # stats names (common/stats/Stats.java, BrokerStatsManager)
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
@@ -295,8 +297,6 @@ def record_put(stats: BrokerStatsManager, topic: str, result) -> None:
     """Count one send request's PutMessageResult (Java SendMessageProcessor#handlePutMessageResult)."""
     amr = getattr(result, "append_message_result", None)
     if result is not None and amr is not None and result.is_ok():
-        from pyrmq.broker.topic_config_manager import is_system_topic
-
         stats.on_put(topic, max(int(amr.msg_num), 1), int(amr.wrote_bytes), 0, system=is_system_topic(topic))
     else:
         stats.on_put_failed()

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 
 from pyrmq.broker.config_manager import ConfigManager
+from pyrmq.common.constants import SYSTEM_GROUPS, validate_group
 from pyrmq.store.config import (
     DataVersion,
     GroupRetryPolicy,
@@ -20,19 +21,7 @@ from pyrmq.store.config import (
 
 log = logging.getLogger("pyrmq.broker.subscription")
 
-__all__ = ["SYSTEM_GROUPS", "GroupRetryPolicy", "SubscriptionGroupConfig", "SubscriptionGroupManager"]
-
-#: groups a Java 5.5.0 broker creates at start, in its order (SubscriptionGroupManager#init; MixAll names)
-SYSTEM_GROUPS = (
-    "TOOLS_CONSUMER",
-    "FILTERSRV_CONSUMER",
-    "SELF_TEST_C_GROUP",
-    "CID_ONS-HTTP-PROXY",
-    "CID_ONSAPI_PULL",
-    "CID_ONSAPI_PERMISSION",
-    "CID_ONSAPI_OWNER",
-    "CID_RMQ_SYS_TRANS",
-)
+__all__ = ["GroupRetryPolicy", "SubscriptionGroupConfig", "SubscriptionGroupManager"]
 
 
 class SubscriptionGroupManager(ConfigManager):
@@ -63,8 +52,6 @@ class SubscriptionGroupManager(ConfigManager):
         """The group's config, auto-created when ``autoCreateSubscriptionGroup`` (Java, same name)."""
         cfg = self.table.get(group)
         if cfg is None and self.broker_config["autoCreateSubscriptionGroup"]:
-            from pyrmq.broker.topic_config_manager import validate_group
-
             if validate_group(group) is not None:
                 return None
             cfg = SubscriptionGroupConfig(group_name=group)

@@ -2,7 +2,7 @@
 
 Java: ``store/timer/TimerMessageStore`` (+ ``TimerWheel``, ``TimerLog``,
 ``TimerCheckpoint``) and ``HookUtils#transformTimerMessage``. On put, a timer
-message is rewritten exactly like Java does (``TIMER_OUT_MS`` = delivery time
+message is rewritten exactly like Java does (``_MC.TIMER_OUT_MS`` = delivery time
 rounded down to ``timerPrecisionMs``, ``REAL_TOPIC``/``REAL_QID``, topic
 ``rmq_sys_wheel_timer`` queue 0), so the commit log and the timer topic's
 consume queue are byte-for-byte what the Java broker writes.
@@ -29,6 +29,7 @@ import os
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.schedule_message_service import set_event_threadsafe
+from pyrmq.common.constants import TIMER_TOPIC, MessageConst
 from pyrmq.store import message as m
 from pyrmq.store.checkpoint import TimerCheckpoint
 from pyrmq.store.results import PutMessageStatus
@@ -38,12 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pyrmq.broker.timer")
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-TIMER_OUT_MS = "TIMER_OUT_MS"
-TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
-TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
-TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
-_MC = m.MessageConst
+_MC = MessageConst
 
 #: Java timerFlushIntervalMs
 FLUSH_INTERVAL_S = 1.0
@@ -70,7 +66,7 @@ def check_if_timer_message(msg: m.MessageExtBrokerInner, delay_level: int) -> bo
             props.pop(k, None)
         msg.properties_string = None
         return False
-    if msg.topic == TIMER_TOPIC or TIMER_OUT_MS in props:
+    if msg.topic == TIMER_TOPIC or _MC.TIMER_OUT_MS in props:
         return False
     return _MC.TIMER_DELIVER_MS in props or _MC.TIMER_DELAY_MS in props or _MC.TIMER_DELAY_SEC in props
 
@@ -96,13 +92,13 @@ def transform_timer_message(
             deliver_ms -= precision_ms
         else:
             deliver_ms = deliver_ms // precision_ms * precision_ms
-        props[TIMER_OUT_MS] = str(deliver_ms)
+        props[_MC.TIMER_OUT_MS] = str(deliver_ms)
         props[_MC.REAL_TOPIC] = msg.topic
         props[_MC.REAL_QUEUE_ID] = str(msg.queue_id)
         msg.properties_string = None
         msg.topic = TIMER_TOPIC
         msg.queue_id = 0
-    elif TIMER_DEL_UNIQKEY in props:
+    elif _MC.TIMER_DEL_UNIQKEY in props:
         return PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL
     return None
 
@@ -111,10 +107,10 @@ def convert_message(msg: m.StoredMessage, enqueue_ms: int, now_ms: int) -> m.Mes
     """Java TimerMessageStore#convert + #convertMessage (no roll): back to the real topic/queue.
 
     As in Java the stored properties string is made before REAL_TOPIC / REAL_QID are removed
-    from the map: the delivered record keeps them (and TIMER_OUT_MS)."""
+    from the map: the delivered record keeps them (and _MC.TIMER_OUT_MS)."""
     props = dict(msg.properties)
-    props[TIMER_ENQUEUE_MS] = str(enqueue_ms)
-    props[TIMER_DEQUEUE_MS] = str(now_ms)
+    props[_MC.TIMER_ENQUEUE_MS] = str(enqueue_ms)
+    props[_MC.TIMER_DEQUEUE_MS] = str(now_ms)
     stored = m.message_properties_to_string(props)
     topic = props.pop(_MC.REAL_TOPIC, "")
     queue_id = int(props.pop(_MC.REAL_QUEUE_ID, "0"))
@@ -135,7 +131,7 @@ def convert_message(msg: m.StoredMessage, enqueue_ms: int, now_ms: int) -> m.Mes
 
 
 class TimerMessageStore:
-    """Delivers rmq_sys_wheel_timer queue 0 entries at their TIMER_OUT_MS."""
+    """Delivers rmq_sys_wheel_timer queue 0 entries at their _MC.TIMER_OUT_MS."""
 
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
@@ -148,7 +144,7 @@ class TimerMessageStore:
         #: next queue offset to read into the heap
         self.read_offset = 0
         self._delivered: set[int] = set()
-        self._heap: list[tuple[int, int, int, int]] = []  # (TIMER_OUT_MS, queue offset, phy offset, size)
+        self._heap: list[tuple[int, int, int, int]] = []  # (_MC.TIMER_OUT_MS, queue offset, phy offset, size)
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
@@ -248,7 +244,7 @@ class TimerMessageStore:
                 self._mark_delivered(qoff)
                 continue
             try:
-                out_ms = int(msg.properties.get(TIMER_OUT_MS, now))
+                out_ms = int(msg.properties.get(_MC.TIMER_OUT_MS, now))
             except ValueError:
                 out_ms = now
             heapq.heappush(self._heap, (out_ms, qoff, phy, size))

@@ -12,10 +12,25 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Callable
 
 from pyrmq.broker.config_manager import ConfigManager
+from pyrmq.common.constants import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    PERM_INHERIT,
+    PERM_READ,
+    PERM_WRITE,
+    RMQ_SYS_BENCHMARK_TOPIC,
+    RMQ_SYS_OFFSET_MOVED_EVENT,
+    RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC,
+    RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_SELF_TEST_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
+    SCHEDULE_TOPIC_QUEUE_NUM,
+    TIMER_TOPIC,
+)
 from pyrmq.store.config import (
     DataVersion,
     TopicConfig,
@@ -23,109 +38,6 @@ from pyrmq.store.config import (
 )
 
 log = logging.getLogger("pyrmq.broker.topic")
-
-PERM_PRIORITY = 0x8
-PERM_READ = 0x4
-PERM_WRITE = 0x2
-PERM_INHERIT = 0x1
-
-AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
-RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
-RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-RMQ_SYS_ROCKSDB_OFFSET_TOPIC = "CHECKPOINT_TOPIC"
-RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC = "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC"  # 5.5.0 creates both at start
-RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC = "RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
-SCHEDULE_TOPIC_QUEUE_NUM = 18
-
-SYSTEM_TOPIC_SET = frozenset(
-    {
-        AUTO_CREATE_TOPIC_KEY_TOPIC,
-        RMQ_SYS_SCHEDULE_TOPIC,
-        RMQ_SYS_BENCHMARK_TOPIC,
-        RMQ_SYS_TRANS_HALF_TOPIC,
-        RMQ_SYS_TRACE_TOPIC,
-        RMQ_SYS_TRANS_OP_HALF_TOPIC,
-        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-        RMQ_SYS_SELF_TEST_TOPIC,
-        RMQ_SYS_OFFSET_MOVED_EVENT,
-        RMQ_SYS_ROCKSDB_OFFSET_TOPIC,
-        RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC,
-        RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC,
-    }
-)
-NOT_ALLOWED_SEND_TOPIC_SET = frozenset(
-    {
-        RMQ_SYS_SCHEDULE_TOPIC,
-        RMQ_SYS_TRANS_HALF_TOPIC,
-        RMQ_SYS_TRANS_OP_HALF_TOPIC,
-        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-        RMQ_SYS_SELF_TEST_TOPIC,
-        RMQ_SYS_OFFSET_MOVED_EVENT,
-    }
-)
-
-TOPIC_MAX_LENGTH = 127
-GROUP_MAX_LENGTH = 120
-RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
-_VALID = re.compile(r"[%|a-zA-Z0-9_-]+")
-
-
-def is_readable(perm: int) -> bool:
-    return bool(perm & PERM_READ)
-
-
-def is_writeable(perm: int) -> bool:
-    return bool(perm & PERM_WRITE)
-
-
-def validate_topic(topic: str | None) -> str | None:
-    """Java TopicValidator#validateTopic: None when valid, else Java's remark."""
-    if topic is None or not topic.strip():
-        return "The specified topic is blank."
-    if not _VALID.fullmatch(topic):
-        return f"The specified topic: {topic}, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
-        if len(topic) > RETRY_OR_DLQ_TOPIC_MAX_LENGTH:
-            return (
-                f"The specified topic is DLQ or Retry topic: {topic}, and it's longer than topic max "
-                f"length: {RETRY_OR_DLQ_TOPIC_MAX_LENGTH}"
-            )
-    elif len(topic) > TOPIC_MAX_LENGTH:
-        return f"The specified topic: {topic}, is longer than topic max length: {TOPIC_MAX_LENGTH}"
-    return None
-
-
-def validate_group(group: str | None) -> str | None:
-    """Java TopicValidator#validateGroup."""
-    if group is None or not group.strip():
-        return "The specified group is blank."
-    if not _VALID.fullmatch(group):
-        return f"The specified group: {group}, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(group) > GROUP_MAX_LENGTH:
-        return f"The specified group: {group}, is longer than group max length: {GROUP_MAX_LENGTH}"
-    return None
-
-
-def is_system_topic(topic: str) -> bool:
-    return topic in SYSTEM_TOPIC_SET or topic.startswith(SYSTEM_TOPIC_PREFIX)
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_GROUP_TOPIC_PREFIX + group
 
 
 class TopicConfigManager(ConfigManager):

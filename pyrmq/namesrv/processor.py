@@ -12,9 +12,9 @@ import logging
 import zlib
 from typing import TYPE_CHECKING
 
+from pyrmq.common.constants import MASTER_ID
 from pyrmq.common.properties import PropertiesError, load_properties
 from pyrmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
-from pyrmq.namesrv.route_info_manager import MASTER_ID
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfigSerializeWrapper
 from pyrmq.protocol.bodies.namesrv import GetBrokerMemberGroupResponseBody, RegisterBrokerBody, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode

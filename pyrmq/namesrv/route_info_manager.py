@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyrmq.common.constants import MASTER_ID, PERM_READ, PERM_WRITE
 from pyrmq.protocol.bodies.common import (
     DataVersion,
     TopicConfig,
@@ -47,11 +48,6 @@ log = logging.getLogger("pyrmq.namesrv")
 
 #: Java RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME (2 minutes)
 DEFAULT_BROKER_CHANNEL_EXPIRED_TIME = 120_000
-#: Java MixAll.MASTER_ID
-MASTER_ID = 0
-#: Java PermName
-PERM_READ = 0x4
-PERM_WRITE = 0x2
 #: Java TopicSysFlag
 FLAG_UNIT = 0x1
 FLAG_UNIT_SUB = 0x2

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pyrmq.common.constants import MessageConst
 from pyrmq.store import message as m
 
 #: name -> Spark DDL type; the `rocketmq` source's full schema, in this order
@@ -244,9 +245,9 @@ _COLUMN: dict[str, Callable[[MessageColumns], list[Any]]] = {
     "commitLogOffset": lambda c: [x.commit_log_offset for x in c.msgs],
     "storeSize": lambda c: [x.store_size for x in c.msgs],
     "offsetMsgId": lambda c: [m.create_message_id(x.store_host_bytes, x.commit_log_offset) for x in c.msgs],
-    "msgId": _prop(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-    "keys": lambda c: [split_keys(p.get(m.MessageConst.KEYS) if p else None) for p in c.props],
-    "tags": _prop(m.MessageConst.TAGS),
+    "msgId": _prop(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+    "keys": lambda c: [split_keys(p.get(MessageConst.KEYS) if p else None) for p in c.props],
+    "tags": _prop(MessageConst.TAGS),
     "properties": lambda c: [p or {} for p in c.props],
     "body": lambda c: c.bodies,
     "bodySize": lambda c: c.sizes,

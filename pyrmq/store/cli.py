@@ -28,13 +28,13 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, MessageConst
 from pyrmq.store import config as cfg
 from pyrmq.store import reader
 from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
 from pyrmq.store.index import INDEX_HEADER_SIZE, build_key, build_tag_key, index_key_hash
 from pyrmq.store.message import (
     BLANK_MAGIC_CODE,
-    MessageConst,
     MessageDecodeError,
     MessageSysFlag,
     StoredMessage,
@@ -44,8 +44,6 @@ from pyrmq.store.message import (
 )
 from pyrmq.store.reader import CommitLogReader, MappedLog
 from pyrmq.store.store_config import MessageStoreConfig
-
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -324,7 +322,7 @@ class VerifyStats:
 
 def _expected_tags_code(msg: StoredMessage, delay_table: dict[int, int]) -> int | None:
     props = msg.properties
-    if msg.topic == SCHEDULE_TOPIC and props.get(MessageConst.DELAY_TIME_LEVEL):
+    if msg.topic == RMQ_SYS_SCHEDULE_TOPIC and props.get(MessageConst.DELAY_TIME_LEVEL):
         # the tags slot holds the deliver time (spec §9.1); assumes the default messageDelayLevel
         try:
             level = int(props[MessageConst.DELAY_TIME_LEVEL])
@@ -466,7 +464,7 @@ def _verify_cq(
             continue
         want = _expected_tags_code(msg, delay_table)
         if want is not None and want != tags:
-            (report.warn if topic == SCHEDULE_TOPIC else report.problem)(
+            (report.warn if topic == RMQ_SYS_SCHEDULE_TOPIC else report.problem)(
                 f.path, pos, f"entry {qoff}: tags code {tags} != {want} computed from the record"
             )
     for lf in log.files:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, MessageConst
 from pyrmq.common.java_lang import java_string_hash
 from pyrmq.store import message as m
 from pyrmq.store.flush import FlushManager
@@ -32,7 +33,6 @@ from pyrmq.store.store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
 
-RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
 _V6_FLAGS = m.MessageSysFlag.BORNHOST_V6_FLAG | m.MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 _write_record = m.write_record
@@ -60,7 +60,7 @@ class MessageExtBatch:
 
 def is_wait_store_msg_ok(props: dict[str, str]) -> bool:
     """Java Message#isWaitStoreMsgOK: WAIT absent means true."""
-    v = props.get(m.MessageConst.WAIT_STORE_MSG_OK)
+    v = props.get(MessageConst.WAIT_STORE_MSG_OK)
     return v is None or v.lower() == "true"
 
 
@@ -216,7 +216,7 @@ class CommitLog:
         """Consume-queue tags code: hash of TAGS, or the deliver time for the schedule topic.
         Java CommitLog#checkMessageAndReturnSize (tagsCode part)."""
         tags_code = 0
-        tags = props.get(m.MessageConst.TAGS)
+        tags = props.get(MessageConst.TAGS)
         if tags:
             cache = self._tags_code_cache
             cached = cache.get(tags)
@@ -227,7 +227,7 @@ class CommitLog:
                 cache[tags] = cached
             tags_code = cached
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
-            t = props.get(m.MessageConst.DELAY_TIME_LEVEL)
+            t = props.get(MessageConst.DELAY_TIME_LEVEL)
             if t is not None:
                 try:
                     level = min(int(t), self._max_delay_level)
@@ -333,8 +333,8 @@ class CommitLog:
                 self.tags_code(topic, props, store_ts),
                 store_ts,
                 queue_offset,
-                props.get(m.MessageConst.KEYS) or "",
-                props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+                props.get(MessageConst.KEYS) or "",
+                props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
                 sys_flag,
                 msg.prepared_transaction_offset,
                 props,
@@ -476,8 +476,8 @@ class CommitLog:
                         self.tags_code(topic, elem_props, store_ts),
                         store_ts,
                         base + i,
-                        elem_props.get(m.MessageConst.KEYS) or "",
-                        elem_props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
+                        elem_props.get(MessageConst.KEYS) or "",
+                        elem_props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or None,
                         sys_flag,
                         0,
                         elem_props,
@@ -567,8 +567,8 @@ class CommitLog:
             tags_code=tags_code,
             store_timestamp=msg.store_timestamp,
             consume_queue_offset=msg.queue_offset,
-            keys=props.get(m.MessageConst.KEYS) or "",
-            uniq_key=props.get(m.MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            keys=props.get(MessageConst.KEYS) or "",
+            uniq_key=props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
             sys_flag=msg.sys_flag,
             prepared_transaction_offset=msg.prepared_transaction_offset,
             properties=props,

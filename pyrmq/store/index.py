@@ -24,8 +24,9 @@ from collections.abc import Callable
 
 import construct as cs
 
+from pyrmq.common.constants import MessageConst
 from pyrmq.common.java_lang import java_string_hash
-from pyrmq.store.message import MessageConst, MessageSysFlag
+from pyrmq.store.message import MessageSysFlag
 from pyrmq.store.results import DispatchRequest
 
 log = logging.getLogger(__name__)

@@ -42,6 +42,7 @@ from typing import TypeAlias
 
 import construct as cs
 
+from pyrmq.common.constants import MessageConst
 from pyrmq.common.java_lang import java_string_hash
 
 # --- magic codes (MessageDecoder, CommitLog.BLANK_MAGIC_CODE; spec §2.2) -------------------------
@@ -96,54 +97,6 @@ def is_queued(sys_flag: int) -> bool:
     PREPARED and ROLLBACK records are not (Java CommitLog.DefaultAppendMessageCallback#doAppend,
     CommitLogDispatcherBuildConsumeQueue)."""
     return sys_flag & 0xC in _QUEUED_TRANSACTION_TYPES
-
-
-class MessageConst:
-    """Property names used by the store. Java: common.message.MessageConst."""
-
-    KEYS = "KEYS"
-    TAGS = "TAGS"
-    WAIT_STORE_MSG_OK = "WAIT"
-    DELAY_TIME_LEVEL = "DELAY"
-    RETRY_TOPIC = "RETRY_TOPIC"
-    REAL_TOPIC = "REAL_TOPIC"
-    REAL_QUEUE_ID = "REAL_QID"
-    TRANSACTION_PREPARED = "TRAN_MSG"
-    PRODUCER_GROUP = "PGROUP"
-    MIN_OFFSET = "MIN_OFFSET"
-    MAX_OFFSET = "MAX_OFFSET"
-    BUYER_ID = "BUYER_ID"
-    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-    TRANSFER_FLAG = "TRANSFER_FLAG"
-    CORRECTION_FLAG = "CORRECTION_FLAG"
-    MQ2_FLAG = "MQ2_FLAG"
-    RECONSUME_TIME = "RECONSUME_TIME"
-    MSG_REGION = "MSG_REGION"
-    TRACE_SWITCH = "TRACE_ON"
-    UNIQ_CLIENT_MESSAGE_ID_KEYIDX = "UNIQ_KEY"
-    MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
-    CONSUME_START_TIMESTAMP = "CONSUME_START_TIME"
-    TRANSACTION_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
-    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
-    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
-    INSTANCE_ID = "INSTANCE_ID"
-    CORRELATION_ID = "CORRELATION_ID"
-    MESSAGE_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
-    MESSAGE_TTL = "TTL"
-    REPLY_MESSAGE_ARRIVE_TIME = "ARRIVE_TIME"
-    PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
-    CLUSTER = "CLUSTER"
-    MESSAGE_TYPE = "MSG_TYPE"
-    INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
-    INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
-    INNER_NUM = "INNER_NUM"
-    INNER_BASE = "INNER_BASE"
-    TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
-    TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
-    TIMER_DELAY_MS = "TIMER_DELAY_MS"
-    DUP_INFO = "DUP_INFO"
-    CRC32 = "__CRC32#"
-    TRANSACTION_ID = "__transactionId__"
 
 
 class MessageVersion(IntEnum):

@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupConfig
-from pyrmq.broker.topic_config_manager import validate_group
+from pyrmq.common.constants import validate_group
 from pyrmq.protocol.bodies.admin import (
     ConsumeStats,
     ConsumeStatsList,

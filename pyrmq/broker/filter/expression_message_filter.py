@@ -17,11 +17,10 @@ import logging
 
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterData, ConsumerFilterManager, is_tag_type
 from pyrmq.broker.filter.sql92 import evaluate_matches
+from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX, MessageConst
 from pyrmq.store import message as m
 
 log = logging.getLogger("pyrmq.broker.filter")
-
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 
 def decode_properties(msg_buffer) -> dict[str, str]:
@@ -73,7 +72,7 @@ class ExpressionForRetryMessageFilter(ExpressionMessageFilter):
     def _filter_data(self, properties: dict[str, str]) -> ConsumerFilterData | None:
         topic = self.subscription_data.topic or ""
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and self.consumer_filter_manager is not None:
-            real_topic = properties.get(m.MessageConst.RETRY_TOPIC)
+            real_topic = properties.get(MessageConst.RETRY_TOPIC)
             group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
             return self.consumer_filter_manager.get(real_topic, group) if real_topic else None
         return self.consumer_filter_data

@@ -14,7 +14,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from pyrmq.broker.transaction.util import MC, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, inner_from_stored
+from pyrmq.broker.transaction.util import MC, inner_from_stored
+from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
 from pyrmq.protocol.codes import RequestCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.transaction import CheckTransactionStateRequestHeader
@@ -97,8 +98,6 @@ class DefaultTransactionalMessageCheckListener:
             msg.msg_id,
             msg.properties.get(MC.REAL_TOPIC),
         )
-        from pyrmq.broker.topic_config_manager import PERM_READ, PERM_WRITE
-
         tc = self.controller.topic_config_manager.create_topic_in_send_message_back_method(
             RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, TCMT_QUEUE_NUMS, PERM_READ | PERM_WRITE, 0
         )

@@ -30,16 +30,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from pyrmq.broker.transaction.util import (
-    CID_SYS_RMQ_TRANS,
     MC,
     OFFSET_SEPARATOR,
     REMOVE_TAG,
-    RMQ_SYS_TRANS_HALF_TOPIC,
-    RMQ_SYS_TRANS_OP_HALF_TOPIC,
     java_long,
     parse_half_message_inner,
     renew_half_message_inner,
     renew_immunity_half_message_inner,
+)
+from pyrmq.common.constants import (
+    CID_RMQ_SYS_TRANS,
+    PERM_READ,
+    PERM_WRITE,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
 )
 from pyrmq.protocol.codes import ResponseCode
 from pyrmq.store import message as m
@@ -122,27 +126,25 @@ class TransactionalMessageService:
         return await asyncio.wrap_future(fut)
 
     def fetch_consume_offset(self, topic: str, queue_id: int) -> int:
-        off = self.controller.consumer_offset_manager.query_offset(CID_SYS_RMQ_TRANS, topic, queue_id)
+        off = self.controller.consumer_offset_manager.query_offset(CID_RMQ_SYS_TRANS, topic, queue_id)
         if off == -1:
             off = self.store.get_min_offset_in_queue(topic, queue_id)
         return off
 
     def update_consume_offset(self, topic: str, queue_id: int, offset: int) -> None:
         host = f"{self._store_host[0]}:{self._store_host[1]}"
-        self.controller.consumer_offset_manager.commit_offset(host, CID_SYS_RMQ_TRANS, topic, queue_id, offset)
+        self.controller.consumer_offset_manager.commit_offset(host, CID_RMQ_SYS_TRANS, topic, queue_id, offset)
 
     def fetch_message_queues(self, topic: str) -> list[int]:
         tcm = self.controller.topic_config_manager
         tc = tcm.select_topic_config(topic)
         if tc is None:
-            from pyrmq.broker.topic_config_manager import PERM_READ, PERM_WRITE
-
             tc = tcm.create_topic_in_send_message_back_method(topic, 1, PERM_WRITE | PERM_READ, 0)
         return list(range(tc.read_queue_nums)) if tc is not None else []
 
     def _get_message(self, topic: str, queue_id: int, offset: int, nums: int) -> PullResult:
         """Java TransactionalMessageBridge#getMessage: a store read turned into a client-style PullResult."""
-        r = self.store.get_message(CID_SYS_RMQ_TRANS, topic, queue_id, offset, nums, None)
+        r = self.store.get_message(CID_RMQ_SYS_TRANS, topic, queue_id, offset, nums, None)
         status = _PULL_STATUS.get(r.status, PullStatus.OFFSET_ILLEGAL)
         found = None
         try:

@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import re
 
+from pyrmq.common.constants import RMQ_SYS_TRANS_HALF_TOPIC, MessageConst
 from pyrmq.store import message as m
 
-RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-#: MixAll.CID_SYS_RMQ_TRANS: the group whose offsets track the half and op queues
-CID_SYS_RMQ_TRANS = "CID_RMQ_SYS_TRANS"
 REMOVE_TAG = "d"
 OFFSET_SEPARATOR = ","
-TRANSACTION_ID = "__transactionId__"
 
-MC = m.MessageConst
+MC = MessageConst
 SF = m.MessageSysFlag
 
 
@@ -32,7 +27,7 @@ def parse_half_message_inner(msg: m.MessageExtBrokerInner) -> m.MessageExtBroker
     props = msg.get_properties()
     uniq = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
     if uniq:
-        props[TRANSACTION_ID] = uniq
+        props[MC.TRANSACTION_ID] = uniq
     props[MC.REAL_TOPIC] = msg.topic
     props[MC.REAL_QUEUE_ID] = str(msg.queue_id)
     msg.properties = props

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pyrmq.common.constants import perm_string
 from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, JsonObject, fastjson_dumps, lenient_loads
 
 
@@ -50,6 +51,16 @@ class TopicConfig(FastJsonBody):
     topic_sys_flag: int = 0
     order: bool = False
     attributes: dict[str, str] = field(default_factory=dict)
+
+    def java_string(self) -> str:
+        """``TopicConfig#toString``: what Java puts in remarks and mqadmin prints."""
+        attrs = ", ".join(f"{k}={v}" for k, v in (self.attributes or {}).items())
+        return (
+            f"TopicConfig [topicName={self.topic_name}, readQueueNums={self.read_queue_nums}, "
+            f"writeQueueNums={self.write_queue_nums}, perm={perm_string(self.perm)}, "
+            f"topicFilterType={self.topic_filter_type}, topicSysFlag={self.topic_sys_flag}, "
+            f"order={'true' if self.order else 'false'}, attributes={{{attrs}}}]"
+        )
 
     def encode_text(self) -> str:
         attrs = fastjson_dumps(self.attributes).decode() if self.attributes is not None else ""

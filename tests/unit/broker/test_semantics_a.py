@@ -18,7 +18,8 @@ from pyrmq.broker.controller import BrokerController
 from pyrmq.broker.reply_processor import ReplyMessageProcessor
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
 from pyrmq.broker.send_processor import SendMessageProcessor
-from pyrmq.broker.timer_message_store import TIMER_TOPIC, TimerMessageStore
+from pyrmq.broker.timer_message_store import TimerMessageStore
+from pyrmq.common.constants import TIMER_TOPIC
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.channel import RequestContext

@@ -9,6 +9,7 @@ from support.fakes import ManualClock
 from pyrmq.broker.filter.bloom import BloomFilter, murmur3_x64_128
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
+from pyrmq.common.constants import MessageConst
 from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.store import message as m
 
@@ -127,5 +128,5 @@ def test_retry_filter_uses_the_original_topic_expression(tmp_path):
     fm.register_group("g", [_sub("T", "a = 1", 1)])
     retry_sub = _sub("%RETRY%g", "a = 1", 1)
     f = ExpressionForRetryMessageFilter(retry_sub, None, fm)
-    assert f.is_matched_by_commit_log(_record({"a": "1", m.MessageConst.RETRY_TOPIC: "T"}, "%RETRY%g"))
-    assert not f.is_matched_by_commit_log(_record({"a": "2", m.MessageConst.RETRY_TOPIC: "T"}, "%RETRY%g"))
+    assert f.is_matched_by_commit_log(_record({"a": "1", MessageConst.RETRY_TOPIC: "T"}, "%RETRY%g"))
+    assert not f.is_matched_by_commit_log(_record({"a": "2", MessageConst.RETRY_TOPIC: "T"}, "%RETRY%g"))

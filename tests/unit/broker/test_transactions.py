@@ -8,8 +8,8 @@ import time
 from support.fakes import FakeChannel
 
 from pyrmq.broker.transaction.end_transaction_processor import EndTransactionProcessor
-from pyrmq.broker.transaction.util import (
-    CID_SYS_RMQ_TRANS,
+from pyrmq.common.constants import (
+    CID_RMQ_SYS_TRANS,
     RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
@@ -159,7 +159,7 @@ def test_check_back_asks_a_live_producer_then_applies_its_answer(make_broker):
     assert ef["offsetMsgId"] == m.create_message_id(("127.0.0.1", 10911), renewed.commit_log_offset)
     body = m.decode_message(req.body)  # the producer's listener sees the real topic and queue
     assert body.topic == "TxT" and body.queue_id == 1 and body.body == b"tx"
-    assert broker.c.consumer_offset_manager.query_offset(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, 0) == 1
+    assert broker.c.consumer_offset_manager.query_offset(CID_RMQ_SYS_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, 0) == 1
     # the producer answers the check: commit
     e = end_tx(broker, r, COMMIT, from_check=True, offsets=(renewed.commit_log_offset, renewed.queue_offset))
     assert e.code == ResponseCode.SUCCESS
@@ -167,8 +167,8 @@ def test_check_back_asks_a_live_producer_then_applies_its_answer(make_broker):
     ch.sent.clear()
     check(broker)  # the op message closes it: no more checks
     assert [c for c in ch.sent if c.code == RequestCode.CHECK_TRANSACTION_STATE] == []
-    assert broker.c.consumer_offset_manager.query_offset(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, 0) == 2
-    assert broker.c.consumer_offset_manager.query_offset(CID_SYS_RMQ_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0) == 1
+    assert broker.c.consumer_offset_manager.query_offset(CID_RMQ_SYS_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, 0) == 2
+    assert broker.c.consumer_offset_manager.query_offset(CID_RMQ_SYS_TRANS, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0) == 1
 
 
 def test_young_half_message_is_not_checked(make_broker):
