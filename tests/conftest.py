@@ -1,9 +1,17 @@
-"""Checks every collected test carries its suite's marker (tests/support/suites.py)."""
+"""Checks every collected test carries its suite's marker (tests/support/suites.py); the shared clock fixture."""
 
 from __future__ import annotations
 
 import pytest
+from support.fakes import ManualClock
 from support.suites import SUITES, unmarked
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """Epoch ms that move only on ``clock.advance(ms)``: pass it as the ``clock`` of a
+    controller, store or manager instead of sleeping (pyrmq.common.clock)."""
+    return ManualClock()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

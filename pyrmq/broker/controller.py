@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +45,7 @@ from pyrmq.broker.transaction.check_listener import DefaultTransactionalMessageC
 from pyrmq.broker.transaction.check_service import TransactionalMessageCheckService
 from pyrmq.broker.transaction.end_transaction_processor import EndTransactionProcessor
 from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
+from pyrmq.common.clock import now_ms
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper
 from pyrmq.protocol.bodies.namesrv import RegisterBrokerBody
@@ -62,10 +62,6 @@ log = logging.getLogger("pyrmq.broker")
 
 #: Java ClientHousekeepingService: scan every 10 s
 HOUSEKEEPING_INTERVAL_S = 10.0
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class BrokerController:
@@ -92,7 +88,7 @@ class BrokerController:
         self.producer_manager = ProducerManager(now=clock, channel_expired_timeout_ms=expiry)
         self.rebalance_lock_manager = RebalanceLockManager(now=clock)
         self.config_data_version = DataVersion()
-        self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched)
+        self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched, clock=clock)
         register_message_store_hook(self)
         self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
         self.consumer_filter_manager = ConsumerFilterManager(

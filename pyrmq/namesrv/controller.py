@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 
+from pyrmq.common.clock import now_ms
 from pyrmq.common.properties import properties_text
 from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.kv_config import KVConfigManager
 from pyrmq.namesrv.processor import ClientRequestProcessor, DefaultRequestProcessor
-from pyrmq.namesrv.route_info_manager import RouteInfoManager, now_ms
+from pyrmq.namesrv.route_info_manager import RouteInfoManager
 from pyrmq.remoting.server import RemotingServer
 
 log = logging.getLogger("pyrmq.namesrv")
@@ -35,7 +35,7 @@ class NamesrvController:
         self._sync_route_settings()
         self.server: RemotingServer | None = None
         self._scan_task: asyncio.Task | None = None
-        self._started_at = time.monotonic()
+        self._started_at = self.clock()
 
     # ------------------------------------------------------------------ config
 
@@ -55,7 +55,7 @@ class NamesrvController:
         return properties_text(self.config.all_properties())
 
     def ready_for_service(self) -> bool:
-        return time.monotonic() - self._started_at >= int(self.config["waitSecondsForService"])
+        return self.clock() - self._started_at >= int(self.config["waitSecondsForService"]) * 1000
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -76,7 +76,7 @@ class NamesrvController:
         server.add_close_listener(self.route_info_manager.on_channel_destroy)
         await server.start()
         self.server = server
-        self._started_at = time.monotonic()
+        self._started_at = self.clock()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="namesrv-scan")
 
     async def _scan_loop(self) -> None:

@@ -23,11 +23,11 @@ and NOTIFY_MIN_BROKER_ID_CHANGE is not pushed to brokers (it is only used with
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyrmq.common.clock import now_ms
 from pyrmq.common.constants import MASTER_ID, PERM_READ, PERM_WRITE
 from pyrmq.protocol.bodies.common import (
     DataVersion,
@@ -53,10 +53,6 @@ FLAG_UNIT = 0x1
 FLAG_UNIT_SUB = 0x2
 #: Java TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX
 SYNC_BROKER_MEMBER_GROUP_PREFIX = "SYNC_BROKER_MEMBER_"
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pyrmq.common.clock import now_ms
 from pyrmq.store.running_flags import RunningFlag
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class StoreCleaner:
         self.store = store
         self.config = store.config
         self.disk_usage = disk_usage
-        self.clock = clock or getattr(store, "clock", None) or (lambda: int(time.time() * 1000))
+        self.clock = clock or getattr(store, "clock", None) or now_ms
         self.local_hour = local_hour
         self.sleep = sleep
         self._manual_times = 0

@@ -17,6 +17,8 @@ import os
 import time
 from collections.abc import Callable
 
+from pyrmq.common.clock import now_ms as system_now_ms
+
 log = logging.getLogger(__name__)
 
 OS_PAGE_SIZE = 4096  # DefaultMappedFile.OS_PAGE_SIZE
@@ -344,7 +346,7 @@ class MappedFileQueue:
     ) -> int:
         """Delete the oldest files whose mtime + expired_time <= now (never the last one), stopping at
         the first kept file. Java MappedFileQueue#deleteExpiredFileByTime. Returns how many."""
-        now = now_ms or (lambda: int(time.time() * 1000))
+        now = now_ms or system_now_ms
         deleted = 0
         for mf in list(self.mapped_files[:-1]):
             if now() >= mf.get_last_modified_timestamp() + expired_time_ms or clean_immediately:

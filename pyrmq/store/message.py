@@ -42,6 +42,7 @@ from typing import TypeAlias
 
 import construct as cs
 
+from pyrmq.common.clock import now_ms as system_now_ms
 from pyrmq.common.constants import MessageConst
 from pyrmq.common.java_lang import java_string_hash
 
@@ -341,7 +342,7 @@ class UniqKey:
         raw = bytes.fromhex(uniq_id)
         ip_len = 16 if len(raw) == 28 else 4
         (span,) = struct.unpack_from(">I", raw, ip_len + 6)
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        now_ms = system_now_ms() if now_ms is None else now_ms
         month_start = _month_start_ms(now_ms, 0)
         if month_start + span >= now_ms:
             month_start = _month_start_ms(now_ms, -1)
@@ -368,7 +369,7 @@ class UniqIdGenerator:
         self._next_start = 0
 
     def create(self, now_ms: int | None = None) -> str:
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        now_ms = system_now_ms() if now_ms is None else now_ms
         if now_ms >= self._next_start:
             self._start = _month_start_ms(now_ms, 0)
             t = time.localtime(now_ms / 1000)

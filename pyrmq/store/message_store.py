@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Protocol
 
+from pyrmq.common.clock import now_ms
 from pyrmq.store import message as m
 from pyrmq.store.checkpoint import StoreCheckpoint, StoreLock, abort_file_exists, create_abort_file, delete_abort_file
 from pyrmq.store.cleanup import StoreCleaner
@@ -93,7 +94,7 @@ class MessageStore:
         on_dispatched: DispatchedListener | None = None,
     ) -> None:
         self.config = config
-        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.clock = clock or now_ms
         self._sync = sync
         os.makedirs(config.store_path_root_dir, exist_ok=True)
         self._lock = StoreLock(config.lock_path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -69,22 +68,17 @@ class FakeChannel:
 
 class ManualClock:
     """Epoch milliseconds that move only when a test says so: ``clock()`` or ``clock.now()``,
-    and ``advance(ms)``. Pass it wherever pyrmq takes a ``clock`` (controllers, managers, stores).
-
-    ``wall=True`` reads the real time plus everything advance() added: for code that runs beside
-    something still stamping with time.time() (the broker's store), so due times are reached
-    without sleeping while the two stay comparable.
+    and ``advance(ms)``. Pass it wherever pyrmq takes a clock (pyrmq.common.clock): controllers
+    hand it on to their store, managers, transaction checks, timers and schedulers. The
+    ``clock`` fixture (tests/conftest.py) is one.
     """
 
     START_MS = 1_700_000_000_000  # 2023-11-14T22:13:20Z, easy to spot in a dump
 
-    def __init__(self, start_ms: int = START_MS, *, wall: bool = False) -> None:
-        self._ms = 0 if wall else start_ms
-        self._wall = wall
+    def __init__(self, start_ms: int = START_MS) -> None:
+        self._ms = start_ms
 
     def now(self) -> int:
-        if self._wall:
-            return int(time.time() * 1000) + self._ms
         return self._ms
 
     __call__ = now
@@ -93,7 +87,7 @@ class ManualClock:
         self._ms += ms
 
     def __repr__(self) -> str:
-        return f"<ManualClock {self.now()}{' wall' if self._wall else ''}>"
+        return f"<ManualClock {self._ms}>"
 
 
 @functools.cache

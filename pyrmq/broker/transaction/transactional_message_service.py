@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -261,7 +260,7 @@ class TransactionalMessageService:
 
     def _need_skip(self, msg: m.StoredMessage) -> bool:
         reserved_ms = int(self.controller.store_config.file_reserved_time) * 3600 * 1000
-        return _now_ms() - msg.born_timestamp > reserved_ms
+        return self.controller.now() - msg.born_timestamp > reserved_ms
 
     async def _check_prepare_queue_offset(self, st: _CheckState, msg: m.StoredMessage, props: dict[str, str]) -> bool:
         """Java checkPrepareQueueOffset (immunity): True = skip this half message."""
@@ -311,7 +310,7 @@ class TransactionalMessageService:
             log.exception("Check error")
 
     async def _check_queue(self, qid: int, transaction_timeout: int, check_max: int, listener: CheckListener) -> None:
-        start = _now_ms()
+        start = self.controller.now()
         half_offset = self.fetch_consume_offset(RMQ_SYS_TRANS_HALF_TOPIC, qid)
         op_offset = self.fetch_consume_offset(RMQ_SYS_TRANS_OP_HALF_TOPIC, qid)
         if half_offset < 0 or op_offset < 0:
@@ -323,7 +322,7 @@ class TransactionalMessageService:
         new_offset = i = half_offset
         next_op_offset = pull.next_begin_offset
         while True:
-            if _now_ms() - start > MAX_PROCESS_TIME_LIMIT_MS:
+            if self.controller.now() - start > MAX_PROCESS_TIME_LIMIT_MS:
                 log.info("half queue %d: process time reached %d ms", qid, MAX_PROCESS_TIME_LIMIT_MS)
                 break
             removed_op = st.remove_map.pop(i, None)
@@ -354,7 +353,7 @@ class TransactionalMessageService:
                     continue
                 if msg.store_timestamp >= start:
                     break  # fresh: later
-                now = _now_ms()
+                now = self.controller.now()
                 since_born = now - msg.born_timestamp
                 immunity = transaction_timeout
                 immunity_str = props.get(MC.CHECK_IMMUNITY_TIME_IN_SECONDS)
@@ -409,7 +408,3 @@ def _calculate_op_offset(done: list[int], old: int) -> int:
         else:
             break
     return new
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

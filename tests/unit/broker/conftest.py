@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support.fakes import FakeChannel, ManualClock
+from support.fakes import FakeChannel
 
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.controller import BrokerController
@@ -61,11 +61,6 @@ def make_config(tmp_path, **props) -> BrokerConfig:
     }
     base.update({k: str(v) for k, v in props.items()})
     return BrokerConfig.from_properties(base)
-
-
-@pytest.fixture
-def clock():
-    return ManualClock()
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """Delay levels, timer messages, CONSUMER_SEND_MSG_BACK, request-reply: processors and services
-awaited directly on a tmp store. The controller's clock is real time plus what the tests advance
-(ManualClock(wall=True)), so due times are reached without sleeping (the store stamps records with
-real time)."""
+awaited directly on a tmp store. The controller, and through it the store, runs on the pinned
+clock fixture, so due times are reached by advancing it, never by sleeping."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import os
 import struct
 
 import pytest
-from support.fakes import FakeChannel, ManualClock
+from support.fakes import FakeChannel
 
 from pyrmq.broker.client_manager import ClientChannelInfo
 from pyrmq.broker.consumer_send_msg_back import ConsumerSendMsgBackProcessor
@@ -19,7 +18,7 @@ from pyrmq.broker.reply_processor import ReplyMessageProcessor
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
 from pyrmq.broker.send_processor import SendMessageProcessor
 from pyrmq.broker.timer_message_store import TimerMessageStore
-from pyrmq.common.constants import TIMER_TOPIC
+from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.channel import RequestContext
@@ -28,12 +27,11 @@ from pyrmq.store.config import DelayOffsetSerializeWrapper, load_config
 
 from .conftest import make_config
 
-SCHEDULE = "SCHEDULE_TOPIC_XXXX"
+SCHEDULE = RMQ_SYS_SCHEDULE_TOPIC
 
 
 @pytest.fixture
-def env(tmp_path):
-    clock = ManualClock(wall=True)
+def env(tmp_path, clock):
     made = []
 
     def factory(**props):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from support.fakes import FakeChannel
 
@@ -22,10 +21,6 @@ from pyrmq.store import message as m
 COMMIT, ROLLBACK, UNKNOWN = 0x8, 0xC, 0x0
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def half_send(broker, topic="TxT", body=b"tx", pgroup="txg", born=None, extra=None, queue_id=1):
     props = {"TAGS": "TagT", "KEYS": "k", "TRAN_MSG": "true", "PGROUP": pgroup, **(extra or {})}
     ext = {
@@ -35,7 +30,7 @@ def half_send(broker, topic="TxT", body=b"tx", pgroup="txg", born=None, extra=No
         "d": "4",
         "e": str(queue_id),
         "f": "4",
-        "g": str(born if born is not None else now_ms()),
+        "g": str(born if born is not None else broker.c.now()),
         "h": "0",
         "i": m.message_properties_to_string(props),
         "j": "0",
@@ -144,8 +139,8 @@ def test_check_back_asks_a_live_producer_then_applies_its_answer(make_broker):
     broker = make_broker(transactionTimeOut=1000)
     ch = FakeChannel("127.0.0.1:777")
     register_producer(broker, ch)
-    r = half_send(broker, born=now_ms() - 5000)
-    time.sleep(0.01)
+    r = half_send(broker, born=broker.c.now() - 5000)
+    broker.c.now.advance(10)  # the broker's clock, pinned by the fixture
     check(broker)
     (req,) = [c for c in ch.sent if c.code == RequestCode.CHECK_TRANSACTION_STATE]
     assert req.is_oneway
@@ -176,7 +171,7 @@ def test_young_half_message_is_not_checked(make_broker):
     ch = FakeChannel()
     register_producer(broker, ch)
     half_send(broker)
-    time.sleep(0.01)
+    broker.c.now.advance(10)  # the broker's clock, pinned by the fixture
     check(broker)
     assert ch.sent == [] and len(records(broker, RMQ_SYS_TRANS_HALF_TOPIC)) == 1
 
@@ -185,8 +180,8 @@ def test_check_immunity_time_postpones_the_check(make_broker):
     broker = make_broker(transactionTimeOut=100)
     ch = FakeChannel()
     register_producer(broker, ch)
-    half_send(broker, born=now_ms() - 2000, extra={"CHECK_IMMUNITY_TIME_IN_SECONDS": "60"})
-    time.sleep(0.01)
+    half_send(broker, born=broker.c.now() - 2000, extra={"CHECK_IMMUNITY_TIME_IN_SECONDS": "60"})
+    broker.c.now.advance(10)  # the broker's clock, pinned by the fixture
     check(broker)
     assert ch.sent == []
     halves = records(broker, RMQ_SYS_TRANS_HALF_TOPIC)
@@ -197,9 +192,9 @@ def test_checked_too_often_is_discarded_to_trans_check_max_time_topic(make_broke
     broker = make_broker(transactionTimeOut=100, transactionCheckMax=2)
     ch = FakeChannel()
     register_producer(broker, ch)
-    half_send(broker, born=now_ms() - 5000)
+    half_send(broker, born=broker.c.now() - 5000)
     for _ in range(3):
-        time.sleep(0.01)
+        broker.c.now.advance(10)  # the broker's clock, pinned by the fixture
         check(broker)
     checks = [c for c in ch.sent if c.code == RequestCode.CHECK_TRANSACTION_STATE]
     assert len(checks) == 2
@@ -210,12 +205,12 @@ def test_checked_too_often_is_discarded_to_trans_check_max_time_topic(make_broke
 
 def test_no_producer_online_keeps_checking_later(make_broker):
     broker = make_broker(transactionTimeOut=100)
-    half_send(broker, born=now_ms() - 5000)
-    time.sleep(0.01)
+    half_send(broker, born=broker.c.now() - 5000)
+    broker.c.now.advance(10)  # the broker's clock, pinned by the fixture
     check(broker)
     ch = FakeChannel()
     register_producer(broker, ch)  # a producer of the group (re)started meanwhile
-    time.sleep(0.01)
+    broker.c.now.advance(10)  # the broker's clock, pinned by the fixture
     check(broker)
     assert len([c for c in ch.sent if c.code == RequestCode.CHECK_TRANSACTION_STATE]) == 1
 

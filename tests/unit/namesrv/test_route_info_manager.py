@@ -25,11 +25,6 @@ B0 = "10.0.0.3:10911"
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 def rim(clock: ManualClock) -> RouteInfoManager:
     return RouteInfoManager(clock=clock)
 

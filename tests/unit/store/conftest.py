@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support.fakes import GOLDEN_DIR, ManualClock
+from support.fakes import GOLDEN_DIR
 from support.fakes import golden as load_golden
 
 from pyrmq.store.message import MessageExtBrokerInner
@@ -15,11 +15,6 @@ from pyrmq.store.store_config import MessageStoreConfig
 def golden():
     """golden(name) -> the bytes of tests/golden/store/<name>."""
     return lambda name: load_golden(GOLDEN_DIR / "store" / name)
-
-
-@pytest.fixture
-def frozen_clock():
-    return ManualClock()
 
 
 def tiny_config(root, **kw) -> MessageStoreConfig:
@@ -50,12 +45,12 @@ def make_msg(i: int, topic: str = "T", queue_id: int = 0, **props) -> MessageExt
 
 
 @pytest.fixture
-def open_store(tmp_path, frozen_clock):
+def open_store(tmp_path, clock):
     """open_store(**config) -> started MessageStore on tmp_path/store; all shut down at the end."""
     stores = []
 
     def _open(root=None, **kw):
-        s = MessageStore(tiny_config(root or tmp_path / "store", **kw), clock=frozen_clock)
+        s = MessageStore(tiny_config(root or tmp_path / "store", **kw), clock=clock)
         s.load()
         s.start()
         stores.append(s)

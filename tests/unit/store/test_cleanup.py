@@ -76,30 +76,28 @@ def test_disk_usage_of_a_real_partition(tmp_path) -> None:
     assert disk_partition_space_used_percent(str(tmp_path / "missing")) == -1.0
 
 
-def test_nothing_deleted_outside_delete_when_with_free_disk(open_store, msg_factory, frozen_clock) -> None:
+def test_nothing_deleted_outside_delete_when_with_free_disk(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP)
     _fill(s, msg_factory)
     files = _commit_log_files(s)
     assert len(files) >= 5
-    _age_files(s, frozen_clock.now(), 100, len(files))
-    r = _cleaner(s, frozen_clock, hour=5).run_once()
+    _age_files(s, clock.now(), 100, len(files))
+    r = _cleaner(s, clock, hour=5).run_once()
     assert not (r.time_up or r.space_to_delete or r.manual)
     assert _commit_log_files(s) == files
 
 
-def test_expired_files_deleted_at_delete_when_then_queues_and_reads_follow(
-    open_store, msg_factory, frozen_clock
-) -> None:
+def test_expired_files_deleted_at_delete_when_then_queues_and_reads_follow(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP, delete_when="03;04")
     _fill(s, msg_factory)
     files = _commit_log_files(s)
-    _age_files(s, frozen_clock.now(), 73, 3)  # older than fileReservedTime (72 h)
+    _age_files(s, clock.now(), 73, 3)  # older than fileReservedTime (72 h)
     # files 3.. are younger than 72 h, so deletion stops at file 3 (no holes)
     for name in files[3:]:
-        t = (frozen_clock.now() - 71 * HOUR) / 1000
+        t = (clock.now() - 71 * HOUR) / 1000
         os.utime(os.path.join(s.config.commit_log_dir, name), (t, t))
     cq_files_before = sorted(os.listdir(os.path.join(s.config.consume_queue_dir, "T", "0")))
-    r = _cleaner(s, frozen_clock, hour=4).run_once()
+    r = _cleaner(s, clock, hour=4).run_once()
     assert r.time_up and not r.space_to_delete
     assert r.commit_log_files_deleted == 3
     assert _commit_log_files(s) == files[3:]
@@ -119,19 +117,19 @@ def test_expired_files_deleted_at_delete_when_then_queues_and_reads_follow(
         assert got.status is GetMessageStatus.FOUND
         got.release()
     # the next round with an unchanged min offset leaves the queues alone
-    again = _cleaner(s, frozen_clock, hour=4)
+    again = _cleaner(s, clock, hour=4)
     again._last_physical_min_offset = min_phy
     assert again.run_once().consume_queue_files_deleted == 0
     # writes go on
     assert s.put_message(msg_factory(1000)).is_ok()
 
 
-def test_last_file_is_never_deleted_even_when_all_expired(open_store, msg_factory, frozen_clock) -> None:
+def test_last_file_is_never_deleted_even_when_all_expired(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP)
     _fill(s, msg_factory)
     files = _commit_log_files(s)
-    _age_files(s, frozen_clock.now(), 1000, len(files))
-    c = _cleaner(s, frozen_clock, hour=4)
+    _age_files(s, clock.now(), 1000, len(files))
+    c = _cleaner(s, clock, hour=4)
     total = 0
     for _ in range(5):
         total += c.run_once().commit_log_files_deleted
@@ -139,43 +137,41 @@ def test_last_file_is_never_deleted_even_when_all_expired(open_store, msg_factor
     assert _commit_log_files(s) == files[-1:]
 
 
-def test_usage_above_max_used_ratio_deletes_only_expired(open_store, msg_factory, frozen_clock) -> None:
+def test_usage_above_max_used_ratio_deletes_only_expired(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP)
     _fill(s, msg_factory)
     files = _commit_log_files(s)
-    _age_files(s, frozen_clock.now(), 80, 2)
-    r = _cleaner(s, frozen_clock, Disk(0.80)).run_once()  # 75% < 80% < 85%
+    _age_files(s, clock.now(), 80, 2)
+    r = _cleaner(s, clock, Disk(0.80)).run_once()  # 75% < 80% < 85%
     assert r.space_to_delete and not r.clean_immediately and not r.disk_full
     assert r.commit_log_files_deleted == 2
     assert _commit_log_files(s) == files[2:]
 
 
-def test_usage_above_clean_forcibly_ratio_deletes_young_files_batch_limited(
-    open_store, msg_factory, frozen_clock
-) -> None:
+def test_usage_above_clean_forcibly_ratio_deletes_young_files_batch_limited(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP, delete_file_batch_max=2)
     _fill(s, msg_factory)
     files = _commit_log_files(s)  # all young
-    r = _cleaner(s, frozen_clock, Disk(0.87)).run_once()
+    r = _cleaner(s, clock, Disk(0.87)).run_once()
     assert r.clean_immediately and not r.disk_full
     assert r.commit_log_files_deleted == 2
     assert _commit_log_files(s) == files[2:]
 
 
-def test_forcibly_disabled_keeps_young_files(open_store, msg_factory, frozen_clock) -> None:
+def test_forcibly_disabled_keeps_young_files(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP, clean_file_forcibly_enable=False)
     _fill(s, msg_factory)
     files = _commit_log_files(s)
-    r = _cleaner(s, frozen_clock, Disk(0.87)).run_once()
+    r = _cleaner(s, clock, Disk(0.87)).run_once()
     assert r.space_to_delete and r.commit_log_files_deleted == 0
     assert _commit_log_files(s) == files
 
 
-def test_disk_full_refuses_puts_until_space_is_back(open_store, msg_factory, frozen_clock) -> None:
+def test_disk_full_refuses_puts_until_space_is_back(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP)
     _fill(s, msg_factory, 10)
     disk = Disk(0.95)
-    c = _cleaner(s, frozen_clock, disk)
+    c = _cleaner(s, clock, disk)
     r = c.run_once()
     assert r.disk_full and c.disk_full
     assert "diskSpaceWarningLevelRatio" in c.disk_full_reason and "95%" in c.disk_full_reason
@@ -192,24 +188,22 @@ def test_disk_full_refuses_puts_until_space_is_back(open_store, msg_factory, fro
     assert s.put_message(msg_factory(501)).is_ok()
 
 
-def test_logic_partition_full_also_refuses_puts(open_store, msg_factory, frozen_clock) -> None:
+def test_logic_partition_full_also_refuses_puts(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP)
 
     def usage(path: str) -> float:
         return 0.95 if path == s.config.consume_queue_dir else 0.20
 
-    c = StoreCleaner(s, disk_usage=usage, clock=frozen_clock, local_hour=lambda ms: 12)
+    c = StoreCleaner(s, disk_usage=usage, clock=clock, local_hour=lambda ms: 12)
     assert c.run_once().disk_full
     assert "consume queue" in c.disk_full_reason
     assert s.put_message(msg_factory(1)).put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
 
 
-def test_disk_ok_does_not_reenable_a_store_made_unwritable_by_someone_else(
-    open_store, msg_factory, frozen_clock
-) -> None:
+def test_disk_ok_does_not_reenable_a_store_made_unwritable_by_someone_else(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP)
     s.running_flags.make_not_writeable()  # e.g. a write error (Java NOT_WRITEABLE_BIT)
-    c = _cleaner(s, frozen_clock, Disk(0.95))
+    c = _cleaner(s, clock, Disk(0.95))
     assert c.run_once().disk_full
     c.disk_usage = Disk(0.10)
     assert not c.run_once().disk_full
@@ -220,7 +214,7 @@ def test_disk_ok_does_not_reenable_a_store_made_unwritable_by_someone_else(
     assert s.put_message(msg_factory(2)).is_ok()
 
 
-def test_the_store_owns_and_runs_its_cleaner(open_store, frozen_clock) -> None:
+def test_the_store_owns_and_runs_its_cleaner(open_store, clock) -> None:
     """Java DefaultMessageStore starts its clean services with itself and stops them at shutdown."""
     s = open_store(clean_resource_interval=10)
     assert s.cleaner.store is s and s.cleaner._thread is not None and s.cleaner._thread.is_alive()
@@ -229,7 +223,7 @@ def test_the_store_owns_and_runs_its_cleaner(open_store, frozen_clock) -> None:
     assert not t.is_alive() and s.cleaner._thread is None
 
 
-def test_disk_full_is_a_store_flag_with_a_readable_reason(open_store, msg_factory, frozen_clock) -> None:
+def test_disk_full_is_a_store_flag_with_a_readable_reason(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP)
     s.cleaner.disk_usage = Disk(0.93)
     assert s.cleaner.run_once().disk_full
@@ -243,20 +237,20 @@ def test_disk_full_is_a_store_flag_with_a_readable_reason(open_store, msg_factor
     assert s.running_flags.is_writeable() and s.put_message(msg_factory(2)).is_ok()
 
 
-def test_ratios_are_clamped_like_java(open_store, frozen_clock) -> None:
+def test_ratios_are_clamped_like_java(open_store, clock) -> None:
     s = open_store(disk_space_warning_level_ratio=99, disk_space_clean_forcibly_ratio=10, disk_max_used_space_ratio=1)
-    c = _cleaner(s, frozen_clock)
+    c = _cleaner(s, clock)
     assert c.disk_space_warning_level_ratio() == 0.90
     assert c.disk_space_clean_forcibly_ratio() == 0.30
     assert c.disk_max_used_space_ratio() == 0.10
 
 
-def test_manual_delete_runs_for_twenty_rounds(open_store, msg_factory, frozen_clock) -> None:
+def test_manual_delete_runs_for_twenty_rounds(open_store, msg_factory, clock) -> None:
     s = open_store(**NO_SLEEP, delete_file_batch_max=1)
     _fill(s, msg_factory)
     files = _commit_log_files(s)
-    _age_files(s, frozen_clock.now(), 100, len(files))
-    c = _cleaner(s, frozen_clock)
+    _age_files(s, clock.now(), 100, len(files))
+    c = _cleaner(s, clock)
     assert c.run_once().commit_log_files_deleted == 0
     c.execute_delete_files_manually()
     r = c.run_once()
@@ -266,10 +260,10 @@ def test_manual_delete_runs_for_twenty_rounds(open_store, msg_factory, frozen_cl
     assert c.run_once().manual is False
 
 
-def test_background_thread_runs_rounds_and_stops(open_store, frozen_clock) -> None:
+def test_background_thread_runs_rounds_and_stops(open_store, clock) -> None:
     s = open_store(clean_resource_interval=10)
     disk = Disk(0.10)
-    c = _cleaner(s, frozen_clock, disk)
+    c = _cleaner(s, clock, disk)
     c.start(initial_delay_ms=0)
     try:
         assert disk.seen.wait(5), "no cleaning round ran"

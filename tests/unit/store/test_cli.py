@@ -232,18 +232,18 @@ def test_progress_bar_on_request(store_dir, capsys) -> None:
     assert err == ""
 
 
-def test_verify_after_expired_files_were_deleted(store_dir, capsys, config_factory, frozen_clock) -> None:
+def test_verify_after_expired_files_were_deleted(store_dir, capsys, config_factory, clock) -> None:
     from pyrmq.store.cleanup import StoreCleaner
     from pyrmq.store.message_store import MessageStore
 
     s = MessageStore(
         config_factory(store_dir, delete_commit_log_files_interval=0, delete_consume_queue_files_interval=0),
-        clock=frozen_clock,
+        clock=clock,
     )
     s.load()
     s.start()
     try:
-        StoreCleaner(s, disk_usage=lambda p: 0.87, clock=frozen_clock, local_hour=lambda ms: 12).run_once()
+        StoreCleaner(s, disk_usage=lambda p: 0.87, clock=clock, local_hour=lambda ms: 12).run_once()
         assert s.get_min_phy_offset() > 0
     finally:
         s.shutdown()

@@ -24,16 +24,16 @@ class RecordingSync:
         self.calls.append((offset, length))
 
 
-def _store(tmp_path, frozen_clock, config_factory, sync, **kw):
-    s = MessageStore(config_factory(tmp_path, flush_disk_type="SYNC_FLUSH", **kw), clock=frozen_clock, sync=sync)
+def _store(tmp_path, clock, config_factory, sync, **kw):
+    s = MessageStore(config_factory(tmp_path, flush_disk_type="SYNC_FLUSH", **kw), clock=clock, sync=sync)
     s.load()
     s.start()
     return s
 
 
-def test_sync_flush_ack_after_msync(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_sync_flush_ack_after_msync(tmp_path, clock, config_factory, msg_factory):
     sync = RecordingSync()
-    s = _store(tmp_path, frozen_clock, config_factory, sync)
+    s = _store(tmp_path, clock, config_factory, sync)
     try:
         sync.block.clear()  # hold the disk
         fut = s.put_message_async(msg_factory(0))
@@ -49,9 +49,9 @@ def test_sync_flush_ack_after_msync(tmp_path, frozen_clock, config_factory, msg_
         s.shutdown()
 
 
-def test_failing_msync_fails_the_put(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_failing_msync_fails_the_put(tmp_path, clock, config_factory, msg_factory):
     sync = RecordingSync()
-    s = _store(tmp_path, frozen_clock, config_factory, sync)
+    s = _store(tmp_path, clock, config_factory, sync)
     try:
         sync.fail = True
         r = s.put_message(msg_factory(0))
@@ -64,9 +64,9 @@ def test_failing_msync_fails_the_put(tmp_path, frozen_clock, config_factory, msg
         s.shutdown()
 
 
-def test_sync_flush_timeout(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_sync_flush_timeout(tmp_path, clock, config_factory, msg_factory):
     sync = RecordingSync()
-    s = _store(tmp_path, frozen_clock, config_factory, sync, sync_flush_timeout=200)
+    s = _store(tmp_path, clock, config_factory, sync, sync_flush_timeout=200)
     try:
         sync.block.clear()
         r = s.put_message(msg_factory(0))
@@ -76,9 +76,9 @@ def test_sync_flush_timeout(tmp_path, frozen_clock, config_factory, msg_factory)
         s.shutdown()
 
 
-def test_wait_false_returns_at_once(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_wait_false_returns_at_once(tmp_path, clock, config_factory, msg_factory):
     sync = RecordingSync()
-    s = _store(tmp_path, frozen_clock, config_factory, sync)
+    s = _store(tmp_path, clock, config_factory, sync)
     try:
         sync.block.clear()
         r = s.put_message(msg_factory(0, WAIT="false"))
@@ -88,13 +88,13 @@ def test_wait_false_returns_at_once(tmp_path, frozen_clock, config_factory, msg_
         s.shutdown()
 
 
-def test_async_flush_eventually_flushes(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_async_flush_eventually_flushes(tmp_path, clock, config_factory, msg_factory):
     import time
 
     sync = RecordingSync()
     s = MessageStore(
         config_factory(tmp_path, flush_interval_commit_log=20, flush_commit_log_thorough_interval=50),
-        clock=frozen_clock,
+        clock=clock,
         sync=sync,
     )
     s.load()
@@ -106,6 +106,6 @@ def test_async_flush_eventually_flushes(tmp_path, frozen_clock, config_factory, 
         while s.commit_log.mapped_file_queue.flushed_where < end and time.monotonic() < deadline:
             time.sleep(0.02)
         assert s.commit_log.mapped_file_queue.flushed_where >= end
-        assert s.checkpoint.physic_msg_timestamp == frozen_clock.now()
+        assert s.checkpoint.physic_msg_timestamp == clock.now()
     finally:
         s.shutdown()

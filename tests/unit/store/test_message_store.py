@@ -56,12 +56,12 @@ def test_get_message_statuses_and_filter(open_store, msg_factory):
     assert none.status is GetMessageStatus.NO_MATCHED_MESSAGE and none.next_begin_offset == 10
 
 
-def test_queue_offsets_by_time_and_store_timestamps(open_store, msg_factory, frozen_clock):
+def test_queue_offsets_by_time_and_store_timestamps(open_store, msg_factory, clock):
     s = open_store()
-    t0 = frozen_clock.now()
+    t0 = clock.now()
     for i in range(8):
         s.put_message(msg_factory(i))
-        frozen_clock.advance(1000)
+        clock.advance(1000)
     assert s.get_offset_in_queue_by_time("T", 0, t0 + 3000) == 3
     assert s.get_offset_in_queue_by_time("T", 0, t0 + 2500) == 3
     assert s.get_offset_in_queue_by_time("T", 0, t0 - 5) == 0
@@ -121,7 +121,7 @@ def test_transaction_prepared_and_rollback_take_no_queue_offset(open_store):
     assert [m.decode_message(b).body for b in got.message_buffer_list] == [b"n", b"c"]
 
 
-def test_schedule_topic_tags_code_is_deliver_time(open_store, frozen_clock):
+def test_schedule_topic_tags_code_is_deliver_time(open_store, clock):
     s = open_store()
     s.put_message(
         m.MessageExtBrokerInner(
@@ -129,13 +129,13 @@ def test_schedule_topic_tags_code_is_deliver_time(open_store, frozen_clock):
         )
     )
     cq = s.get_consume_queue("SCHEDULE_TOPIC_XXXX", 2)
-    assert cq.get(0)[2] == frozen_clock.now() + 10_000  # level 3 = 10s
+    assert cq.get(0)[2] == clock.now() + 10_000  # level 3 = 10s
 
 
-def test_index_query_by_keys_and_uniq_key(open_store, msg_factory, frozen_clock):
+def test_index_query_by_keys_and_uniq_key(open_store, msg_factory, clock):
     s = open_store()
     offs = [s.put_message(msg_factory(i)).append_message_result.wrote_offset for i in range(30)]
-    t = frozen_clock.now()
+    t = clock.now()
     assert s.query_message("T", "k7", 32, t - 1, t + 1).phy_offsets == [offs[7]]
     assert s.query_message("T", "UNIQ00000009", 32, t - 1, t + 1).phy_offsets == [offs[9]]
     assert s.query_message("T", "common", 5, t - 1, t + 1).phy_offsets == offs[::-1][:5]
@@ -146,25 +146,25 @@ def test_index_query_by_keys_and_uniq_key(open_store, msg_factory, frozen_clock)
     assert len(s.index_service.index_file_list) >= 1
 
 
-def test_index_has_a_tag_entry_per_tagged_message_like_java_5_5_0(open_store, msg_factory, frozen_clock):
+def test_index_has_a_tag_entry_per_tagged_message_like_java_5_5_0(open_store, msg_factory, clock):
     """5.5.0 IndexService#buildIndex: after UNIQ_KEY and the KEYS, ``topic#T#<TAGS>``; none without tags."""
     s = open_store()
     offs = [s.put_message(msg_factory(i)).append_message_result.wrote_offset for i in range(6)]
     untagged = msg_factory(6)
     del untagged.properties["TAGS"]
     s.put_message(untagged)
-    t = frozen_clock.now()
+    t = clock.now()
     assert s.index_service.query_offset("T", "T#tag1", 32, t - 1, t + 1)[0] == [offs[4], offs[1]]
     f = s.index_service.index_file_list[-1]
     assert f.index_count - 1 == 6 * 4 + 3  # uniq, k<i>, common, T#tag per tagged message; no tag entry for the last
 
 
-def test_index_rolls_files_and_still_finds_old_keys(open_store, msg_factory, frozen_clock):
+def test_index_rolls_files_and_still_finds_old_keys(open_store, msg_factory, clock):
     s = open_store(max_index_num=16)
     offs = []
     for i in range(20):
         offs.append(s.put_message(msg_factory(i)).append_message_result.wrote_offset)
-        frozen_clock.advance(1000)
+        clock.advance(1000)
     assert len(s.index_service.index_file_list) > 3
     assert s.query_message("T", "k2", 32, 0, 2**62).phy_offsets == [offs[2]]
     assert s.query_message("T", "k19", 32, 0, 2**62).phy_offsets == [offs[19]]
@@ -189,12 +189,12 @@ def test_ipv6_hosts(open_store):
     assert got.sys_flag & 0x30 == 0x30 and got.store_host == ("fe80::1", 10911) and got.born_host == ("::1", 7)
 
 
-def test_on_dispatched_listener(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_on_dispatched_listener(tmp_path, clock, config_factory, msg_factory):
     from pyrmq.store.message_store import MessageStore
 
     seen = []
     s = MessageStore(
-        config_factory(tmp_path), clock=frozen_clock, on_dispatched=lambda t, q, mx, tc, req: seen.append((t, q, mx))
+        config_factory(tmp_path), clock=clock, on_dispatched=lambda t, q, mx, tc, req: seen.append((t, q, mx))
     )
     s.load()
     s.start()

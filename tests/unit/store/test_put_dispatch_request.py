@@ -31,10 +31,10 @@ def _decoded(commit_log, offset: int, size: int):
         buf.release()
 
 
-def _commit_log(config_factory, root, frozen_clock):
+def _commit_log(config_factory, root, clock):
     """A started commit log alone, handing every appended record's request to `appended`."""
     appended = []
-    cl = CommitLog(config_factory(root), frozen_clock, on_appended=appended.append)
+    cl = CommitLog(config_factory(root), clock, on_appended=appended.append)
     cl.load()
     cl.start()
     return cl, appended
@@ -48,8 +48,8 @@ def _commit_log(config_factory, root, frozen_clock):
     tran=st.sampled_from([0, 4, 8, 12]),
     v6=st.booleans(),
 )
-def test_built_request_equals_decoded(config_factory, frozen_clock, tmp_path, props, use_string, topic, tran, v6):
-    cl, appended = _commit_log(config_factory, tmp_path / f"s{next(_seq)}", frozen_clock)
+def test_built_request_equals_decoded(config_factory, clock, tmp_path, props, use_string, topic, tran, v6):
+    cl, appended = _commit_log(config_factory, tmp_path / f"s{next(_seq)}", clock)
     try:
         msg = m.MessageExtBrokerInner(
             topic=topic,
@@ -70,8 +70,8 @@ def test_built_request_equals_decoded(config_factory, frozen_clock, tmp_path, pr
         cl.shutdown()
 
 
-def test_batch_requests_equal_decoded(config_factory, frozen_clock, tmp_path):
-    cl, reqs = _commit_log(config_factory, tmp_path / "store", frozen_clock)
+def test_batch_requests_equal_decoded(config_factory, clock, tmp_path):
+    cl, reqs = _commit_log(config_factory, tmp_path / "store", clock)
     body = m.encode_batch_body(
         [
             m.BatchElement(b"a", "TAGS\x01x\x02KEYS\x01k1 k2\x02"),

@@ -39,15 +39,13 @@ def test_index_geometry(size, slots, entries, want) -> None:
 
 
 @pytest.mark.parametrize("slots, entries", [(64, 256), (500_000, 2_000_000)])
-def test_verify_and_spark_read_the_same_index_entries(
-    tmp_path, frozen_clock, config_factory, msg_factory, slots, entries
-):
+def test_verify_and_spark_read_the_same_index_entries(tmp_path, clock, config_factory, msg_factory, slots, entries):
     """Index files whose geometry is not Java's default but has its 1:4 ratio, read without being
     told the geometry: `pyrmq store verify` and the `rocketmq_index` rows must see the same entries,
     each the hash of a key of the record it points at. (The Spark reader used to assume 5,000,000
     slots: it refused the 64-slot file and read the 500,000-slot one at the wrong positions.)"""
     root = tmp_path / "store"
-    s = MessageStore(config_factory(root, max_hash_slot_num=slots, max_index_num=entries), clock=frozen_clock)
+    s = MessageStore(config_factory(root, max_hash_slot_num=slots, max_index_num=entries), clock=clock)
     s.load()
     s.start()
     results = [s.put_message(msg_factory(i, topic="T", queue_id=0)) for i in range(20)]
@@ -110,7 +108,7 @@ def test_queue_entries_stop_at_the_first_empty_one(open_store, msg_factory) -> N
     assert [(qo, phy) for _f, _pos, qo, phy, _size, _tags in entries] == list(enumerate(offsets))
 
 
-def test_checkpoint_fields_by_java_name(open_store, msg_factory, frozen_clock) -> None:
+def test_checkpoint_fields_by_java_name(open_store, msg_factory, clock) -> None:
     s = open_store()
     s.put_message(msg_factory(0))
     s.shutdown()
@@ -122,5 +120,5 @@ def test_checkpoint_fields_by_java_name(open_store, msg_factory, frozen_clock) -
         "masterFlushedOffset",
         "confirmPhyOffset",
     ]
-    assert cp["logicsMsgTimestamp"] == frozen_clock()  # the dispatched record's store time
+    assert cp["logicsMsgTimestamp"] == clock()  # the dispatched record's store time
     assert reader.read_checkpoint(str(s.config.checkpoint_path) + ".missing") is None

@@ -29,8 +29,8 @@ def _crash(s, tmp_path):
     return lambda path: str(tmp_path / "crash" / os.path.relpath(path, root))
 
 
-def _reopen(tmp_path, frozen_clock, config_factory, root="store", **kw):
-    s = MessageStore(config_factory(tmp_path / root, **kw), clock=frozen_clock)
+def _reopen(tmp_path, clock, config_factory, root="store", **kw):
+    s = MessageStore(config_factory(tmp_path / root, **kw), clock=clock)
     s.load()
     return s
 
@@ -40,12 +40,12 @@ def _queue_bodies(s, qid):
     return [m.decode_message(b).body for b in r.message_buffer_list]
 
 
-def test_normal_recovery_keeps_everything(open_store, msg_factory, tmp_path, frozen_clock, config_factory):
+def test_normal_recovery_keeps_everything(open_store, msg_factory, tmp_path, clock, config_factory):
     s = open_store()
     res = _fill(s, msg_factory, 40)
     s.shutdown()
     assert not os.path.exists(s.config.abort_path)
-    s2 = _reopen(tmp_path, frozen_clock, config_factory)
+    s2 = _reopen(tmp_path, clock, config_factory)
     assert s2.last_exit_ok
     assert s2.get_max_phy_offset() == res[-1].wrote_offset + res[-1].wrote_bytes
     assert s2.get_max_offset_in_queue("T", 0) == 20 and s2.get_max_offset_in_queue("T", 1) == 20
@@ -55,16 +55,14 @@ def test_normal_recovery_keeps_everything(open_store, msg_factory, tmp_path, fro
     s2.shutdown()
 
 
-def test_normal_recovery_rebuilds_missing_consume_queues(
-    open_store, msg_factory, tmp_path, frozen_clock, config_factory
-):
+def test_normal_recovery_rebuilds_missing_consume_queues(open_store, msg_factory, tmp_path, clock, config_factory):
     import shutil
 
     s = open_store()
     _fill(s, msg_factory, 30)
     s.shutdown()
     shutil.rmtree(s.config.consume_queue_dir)
-    s2 = _reopen(tmp_path, frozen_clock, config_factory)
+    s2 = _reopen(tmp_path, clock, config_factory)
     assert s2.get_max_offset_in_queue("T", 0) == 15
     assert len(_queue_bodies(s2, 1)) == 15
     s2.start()
@@ -72,9 +70,7 @@ def test_normal_recovery_rebuilds_missing_consume_queues(
 
 
 @pytest.mark.parametrize("damage", ["torn_tail", "flipped_body_byte", "zeroed_tail"])
-def test_abnormal_recovery_cuts_at_last_valid_record(
-    open_store, msg_factory, tmp_path, frozen_clock, config_factory, damage
-):
+def test_abnormal_recovery_cuts_at_last_valid_record(open_store, msg_factory, tmp_path, clock, config_factory, damage):
     s = open_store()
     res = _fill(s, msg_factory, 50)
     victim = res[45]
@@ -95,7 +91,7 @@ def test_abnormal_recovery_cuts_at_last_valid_record(
             f.seek(pos)
             f.write(bytes(4096 - pos))
     # later files (records 46..49) are left as they are: recovery must drop them all
-    s2 = _reopen(tmp_path, frozen_clock, config_factory, "crash")
+    s2 = _reopen(tmp_path, clock, config_factory, "crash")
     assert not s2.last_exit_ok
     assert s2.get_max_phy_offset() == victim.wrote_offset
     # queue 1 holds odd i: 1..43 are valid (22 entries), 45 is the victim
@@ -111,15 +107,13 @@ def test_abnormal_recovery_cuts_at_last_valid_record(
     assert again.append_message_result.wrote_offset == victim.wrote_offset
     assert again.append_message_result.logics_offset == 22
     s2.shutdown()
-    s3 = _reopen(tmp_path, frozen_clock, config_factory, "crash")
+    s3 = _reopen(tmp_path, clock, config_factory, "crash")
     assert _queue_bodies(s3, 1)[-1] == msg_factory(100).body
     s3.start()
     s3.shutdown()
 
 
-def test_abnormal_recovery_with_stale_consume_queue_entries(
-    open_store, msg_factory, tmp_path, frozen_clock, config_factory
-):
+def test_abnormal_recovery_with_stale_consume_queue_entries(open_store, msg_factory, tmp_path, clock, config_factory):
     """CQ entries pointing beyond the recovered commit log end are truncated."""
     s = open_store()
     res = _fill(s, msg_factory, 20)
@@ -134,7 +128,7 @@ def test_abnormal_recovery_with_stale_consume_queue_entries(
                 f.write(bytes(4096 - (cut - start)))
             elif start > cut:
                 f.write(bytes(4096))
-    s2 = _reopen(tmp_path, frozen_clock, config_factory, "crash")
+    s2 = _reopen(tmp_path, clock, config_factory, "crash")
     assert s2.get_max_phy_offset() == cut
     assert s2.get_max_offset_in_queue("T", 0) == 5 and s2.get_max_offset_in_queue("T", 1) == 5
     assert s2.commit_log.topic_queue_table == {"T-0": 5, "T-1": 5}
@@ -142,12 +136,12 @@ def test_abnormal_recovery_with_stale_consume_queue_entries(
     s2.shutdown()
 
 
-def test_mismatched_file_size_is_refused(open_store, msg_factory, tmp_path, frozen_clock, config_factory):
+def test_mismatched_file_size_is_refused(open_store, msg_factory, tmp_path, clock, config_factory):
     s = open_store()
     _fill(s, msg_factory, 3)
     s.shutdown()
     with pytest.raises(StoreLoadError, match="not matched"):
-        _reopen(tmp_path, frozen_clock, config_factory, mapped_file_size_commit_log=8192)
+        _reopen(tmp_path, clock, config_factory, mapped_file_size_commit_log=8192)
 
 
 def test_lock_excludes_a_second_process(open_store, tmp_path):
@@ -164,7 +158,7 @@ def test_lock_excludes_a_second_process(open_store, tmp_path):
     assert p.returncode == 0, p.stdout
 
 
-def test_all_zero_preallocated_file_is_dropped(open_store, msg_factory, tmp_path, frozen_clock, config_factory):
+def test_all_zero_preallocated_file_is_dropped(open_store, msg_factory, tmp_path, clock, config_factory):
     """Java preallocates the next file; recovery deletes files beyond the recovered end."""
     s = open_store()
     res = _fill(s, msg_factory, 5)
@@ -172,7 +166,7 @@ def test_all_zero_preallocated_file_is_dropped(open_store, msg_factory, tmp_path
     extra = os.path.join(s.config.commit_log_dir, f"{4096 * 5:020d}")
     with open(extra, "wb") as f:
         f.truncate(4096)
-    s2 = _reopen(tmp_path, frozen_clock, config_factory)
+    s2 = _reopen(tmp_path, clock, config_factory)
     assert not os.path.exists(extra)
     assert s2.get_max_phy_offset() == res[-1].wrote_offset + res[-1].wrote_bytes
     s2.start()
@@ -180,13 +174,13 @@ def test_all_zero_preallocated_file_is_dropped(open_store, msg_factory, tmp_path
 
 
 def test_clean_restart_does_not_warn_about_consume_queues(
-    open_store, msg_factory, tmp_path, frozen_clock, config_factory, caplog
+    open_store, msg_factory, tmp_path, clock, config_factory, caplog
 ):
     s = open_store()
     _fill(s, msg_factory, 10)
     s.shutdown()
     with caplog.at_level(logging.WARNING, logger="pyrmq.store"):
-        s2 = _reopen(tmp_path, frozen_clock, config_factory)
+        s2 = _reopen(tmp_path, clock, config_factory)
     assert s2.last_exit_ok
     assert not [r for r in caplog.records if "beyond the commit log end" in r.getMessage()]
     s2.start()
@@ -194,7 +188,7 @@ def test_clean_restart_does_not_warn_about_consume_queues(
 
 
 def test_consume_queues_beyond_the_commit_log_are_reported_and_truncated(
-    open_store, msg_factory, tmp_path, frozen_clock, config_factory, caplog
+    open_store, msg_factory, tmp_path, clock, config_factory, caplog
 ):
     """The last records are gone from the commit log (zeroed) but their queue entries survived."""
     s = open_store()
@@ -206,7 +200,7 @@ def test_consume_queues_beyond_the_commit_log_are_reported_and_truncated(
         f.seek(cut % 4096)
         f.write(bytes(4096 - cut % 4096))
     with caplog.at_level(logging.WARNING, logger="pyrmq.store"):
-        s2 = _reopen(tmp_path, frozen_clock, config_factory)
+        s2 = _reopen(tmp_path, clock, config_factory)
     assert [r.getMessage() for r in caplog.records if "beyond the commit log end" in r.getMessage()] == [
         f"consume queues reach {end} beyond the commit log end {cut}; truncating them"
     ]

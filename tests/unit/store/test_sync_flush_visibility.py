@@ -25,11 +25,9 @@ class HeldSync:
         self.calls += 1
 
 
-def _open(tmp_path, frozen_clock, config_factory, sync, seen, **kw):
+def _open(tmp_path, clock, config_factory, sync, seen, **kw):
     cfg = config_factory(tmp_path, flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=1 << 20, **kw)
-    s = MessageStore(
-        cfg, clock=frozen_clock, sync=sync, on_dispatched=lambda t, q, mx, tc, req: seen.append((t, q, mx))
-    )
+    s = MessageStore(cfg, clock=clock, sync=sync, on_dispatched=lambda t, q, mx, tc, req: seen.append((t, q, mx)))
     s.load()
     s.start()
     return s
@@ -42,9 +40,9 @@ def _wait_for(cond, timeout=5.0):
         time.sleep(0.005)
 
 
-def test_unflushed_record_is_not_readable(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_unflushed_record_is_not_readable(tmp_path, clock, config_factory, msg_factory):
     sync, seen = HeldSync(), []
-    s = _open(tmp_path, frozen_clock, config_factory, sync, seen)
+    s = _open(tmp_path, clock, config_factory, sync, seen)
     try:
         sync.hold.clear()
         fut = s.put_message_async(msg_factory(0, queue_id=1))  # waits for the flush
@@ -70,9 +68,9 @@ def test_unflushed_record_is_not_readable(tmp_path, frozen_clock, config_factory
         s.shutdown()
 
 
-def test_read_un_committed_dispatches_before_the_flush(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_read_un_committed_dispatches_before_the_flush(tmp_path, clock, config_factory, msg_factory):
     sync, seen = HeldSync(), []
-    s = _open(tmp_path, frozen_clock, config_factory, sync, seen, read_un_committed=True)
+    s = _open(tmp_path, clock, config_factory, sync, seen, read_un_committed=True)
     try:
         sync.hold.clear()
         fut = s.put_message_async(msg_factory(0, queue_id=2))
@@ -85,9 +83,9 @@ def test_read_un_committed_dispatches_before_the_flush(tmp_path, frozen_clock, c
         s.shutdown()
 
 
-def test_shutdown_dispatches_the_last_flushed_records(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_shutdown_dispatches_the_last_flushed_records(tmp_path, clock, config_factory, msg_factory):
     sync, seen = HeldSync(), []
-    s = _open(tmp_path, frozen_clock, config_factory, sync, seen)
+    s = _open(tmp_path, clock, config_factory, sync, seen)
     sync.hold.clear()
     futs = [s.put_message_async(msg_factory(i, WAIT="false")) for i in range(3)]
     assert all(f.result(timeout=1).is_ok() for f in futs)
@@ -103,9 +101,9 @@ def test_shutdown_dispatches_the_last_flushed_records(tmp_path, frozen_clock, co
         s2.shutdown()
 
 
-def test_group_commit_shares_flushes_between_concurrent_puts(tmp_path, frozen_clock, config_factory, msg_factory):
+def test_group_commit_shares_flushes_between_concurrent_puts(tmp_path, clock, config_factory, msg_factory):
     sync, seen = HeldSync(), []
-    s = _open(tmp_path, frozen_clock, config_factory, sync, seen)
+    s = _open(tmp_path, clock, config_factory, sync, seen)
     try:
         sync.hold.clear()
         futs = [s.put_message_async(msg_factory(i, queue_id=3)) for i in range(50)]
