@@ -59,10 +59,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pyrmq.broker.admin")
 
+
 #: keys UPDATE_BROKER_CONFIG refuses (Java AdminBrokerProcessor#configBlackList + BrokerConfig#configBlackList)
-CONFIG_BLACK_LIST_BUILTIN = ("brokerConfigPath", "rocketmqHome", "configBlackList")
-
-
 def parse_attributes(text: str | None) -> dict[str, str]:
     """Java AttributeParser#parseToMap: ``+a=b,-c`` -> {"+a": "b", "-c": ""}."""
     out: dict[str, str] = {}
@@ -305,12 +303,7 @@ class AdminBrokerProcessor:
             props = load_properties(bytes(cmd.body).decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
-        black = set(CONFIG_BLACK_LIST_BUILTIN)
-        black.update(
-            k.strip()
-            for k in str(c.config.get("configBlackList", "configBlackList;brokerConfigPath")).split(";")
-            if k.strip()
-        )
+        black = c.config.black_list()
         if any(k in black for k in props):
             return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         log.info("updateBrokerConfig, new config: [%s] client: %s", props, ctx.channel.remote_addr)

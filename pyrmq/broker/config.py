@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyrmq.common.constants import RMQ_SYS_TRACE_TOPIC
+from pyrmq.common.files import write_file_atomically
 from pyrmq.common.properties import KeyTable, format_value, properties_text
 from pyrmq.common.settings import KeyedSettings
 from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
@@ -60,6 +61,10 @@ def _defaults() -> dict[str, Any]:
     return {
         # BrokerConfig
         "rocketmqHome": os.environ.get("ROCKETMQ_HOME", ""),
+        # where UPDATE_BROKER_CONFIG persists every setting: BrokerStartup sets it to the -c file;
+        # without one Java uses ~/store/config/broker.properties, pyrmq <storePathRootDir>/config/
+        "brokerConfigPath": "",
+        "configBlackList": "configBlackList;brokerConfigPath",
         "namesrvAddr": os.environ.get("NAMESRV_ADDR", ""),
         "brokerIP1": "",  # filled with local_address() when empty
         "brokerIP2": "",
@@ -132,6 +137,9 @@ def _defaults() -> dict[str, Any]:
     }
 
 
+#: always refused by UPDATE_BROKER_CONFIG, whatever configBlackList says
+CONFIG_BLACK_LIST_BUILTIN = ("brokerConfigPath", "rocketmqHome", "configBlackList")
+
 #: every broker/netty key with its value type; ``listenHost`` is accepted for bindAddress
 BROKER_KEYS = KeyTable.of(_defaults(), {"listenHost": "bindAddress"})
 
@@ -199,3 +207,24 @@ class BrokerConfig(KeyedSettings):
 
     def properties_text(self) -> str:
         return properties_text(self.all_properties())
+
+    @property
+    def config_path(self) -> str:
+        """The file UPDATE_BROKER_CONFIG rewrites (Java Configuration#persist)."""
+        return str(self.values["brokerConfigPath"]) or os.path.join(
+            self.store.store_path_root_dir, "config", "broker.properties"
+        )
+
+    def black_list(self) -> set[str]:
+        """Keys UPDATE_BROKER_CONFIG refuses (Java AdminBrokerProcessor#validateBlackListConfigExist)."""
+        keys = set(CONFIG_BLACK_LIST_BUILTIN)
+        keys.update(k.strip() for k in str(self.values["configBlackList"]).split(";") if k.strip())
+        return keys
+
+    def persist(self) -> None:
+        """Write every setting to ``config_path`` (errors are logged, as Java does)."""
+        path = self.config_path
+        try:
+            write_file_atomically(path, properties_text(self.all_properties()))
+        except OSError as e:
+            log.error("persist broker config to %s failed: %s", path, e)

@@ -263,10 +263,23 @@ class BrokerController:
                 log.exception("stats sampling failed")
 
     def update_config(self, props: dict[str, str]) -> None:
-        """UPDATE_BROKER_CONFIG (Java Configuration#update): apply known keys; brokerPermission re-registers."""
+        """UPDATE_BROKER_CONFIG (Java Configuration#update): apply known keys, persist every setting
+        to brokerConfigPath (the -c file), so the change survives a restart; brokerPermission
+        re-registers. A flushDiskType change is for the next start, except that SYNC_FLUSH to
+        ASYNC_FLUSH stops the flush wait of sends at once, as in Java."""
         self.config.apply(props)
         self.config.file_properties.update({k: v for k, v in props.items() if k in self.config.file_properties})
         self.config_data_version.next_version(self.now())
+        self.config.persist()
+        if (
+            "flushDiskType" in props
+            and self.store_config.sync_flush != self.message_store.commit_log.flush_manager.sync_flush
+        ):
+            log.warning(
+                "flushDiskType is now %s; the flush service started as %s runs until the next start",
+                self.store_config.flush_disk_type,
+                "SYNC_FLUSH" if self.message_store.commit_log.flush_manager.sync_flush else "ASYNC_FLUSH",
+            )
         if "brokerPermission" in props and self._started:
             self.topic_config_manager.data_version.next_version(self.now())
             task = asyncio.get_running_loop().create_task(self.register_broker_all())

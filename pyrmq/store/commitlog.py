@@ -175,13 +175,15 @@ class CommitLog:
     def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future[PutMessageResult]:
         """Append one message, then wait for the flush the flush type asks for: the Future yields
         the PutMessageResult at once (ASYNC_FLUSH, WAIT=false, a refusal) or once the record is
-        durable or the wait failed (SYNC_FLUSH). Java CommitLog#asyncPutMessage."""
+        durable or the wait failed (SYNC_FLUSH). The flush service is the one started; the wait
+        follows the config, so updateBrokerConfig flushDiskType=ASYNC_FLUSH ends it at once, as
+        Java's DefaultFlushManager#handleDiskFlush does. Java CommitLog#asyncPutMessage."""
         result, req = self._append_message(msg)
         flush = self.flush_manager
         if req is None or not flush.sync_flush:
             return completed_put(result)
         props = msg.properties if msg.properties_string is None else req.properties or {}
-        return flush.handle_disk_flush(result, is_wait_store_msg_ok(props))
+        return flush.handle_disk_flush(result, is_wait_store_msg_ok(props) and self.config.sync_flush)
 
     def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
         """One record per element of a client batch, contiguous in one file, then the flush wait.
@@ -190,7 +192,7 @@ class CommitLog:
         flush = self.flush_manager
         if not reqs or not flush.sync_flush:
             return completed_put(result)
-        return flush.handle_disk_flush(result, batch.wait_store_msg_ok)
+        return flush.handle_disk_flush(result, batch.wait_store_msg_ok and self.config.sync_flush)
 
     def message_properties(self, msg: m.MessageExtBrokerInner) -> tuple[str, dict[str, str]]:
         """(properties string as stored, the dict a decode of that string gives back).

@@ -25,6 +25,8 @@ import pytest
 
 from support import java
 
+from pyrmq.common.properties import load_properties
+
 pytestmark = [pytest.mark.compat, pytest.mark.java]
 
 CLUSTER = "MqadminCluster"
@@ -538,6 +540,45 @@ def test_bad_input(sides, version):
         assert not re.search(r"^flushIntervalCommitLog\s+=\s+not-a-number$", steps[11].out, re.M), dump(sides, r, {11})
         assert s.broker.alive(), s.label
     assert BROKER in r[0][16].out, dump(sides, r, {16})
+
+
+def test_update_broker_config_back_to_default_persists_and_survives_restart(
+        pyrmq_namesrv, pyrmq_broker, java_namesrv, java_broker, tmp_path_factory):
+    """flushDiskType set back to its default (ASYNC_FLUSH) on a broker started with SYNC_FLUSH, through
+    the official updateBrokerConfig: getBrokerConfig shows it at once, it is written into the broker's
+    -c file (Java Configuration#persist), and a restart comes back with it. A bad value beside it is
+    skipped. Same script against the Java broker 5.5.0, same outcome."""
+    from support.pyrmq_proc import restart_broker
+
+    base = tmp_path_factory.mktemp("mqadmin-flush")
+    conf = {"flushDiskType": "SYNC_FLUSH", "maxMessageSize": 1048576}
+    sides_ = [Side("pyrmq", pyrmq_namesrv, pyrmq_broker(pyrmq_namesrv.addr, name="broker-flush", cluster=CLUSTER,
+                                                      fresh=True, **conf), base / "pyrmq"),
+              Side("java", java_namesrv, java_broker(java_namesrv.addr, name="broker-flush", cluster=CLUSTER,
+                                                    fresh=True, **conf), base / "java")]
+    version = java.CLIENT_VERSIONS[0]
+
+    def flush_type(step: Step) -> str:
+        return _field(step.out.replace(" =  ", ": ").replace(" ", ""), "flushDiskType")
+
+    before = ["getBrokerConfig -b $B",                                        # 0
+              "updateBrokerConfig -b $B -k flushDiskType -v ASYNC_FLUSH",     # 1
+              "updateBrokerConfig -b $B -k maxMessageSize -v 4MB",            # 2 bad value: skipped
+              "getBrokerConfig -b $B"]                                        # 3
+    r = run_both(sides_, version, "flush", before)
+    for i in range(4):
+        ok(sides_, r, i)
+    for s, steps in zip(sides_, r):
+        assert flush_type(steps[0]) == "SYNC_FLUSH", dump(sides_, r, {0})
+        assert flush_type(steps[3]) == "ASYNC_FLUSH", dump(sides_, r, {3})
+        assert re.search(r"^maxMessageSize\s+=\s+1048576$", steps[3].out, re.M), dump(sides_, r, {3})
+        saved = load_properties(s.broker.conf_file.read_text())
+        assert saved["flushDiskType"] == "ASYNC_FLUSH" and saved["maxMessageSize"] == "1048576", (s.label, saved)
+        restart_broker(s.broker)
+    r = run_both(sides_, version, "flush-after", ["getBrokerConfig -b $B"])
+    ok(sides_, r, 0)
+    for steps in r:
+        assert flush_type(steps[0]) == "ASYNC_FLUSH", dump(sides_, r, {0})
 
 
 @pytest.mark.parametrize("label", ["pyrmq", "java"])

@@ -209,6 +209,7 @@ class JavaBroker(_Server):
                 **conf,
             }
             cfg = write_properties(workdir / f"broker-{self.name}.conf", props)
+            self.conf_file = cfg
             argv = java_argv(
                 "servers",
                 "org.apache.rocketmq.broker.BrokerStartup",

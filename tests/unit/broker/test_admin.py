@@ -10,6 +10,7 @@ from support.fakes import FakeChannel
 
 from pyrmq.broker.admin.client_forward import ClientForwardProcessor
 from pyrmq.broker.admin.group_processor import GroupAdminProcessor
+from pyrmq.common.properties import load_properties
 from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -271,6 +272,21 @@ def test_update_broker_config_black_list_and_malformed(admin):
     assert r.code == ResponseCode.SUCCESS
     text = call(b, RequestCode.GET_BROKER_CONFIG).body.decode()
     assert "defaultTopicQueueNums=5" in text.splitlines() and "flushIntervalCommitLog=700" in text.splitlines()
+    # persisted like Java Configuration#persist: every setting, to brokerConfigPath (default under the store)
+    saved = load_properties(open(b.c.config.config_path, encoding="utf-8").read())
+    assert saved["defaultTopicQueueNums"] == "5" and saved["flushIntervalCommitLog"] == "700"
+    assert b.c.config.config_path.endswith("config/broker.properties") and "flushDiskType" in saved
+
+
+def test_update_broker_config_persists_to_the_config_file_and_back_to_default(admin, tmp_path):
+    b = admin(flushDiskType="SYNC_FLUSH")
+    conf = tmp_path / "broker.conf"
+    b.c.config["brokerConfigPath"] = str(conf)
+    r = call(b, RequestCode.UPDATE_BROKER_CONFIG, {}, b"flushDiskType=ASYNC_FLUSH\nmaxMessageSize=4MB\n")
+    assert r.code == ResponseCode.SUCCESS
+    assert not b.c.store_config.sync_flush  # set back to its default value: applied
+    saved = load_properties(conf.read_text())
+    assert saved["flushDiskType"] == "ASYNC_FLUSH" and saved["maxMessageSize"] == str(4 * 1024 * 1024)
 
 
 def test_delete_topic_cleans_config_offsets_and_queues(admin):

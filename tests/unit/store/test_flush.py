@@ -109,3 +109,31 @@ def test_async_flush_eventually_flushes(tmp_path, clock, config_factory, msg_fac
         assert s.checkpoint.physic_msg_timestamp == clock.now()
     finally:
         s.shutdown()
+
+
+def test_switch_to_async_flush_at_runtime_stops_the_wait(tmp_path, clock, config_factory, msg_factory):
+    """updateBrokerConfig flushDiskType=ASYNC_FLUSH on a SYNC_FLUSH store: sends are acked
+    without waiting for msync from then on (Java DefaultFlushManager reads the config per put);
+    the started group-commit service still flushes them."""
+    from pyrmq.store.store_config import FlushDiskType
+
+    sync = RecordingSync()
+    s = _store(tmp_path, clock, config_factory, sync)
+    try:
+        sync.block.clear()
+        held = s.put_message_async(msg_factory(0))
+        time.sleep(0.05)
+        assert not held.done()
+        s.config.apply_properties({"flushDiskType": "ASYNC_FLUSH"})
+        assert s.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+        fast = s.put_message_async(msg_factory(1))
+        assert fast.done() and fast.result().is_ok()  # acked with the disk still held
+        sync.block.set()
+        assert held.result(timeout=5).is_ok()
+        end = fast.result().append_message_result.wrote_offset + fast.result().append_message_result.wrote_bytes
+        deadline = time.monotonic() + 5
+        while s.commit_log.mapped_file_queue.flushed_where < end and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert s.commit_log.mapped_file_queue.flushed_where >= end
+    finally:
+        s.shutdown()
