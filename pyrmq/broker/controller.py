@@ -14,36 +14,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from pyrmq.broker.admin.client_forward import Broker2Client, ClientForwardProcessor
-from pyrmq.broker.admin.group_processor import GroupAdminProcessor
-from pyrmq.broker.admin_processor import AdminBrokerProcessor
-from pyrmq.broker.client_manage_processor import ClientManageProcessor
+from pyrmq.broker.broker2client import Broker2Client
 from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
-from pyrmq.broker.consumer_manage_processor import ConsumerManageProcessor
 from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
-from pyrmq.broker.consumer_send_msg_back import ConsumerSendMsgBackProcessor
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
-from pyrmq.broker.pull_processor import PullMessageProcessor
-from pyrmq.broker.pull_request_hold_service import PullRequestHoldService
+from pyrmq.broker.processor.admin import AdminBrokerProcessor
+from pyrmq.broker.processor.client_forward import ClientForwardProcessor
+from pyrmq.broker.processor.client_manage import ClientManageProcessor
+from pyrmq.broker.processor.consumer_manage import ConsumerManageProcessor
+from pyrmq.broker.processor.end_transaction import EndTransactionProcessor
+from pyrmq.broker.processor.group_admin import GroupAdminProcessor
+from pyrmq.broker.processor.pull import PullMessageProcessor
+from pyrmq.broker.processor.query import QueryMessageProcessor
+from pyrmq.broker.processor.reply import ReplyMessageProcessor
+from pyrmq.broker.processor.send import SendMessageProcessor
+from pyrmq.broker.processor.send_msg_back import ConsumerSendMsgBackProcessor
 from pyrmq.broker.put_message_hook import register_message_store_hook
-from pyrmq.broker.query_processor import QueryMessageProcessor
 from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
-from pyrmq.broker.reply_processor import ReplyMessageProcessor
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
-from pyrmq.broker.send_processor import SendMessageProcessor
 from pyrmq.broker.stats import BrokerStatsManager
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
 from pyrmq.broker.timer_message_store import TimerMessageStore
 from pyrmq.broker.topic_config_manager import TopicConfigManager
 from pyrmq.broker.transaction.check_listener import DefaultTransactionalMessageCheckListener
 from pyrmq.broker.transaction.check_service import TransactionalMessageCheckService
-from pyrmq.broker.transaction.end_transaction_processor import EndTransactionProcessor
 from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
 from pyrmq.common.clock import now_ms
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
@@ -59,6 +60,22 @@ from pyrmq.store.message_store import MessageStore
 from pyrmq.store.results import PutMessageResult
 
 log = logging.getLogger("pyrmq.broker")
+
+P = TypeVar("P")
+
+#: the processors both ports serve, in registration order (the pull processor is the main port's)
+PROCESSORS: tuple[type, ...] = (
+    SendMessageProcessor,
+    ClientManageProcessor,
+    ConsumerManageProcessor,
+    QueryMessageProcessor,
+    AdminBrokerProcessor,
+    EndTransactionProcessor,
+    GroupAdminProcessor,
+    ClientForwardProcessor,
+    ConsumerSendMsgBackProcessor,
+    ReplyMessageProcessor,
+)
 
 #: Java ClientHousekeepingService: scan every 10 s
 HOUSEKEEPING_INTERVAL_S = 10.0
@@ -104,19 +121,24 @@ class BrokerController:
             self, self.transactional_message_service, self.transactional_message_check_listener
         )
         self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
-        self.broker2client = Broker2Client(self)
         self.schedule_message_service = ScheduleMessageService(self)
         self.timer_message_store = TimerMessageStore(self)
-        self.pull_processor = PullMessageProcessor(self)
-        self.pull_request_hold_service = PullRequestHoldService(
-            self.pull_processor.execute_request_when_wakeup, self.message_store.get_max_offset_in_queue
+        self.pending_topic_registrations: dict[str, asyncio.Task] = {}
+        self.broker2client = Broker2Client(
+            config=config,
+            topic_config_manager=self.topic_config_manager,
+            consumer_offset_manager=self.consumer_offset_manager,
+            consumer_manager=self.consumer_manager,
+            message_store=self.message_store,
         )
+        # one pull processor for the main port: its hold service answers held pulls
+        self.pull_processor = self.build(PullMessageProcessor)
+        self.pull_request_hold_service = self.pull_processor.pull_request_hold_service
         self.server: RemotingServer | None = None
         self.fast_server: RemotingServer | None = None
         self.outer_client = RemotingClient()
         self._tasks: list[asyncio.Task] = []
         self._register_lock: asyncio.Lock | None = None
-        self.pending_topic_registrations: dict[str, asyncio.Task] = {}
         self._started = False
         self._loaded = self._store_started = False  # what shutdown may persist or stop
 
@@ -141,22 +163,45 @@ class BrokerController:
         self.timer_message_store.load()
         self._loaded = True
 
-    def _make_server(self, port: int, name: str, with_pull: bool) -> RemotingServer:
+    def _dependencies(self) -> dict[str, Any]:
+        """Everything a processor may ask for, by the name of its constructor parameter."""
+        return {
+            "config": self.config,
+            "topic_config_manager": self.topic_config_manager,
+            "subscription_group_manager": self.subscription_group_manager,
+            "consumer_offset_manager": self.consumer_offset_manager,
+            "consumer_manager": self.consumer_manager,
+            "producer_manager": self.producer_manager,
+            "consumer_filter_manager": self.consumer_filter_manager,
+            "rebalance_lock_manager": self.rebalance_lock_manager,
+            "message_store": self.message_store,
+            "broker_stats": self.broker_stats,
+            "broker2client": self.broker2client,
+            "transactional_message_service": self.transactional_message_service,
+            "uniq_id_generator": self.uniq_id_generator,
+            "pending_topic_registrations": self.pending_topic_registrations,
+            "config_data_version": self.config_data_version,
+            "now": self.now,
+            "update_config": self.update_config,
+            "register_increment_broker_data": self.register_increment_broker_data,
+        }
+
+    def build(self, cls: type[P], deps: dict[str, Any] | None = None) -> P:
+        """``cls`` given exactly the dependencies its constructor names (Java BrokerController
+        hands every processor itself; here a processor sees only what it declares)."""
+        deps = deps or self._dependencies()
+        return cls(**{name: deps[name] for name in inspect.signature(cls).parameters})
+
+    def processors(self) -> list[Any]:
+        """Every processor of both servers except the pull processor (the main port's only).
+        Built once the servers bound their ports: the send family stamps the store host."""
+        deps = self._dependencies()
+        return [self.build(cls, deps) for cls in PROCESSORS]
+
+    def _make_server(self, port: int, name: str) -> RemotingServer:
         server = RemotingServer(
             self.host, port, name=name, idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"])
         )
-        server.register(SendMessageProcessor(self))
-        if with_pull:
-            server.register(self.pull_processor)
-        server.register(ClientManageProcessor(self))
-        server.register(ConsumerManageProcessor(self))
-        server.register(QueryMessageProcessor(self))
-        server.register(AdminBrokerProcessor(self))
-        server.register(EndTransactionProcessor(self))
-        server.register(GroupAdminProcessor(self))
-        server.register(ClientForwardProcessor(self))
-        server.register(ConsumerSendMsgBackProcessor(self))
-        server.register(ReplyMessageProcessor(self))
         server.add_close_listener(self._channel_closed)
         return server
 
@@ -166,18 +211,23 @@ class BrokerController:
         self._store_started = True
         self._register_lock = asyncio.Lock()
         listen = int(self.config["listenPort"])
-        self.server = self._make_server(listen, "broker", True)
-        await self.server.start()
+        self.server = self._make_server(listen, "broker")
+        await self.server.start(serving=False)
         if listen == 0:
             self.config["listenPort"] = self.server.port
         fast_port = max(self.server.port - 2, 0)
-        self.fast_server = self._make_server(fast_port, "broker-vip", False)
+        self.fast_server = self._make_server(fast_port, "broker-vip")
         try:
-            await self.fast_server.start()
+            await self.fast_server.start(serving=False)
         except OSError as e:
             log.warning("cannot listen on the VIP port %d: %s", fast_port, e)
             self.fast_server = None
-        self._send_store_host_fix()
+        self.server.register(self.pull_processor)  # the VIP port lacks the pull family (spec §1.1)
+        for server in (self.server, self.fast_server):
+            if server is not None:
+                for processor in self.processors():
+                    server.register(processor)
+                await server.start_serving()
         self.schedule_message_service.start()
         if self.config["timerWheelEnable"]:
             self.timer_message_store.start()
@@ -193,16 +243,6 @@ class BrokerController:
             loop.create_task(self._housekeeping_loop(), name="broker-housekeeping"),
             loop.create_task(self._stats_loop(), name="broker-stats"),
         ]
-
-    def _send_store_host_fix(self) -> None:
-        """listenPort 0 (tests): processors built before binding learn the real port."""
-        for server in (self.server, self.fast_server):
-            if server is None:
-                continue
-            for handler in server.table.handlers.values():
-                proc = getattr(handler, "__self__", None)
-                if isinstance(proc, SendMessageProcessor):
-                    proc._store_host = (self.config.broker_ip, self.port)
 
     async def shutdown(self) -> None:
         for t in self._tasks:
@@ -363,14 +403,6 @@ class BrokerController:
 
         task.add_done_callback(_settled)
 
-    def check_in_mem_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
-        """Java DefaultMessageStore#checkInMemByConsumeOffset, simplified: the entry and its record exist."""
-        cq = self.message_store.get_consume_queue(topic, queue_id)
-        if cq is None:
-            return False
-        e = cq.get(offset)
-        return e is not None and e[0] >= self.message_store.get_min_phy_offset()
-
     # ------------------------------------------------------------------ name-server registration
 
     def _registered_topic_configs(self, configs: dict[str, TopicConfig]) -> dict[str, TopicConfig]:
@@ -397,6 +429,9 @@ class BrokerController:
         await self._register(self._registered_topic_configs(dict(tcm.topic_config_table)), tcm.data_version)
 
     async def register_increment_broker_data(self, configs: list[TopicConfig]) -> None:
+        """Register these topics with the name servers now (nothing to do before the broker started)."""
+        if not self._started:
+            return
         table = {tc.topic_name or "": tc for tc in configs}
         await self._register(self._registered_topic_configs(table), self.topic_config_manager.data_version)
 

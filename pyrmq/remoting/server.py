@@ -69,14 +69,23 @@ class RemotingServer:
         """`callback(channel)` runs once when a connection closes (sync or async)."""
         self._close_listeners.append(callback)
 
-    async def start(self) -> None:
+    async def start(self, *, serving: bool = True) -> None:
+        """Bind (``self.port`` is then the real port, also when 0 was asked) and, with
+        ``serving``, accept connections; else ``start_serving()`` does, once the owner has
+        registered processors that needed the port."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._make_channel, self.host, self.port, reuse_address=True)
+        self._server = await loop.create_server(
+            self._make_channel, self.host, self.port, reuse_address=True, start_serving=serving
+        )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         if self.idle_seconds and self.idle_seconds > 0:
             self._idle_task = loop.create_task(self._idle_sweeper())
         log.info("%s remoting server listening on %s:%d", self.name, self.host, self.port)
+
+    async def start_serving(self) -> None:
+        if self._server is not None:
+            await self._server.start_serving()
 
     def _make_channel(self) -> Channel:
         return Channel(

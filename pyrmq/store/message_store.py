@@ -474,6 +474,18 @@ class MessageStore:
     def get_min_phy_offset(self) -> int:
         return self.commit_log.get_min_offset()
 
+    def get_flushed_where(self) -> int:
+        """The commit log's flushed offset (Java DefaultMessageStore#getFlushedWhere)."""
+        return self.commit_log.mapped_file_queue.flushed_where
+
+    def check_in_mem_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
+        """Java DefaultMessageStore#checkInMemByConsumeOffset, simplified: the entry and its record exist."""
+        cq = self.get_consume_queue(topic, queue_id)
+        if cq is None:
+            return False
+        e = cq.get(offset)
+        return e is not None and e[0] >= self.get_min_phy_offset()
+
     def dispatch_behind_bytes(self) -> int:
         return self.reput_message_service.behind()
 

@@ -20,22 +20,11 @@ class Broker:
     def __init__(self, controller: BrokerController) -> None:
         self.c = controller
         self.handlers = {}
-        from pyrmq.broker.admin_processor import AdminBrokerProcessor
-        from pyrmq.broker.client_manage_processor import ClientManageProcessor
-        from pyrmq.broker.consumer_manage_processor import ConsumerManageProcessor
-        from pyrmq.broker.query_processor import QueryMessageProcessor
-        from pyrmq.broker.send_processor import SendMessageProcessor
         from pyrmq.remoting.channel import ProcessorTable
 
         table = ProcessorTable()
-        for p in (
-            SendMessageProcessor(controller),
-            controller.pull_processor,
-            ClientManageProcessor(controller),
-            ConsumerManageProcessor(controller),
-            QueryMessageProcessor(controller),
-            AdminBrokerProcessor(controller),
-        ):
+        table.register(controller.pull_processor)
+        for p in controller.processors():
             table.register(p)
         self.table = table
 

@@ -8,8 +8,6 @@ import orjson
 import pytest
 from support.fakes import FakeChannel
 
-from pyrmq.broker.admin.client_forward import ClientForwardProcessor
-from pyrmq.broker.admin.group_processor import GroupAdminProcessor
 from pyrmq.common.properties import load_properties
 from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -22,8 +20,6 @@ from pyrmq.store import message as m
 def admin(make_broker):
     def factory(**props):
         b = make_broker(**props)
-        b.table.register(GroupAdminProcessor(b.c))
-        b.table.register(ClientForwardProcessor(b.c))
         return b
 
     return factory

@@ -12,11 +12,11 @@ import pytest
 from support.fakes import FakeChannel
 
 from pyrmq.broker.client_manager import ClientChannelInfo
-from pyrmq.broker.consumer_send_msg_back import ConsumerSendMsgBackProcessor
 from pyrmq.broker.controller import BrokerController
-from pyrmq.broker.reply_processor import ReplyMessageProcessor
+from pyrmq.broker.processor.reply import ReplyMessageProcessor
+from pyrmq.broker.processor.send import SendMessageProcessor
+from pyrmq.broker.processor.send_msg_back import ConsumerSendMsgBackProcessor
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
-from pyrmq.broker.send_processor import SendMessageProcessor
 from pyrmq.broker.timer_message_store import TimerMessageStore
 from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -72,7 +72,7 @@ def call(proc_method, cmd, channel=None):
 
 def send(c, topic, props, body=b"hello", queue_id=1):
     r = call(
-        SendMessageProcessor(c).send_message,
+        c.build(SendMessageProcessor).send_message,
         RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2(topic, props, queue_id), body),
     )
     assert r.code == ResponseCode.SUCCESS, r
@@ -187,7 +187,7 @@ def test_timer_message_round_trip_and_checkpoint(env):
 def test_timer_rejections(env):
     clock, factory = env
     c = factory()
-    proc = SendMessageProcessor(c)
+    proc = c.build(SendMessageProcessor)
     far = clock() + 4 * 86400 * 1000
     r = call(
         proc.send_message,
@@ -201,7 +201,7 @@ def test_timer_rejections(env):
     assert r.code == ResponseCode.MESSAGE_ILLEGAL
     c2 = factory(timerWheelEnable="false")
     r = call(
-        SendMessageProcessor(c2).send_message,
+        c2.build(SendMessageProcessor).send_message,
         RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2("TimerT", {"TIMER_DELAY_SEC": "3"}), b"x"),
     )
     assert r.code == ResponseCode.SYSTEM_ERROR
@@ -224,7 +224,7 @@ def send_back(c, offset, group="G1", delay_level=0, max_times=None):
         ext["maxReconsumeTimes"] = str(max_times)
     cmd = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, ext)
     cmd.version = 400
-    return call(ConsumerSendMsgBackProcessor(c).consumer_send_msg_back, cmd)
+    return call(c.build(ConsumerSendMsgBackProcessor).consumer_send_msg_back, cmd)
 
 
 def test_send_back_retry_ladder_then_dlq(env):
@@ -276,7 +276,7 @@ def test_reply_is_pushed_to_the_requester_and_stored(env):
     c.producer_manager.register_producer("pg", ClientChannelInfo(requester, "req-client-1", 0, 0, c.now()))
     props = {"REPLY_TO_CLIENT": "req-client-1", "CORRELATION_ID": "corr-1", "MSG_TYPE": "reply"}
     cmd = RemotingCommand.request(RequestCode.SEND_REPLY_MESSAGE_V2, v2("TestCluster_REPLY_TOPIC", props, 0), b"pong")
-    r = call(ReplyMessageProcessor(c).send_reply_message, cmd)
+    r = call(c.build(ReplyMessageProcessor).send_reply_message, cmd)
     assert r.code == ResponseCode.SUCCESS, r
     (push,) = requester.invoked
     assert push.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT and push.body == b"pong"
@@ -306,6 +306,6 @@ def test_reply_without_requester_fails_with_java_remark(env):
         },
         b"x",
     )
-    r = call(ReplyMessageProcessor(c).send_reply_message, cmd)
+    r = call(c.build(ReplyMessageProcessor).send_reply_message, cmd)
     assert r.code == ResponseCode.SYSTEM_ERROR
     assert r.remark == "push reply message fail, channel of <gone> not found."

@@ -6,7 +6,7 @@ import asyncio
 
 from support.fakes import FakeChannel
 
-from pyrmq.broker.transaction.end_transaction_processor import EndTransactionProcessor
+from pyrmq.broker.processor.end_transaction import EndTransactionProcessor
 from pyrmq.common.constants import (
     CID_RMQ_SYS_TRANS,
     RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
@@ -53,7 +53,7 @@ def end_tx(broker, send_resp, kind, pgroup="txg", from_check=False, offsets=None
         "msgId": send_resp.ext_fields.get("transactionId", "x"),
         "topic": "TxT",
     }
-    proc = EndTransactionProcessor(broker.c)
+    proc = broker.c.build(EndTransactionProcessor)
     from pyrmq.remoting.channel import RequestContext
 
     return asyncio.run(

@@ -6,7 +6,6 @@ Java: ``broker/processor/ConsumerManageProcessor`` (spec §5.4, §5.5).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from pyrmq.protocol.bodies.broker import GetConsumerListByGroupResponseBody
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -18,20 +17,29 @@ from pyrmq.protocol.headers.broker import (
 )
 from pyrmq.remoting.server import RequestContext, handles
 
-if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
-
 log = logging.getLogger("pyrmq.broker.offset")
 
 
 class ConsumerManageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        *,
+        consumer_manager,
+        subscription_group_manager,
+        topic_config_manager,
+        consumer_offset_manager,
+        message_store,
+    ) -> None:
+        self.consumer_manager = consumer_manager
+        self.subscription_group_manager = subscription_group_manager
+        self.topic_config_manager = topic_config_manager
+        self.consumer_offset_manager = consumer_offset_manager
+        self.message_store = message_store
 
     @handles(RequestCode.GET_CONSUMER_LIST_BY_GROUP)
     async def get_consumer_list_by_group(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = GetConsumerListByGroupRequestHeader.from_ext_fields(cmd.ext_fields)
-        info = self.controller.consumer_manager.get_consumer_group_info(h.consumer_group)
+        info = self.consumer_manager.get_consumer_group_info(h.consumer_group)
         if info is not None:
             ids = info.all_client_ids()
             if ids:
@@ -44,31 +52,29 @@ class ConsumerManageProcessor:
 
     @handles(RequestCode.UPDATE_CONSUMER_OFFSET)
     async def update_consumer_offset(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = UpdateConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-        if not c.subscription_group_manager.contains(h.consumer_group):
+        if not self.subscription_group_manager.contains(h.consumer_group):
             return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.consumer_group} not exist!")
-        if c.topic_config_manager.select_topic_config(h.topic) is None:
+        if self.topic_config_manager.select_topic_config(h.topic) is None:
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} not exist!")
-        c.consumer_offset_manager.commit_offset(
+        self.consumer_offset_manager.commit_offset(
             ctx.channel.remote_addr, h.consumer_group, h.topic, h.queue_id, h.commit_offset
         )
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.QUERY_CONSUMER_OFFSET)
     async def query_consumer_offset(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = QueryConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-        offset = c.consumer_offset_manager.query_offset(h.consumer_group, h.topic, h.queue_id)
+        offset = self.consumer_offset_manager.query_offset(h.consumer_group, h.topic, h.queue_id)
         if offset >= 0:
             return cmd.make_response(ResponseCode.SUCCESS, None, {"offset": str(offset)})
-        store = c.message_store
+        store = self.message_store
         min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
         if h.set_zero_if_not_found is False:
             return cmd.make_response(
                 ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first"
             )
-        if min_offset <= 0 and c.check_in_mem_by_consume_offset(h.topic, h.queue_id, 0):
+        if min_offset <= 0 and self.message_store.check_in_mem_by_consume_offset(h.topic, h.queue_id, 0):
             return cmd.make_response(ResponseCode.SUCCESS, None, {"offset": "0"})
         return cmd.make_response(
             ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"

@@ -12,11 +12,13 @@ answer then carries the stored msgId / queueOffset.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pyrmq.broker.send_processor import SendMessageProcessor, parse_send_header
+from pyrmq.broker.processor.send import AbstractSendMessageProcessor, await_put, parse_send_header
 from pyrmq.common.constants import MessageConst
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -26,7 +28,12 @@ from pyrmq.store import message as m
 from pyrmq.store.results import PutMessageStatus
 
 if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.client_manager import ProducerManager
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
+    from pyrmq.broker.topic_config_manager import TopicConfigManager
+    from pyrmq.common.clock import Clock
+    from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.broker.reply")
 
@@ -46,20 +53,35 @@ def _host_str(host: tuple[str, int]) -> str:
     return f"{host[0]}:{host[1]}"
 
 
-class ReplyMessageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self._send = SendMessageProcessor(controller)  # msgCheck, born host, answer ext fields
+class ReplyMessageProcessor(AbstractSendMessageProcessor):
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topic_config_manager: TopicConfigManager,
+        subscription_group_manager: SubscriptionGroupManager,
+        message_store: MessageStore,
+        pending_topic_registrations: Mapping[str, asyncio.Task[None]],
+        now: Clock,
+        producer_manager: ProducerManager,
+    ) -> None:
+        super().__init__(
+            config=config,
+            topic_config_manager=topic_config_manager,
+            subscription_group_manager=subscription_group_manager,
+            message_store=message_store,
+            pending_topic_registrations=pending_topic_registrations,
+            now=now,
+        )
+        self.producer_manager = producer_manager
 
     @handles(RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2)
     async def send_reply_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
-        send = self._send
         h = parse_send_header(cmd)
-        start = int(c.config["startAcceptSendRequestTimeStamp"])
-        if start and c.now() < start:
-            return send._response(cmd, ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {start}")
-        tc, err = send._msg_check(ctx, cmd, h)
+        refused = self._not_accepting_yet(cmd)
+        if refused is not None:
+            return refused
+        tc, err = self._msg_check(ctx, cmd, h)
         if err is not None:
             return err
         queue_id = h.queue_id
@@ -67,8 +89,8 @@ class ReplyMessageProcessor:
             queue_id = random.randrange(99999999) % max(tc.write_queue_nums, 1)
         body = cmd.body or b""
         props = m.string_to_message_properties(h.properties) if h.properties else {}
-        born_host = send._born_host(ctx)
-        store_host = (c.config.broker_ip, c.port)
+        born_host = self._born_host(ctx)
+        store_host = self._store_host
         msg = m.MessageExtBrokerInner(
             topic=h.topic,
             body=body,
@@ -88,31 +110,30 @@ class ReplyMessageProcessor:
             extra = {"msgId": "0", "queueId": str(queue_id), "queueOffset": "0"}
         else:
             code = ResponseCode.SYSTEM_ERROR
-        if c.config.get("storeReplyMessageEnable", True):
-            result = await c.put_message(msg)
+        if self.config["storeReplyMessageEnable"]:
+            result = await await_put(self.message_store.put_message_async(msg))
             amr = result.append_message_result
             if result.put_message_status in _PUT_OK and amr is not None:
                 extra = {"msgId": amr.msg_id, "queueId": str(queue_id), "queueOffset": str(amr.logics_offset)}
             else:
                 log.warning("process reply message, store putMessage failed: %s", result.put_message_status.name)
-        return send._response(cmd, code, remark, extra)
+        return self._response(cmd, code, remark, extra)
 
     async def _push_reply_message(
         self, h, props: dict[str, str], body: bytes, born_host, store_host
     ) -> tuple[bool, str | None]:
         """Java ReplyMessageProcessor#pushReplyMessage: (pushed OK, remark when not)."""
-        c = self.controller
         sender = props.get(MessageConst.MESSAGE_REPLY_TO_CLIENT)
         if sender is None:
             log.warning("REPLY_TO_CLIENT is null, can not reply message")
             return False, "reply message properties[REPLY_TO_CLIENT] is null"
-        channel = c.producer_manager.find_channel(sender)
+        channel = self.producer_manager.find_channel(sender)
         if channel is None:
             remark = f"push reply message fail, channel of <{sender}> not found."
             log.warning(remark)
             return False, remark
         push_props = dict(props)
-        push_props[MessageConst.PUSH_REPLY_TIME] = str(c.now())
+        push_props[MessageConst.PUSH_REPLY_TIME] = str(self.now())
         header = ReplyMessageRequestHeader(
             producer_group=h.producer_group,
             topic=h.topic,
@@ -124,7 +145,7 @@ class ReplyMessageProcessor:
             flag=h.flag,
             born_host=_host_str(born_host),
             store_host=_host_str(store_host),
-            store_timestamp=c.now(),
+            store_timestamp=self.now(),
             properties=m.message_properties_to_string(push_props),
             reconsume_times=h.reconsume_times,
             unit_mode=bool(h.unit_mode),

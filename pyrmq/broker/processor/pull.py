@@ -9,11 +9,10 @@ first run is held in ``PullRequestHoldService`` and answered later). Spec §5.6.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from pyrmq.broker.filter.consumer_filter_manager import is_tag_type
 from pyrmq.broker.filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
-from pyrmq.broker.pull_request_hold_service import PullRequest
+from pyrmq.broker.pull_request_hold_service import PullRequest, PullRequestHoldService
 from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, is_readable
 from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -21,9 +20,6 @@ from pyrmq.protocol.command import FLAG_RESPONSE, RemotingCommand
 from pyrmq.protocol.headers.broker import PullMessageRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store.results import GetMessageStatus
-
-if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.pull")
 
@@ -51,8 +47,32 @@ _STATUS_CODE = {
 
 
 class PullMessageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        *,
+        config,
+        message_store,
+        topic_config_manager,
+        subscription_group_manager,
+        consumer_offset_manager,
+        consumer_manager,
+        consumer_filter_manager,
+        broker_stats,
+        now,
+    ) -> None:
+        self.config = config
+        self.message_store = message_store
+        self.topic_config_manager = topic_config_manager
+        self.subscription_group_manager = subscription_group_manager
+        self.consumer_offset_manager = consumer_offset_manager
+        self.consumer_manager = consumer_manager
+        self.consumer_filter_manager = consumer_filter_manager
+        self.broker_stats = broker_stats
+        self.now = now
+        # Java: the hold service re-runs held pulls through this processor
+        self.pull_request_hold_service = PullRequestHoldService(
+            self.execute_request_when_wakeup, message_store.get_max_offset_in_queue
+        )
 
     @handles(RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE)
     async def pull_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand | None:
@@ -68,8 +88,7 @@ class PullMessageProcessor:
         self, ctx: RequestContext, cmd: RemotingCommand, broker_allow_suspend: bool
     ) -> RemotingCommand | None:
         """Java PullMessageProcessor#processRequest; None when the request was suspended."""
-        c = self.controller
-        cfg = c.config
+        cfg = self.config
         h = PullMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         if not is_readable(int(cfg["brokerPermission"])):
             return self._error(
@@ -79,7 +98,7 @@ class PullMessageProcessor:
             return self._error(
                 cmd, ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_ip}] for lite pull consumer is forbidden", 1
             )
-        sg = c.subscription_group_manager.find_subscription_group_config(h.consumer_group)
+        sg = self.subscription_group_manager.find_subscription_group_config(h.consumer_group)
         if sg is None:
             return self._error(
                 cmd,
@@ -95,7 +114,7 @@ class PullMessageProcessor:
         has_commit = bool(sys_flag & FLAG_COMMIT_OFFSET)
         has_sub = bool(sys_flag & FLAG_SUBSCRIPTION)
         suspend_ms = h.suspend_timeout_millis if has_suspend else 0
-        tc = c.topic_config_manager.select_topic_config(h.topic)
+        tc = self.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
             log.error("the topic %s not exist, consumer: %s", h.topic, ctx.channel.remote_addr)
             return self._error(
@@ -115,11 +134,11 @@ class PullMessageProcessor:
             sub = SubscriptionData.build(h.topic, h.subscription, h.expression_type, h.sub_version)
             if not is_tag_type(sub.expression_type):
                 # Java: a selector that does not compile leaves no filter data (its assert is off): all match
-                filter_data = c.consumer_filter_manager.build(
+                filter_data = self.consumer_filter_manager.build(
                     h.topic, h.consumer_group, h.subscription or "", sub.expression_type, h.sub_version
                 )
         else:
-            info = c.consumer_manager.get_consumer_group_info(h.consumer_group)
+            info = self.consumer_manager.get_consumer_group_info(h.consumer_group)
             if info is None:
                 return self._error(
                     cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist{FAQ_SUGGEST}"
@@ -140,7 +159,7 @@ class PullMessageProcessor:
             if sub.sub_version < h.sub_version:
                 return self._error(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
             if not is_tag_type(sub.expression_type):
-                filter_data = c.consumer_filter_manager.get(h.topic, h.consumer_group)
+                filter_data = self.consumer_filter_manager.get(h.topic, h.consumer_group)
                 if filter_data is None:
                     return self._error(
                         cmd,
@@ -158,9 +177,9 @@ class PullMessageProcessor:
                 f"The broker does not support consumer to filter message by {sub.expression_type}",
             )
         tags_codes = None if sub.class_filter_mode else sub.tags_codes()
-        reset_to = c.consumer_offset_manager.query_then_erase_reset_offset(h.topic, h.consumer_group, h.queue_id)
+        reset_to = self.consumer_offset_manager.query_then_erase_reset_offset(h.topic, h.consumer_group, h.queue_id)
         if reset_to is not None and cfg["useServerSideResetOffset"]:
-            store = c.message_store
+            store = self.message_store
             ext = {
                 "suggestWhichBrokerId": "0",
                 "nextBeginOffset": str(reset_to),
@@ -170,7 +189,7 @@ class PullMessageProcessor:
                 "groupSysFlag": str(sg.group_sys_flag),
             }
             return cmd.make_response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", ext)
-        store = c.message_store
+        store = self.message_store
         max_nums = h.max_msg_nums
         filter_cls = ExpressionForRetryMessageFilter if cfg["filterSupportRetry"] else ExpressionMessageFilter
         result = store.get_message(
@@ -179,7 +198,7 @@ class PullMessageProcessor:
             h.queue_id,
             h.queue_offset,
             max_nums,
-            filter_cls(sub, filter_data, c.consumer_filter_manager),
+            filter_cls(sub, filter_data, self.consumer_filter_manager),
         )
         status = result.status
         code = _STATUS_CODE.get(status)
@@ -208,7 +227,7 @@ class PullMessageProcessor:
         finally:
             result.release()
         if code == ResponseCode.SUCCESS:
-            c.broker_stats.on_get(
+            self.broker_stats.on_get(
                 h.topic,
                 h.consumer_group,
                 len(result.message_queue_offset) or 1,
@@ -216,18 +235,18 @@ class PullMessageProcessor:
                 system=h.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)),
             )
         else:
-            c.broker_stats.on_get_miss()
+            self.broker_stats.on_get_miss()
         if code == ResponseCode.SUCCESS:
             answer.body = body
         elif code == ResponseCode.PULL_NOT_FOUND and broker_allow_suspend and has_suspend:
             polling_ms = suspend_ms if cfg["longPollingEnable"] else int(cfg["shortPollingTimeMills"])
-            c.pull_request_hold_service.suspend_pull_request(
-                PullRequest(ctx, cmd, h.topic, h.queue_id, h.queue_offset, c.now(), polling_ms, tags_codes)
+            self.pull_request_hold_service.suspend_pull_request(
+                PullRequest(ctx, cmd, h.topic, h.queue_id, h.queue_offset, self.now(), polling_ms, tags_codes)
             )
             response = None
         # commit offset piggyback (first processing only, masters only)
-        if broker_allow_suspend and has_commit and c.config.is_master:
-            c.consumer_offset_manager.commit_offset(
+        if broker_allow_suspend and has_commit and self.config.is_master:
+            self.consumer_offset_manager.commit_offset(
                 ctx.channel.remote_addr, h.consumer_group, h.topic, h.queue_id, h.commit_offset
             )
         return response

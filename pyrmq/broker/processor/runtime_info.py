@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 from pyrmq.protocol.version import PYRMQ_VERSION
 
 if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.broker.stats import BrokerStatsManager
+    from pyrmq.store.message_store import MessageStore
 
 #: pyrmq emulates the 5.3.3 broker (MQVersion ordinal 479)
 BROKER_VERSION = PYRMQ_VERSION
@@ -55,12 +57,14 @@ def _disk_ratio(path: str) -> float:
         return -1.0
 
 
-def build_runtime_info(c: BrokerController) -> dict[str, str]:
+def build_runtime_info(
+    config: BrokerConfig, message_store: MessageStore, broker_stats: BrokerStatsManager, now_ms: int
+) -> dict[str, str]:
     """Every value a string (KVTable)."""
-    st = c.broker_stats
-    store = c.message_store
-    sc = c.store_config
-    now = c.now()
+    st = broker_stats
+    store = message_store
+    sc = config.store
+    now = now_ms
     out: dict[str, str] = {}
     out["brokerVersionDesc"] = BROKER_VERSION_DESC
     out["brokerVersion"] = str(BROKER_VERSION)
@@ -104,13 +108,13 @@ def build_runtime_info(c: BrokerController) -> dict[str, str]:
     out["pageCacheLockTimeMills"] = "0"
     earliest = store.get_earliest_message_time_all()
     out["earliestMessageTimeStamp"] = str(earliest if earliest and earliest > 0 else -1)
-    out["startAcceptSendRequestTimeStamp"] = str(int(c.config["startAcceptSendRequestTimeStamp"]))
+    out["startAcceptSendRequestTimeStamp"] = str(int(config["startAcceptSendRequestTimeStamp"]))
     for k in ("timerReadBehind", "timerOffsetBehind", "timerCongestNum"):
         out[k] = "0"
     out["timerEnqueueTps"] = "0.0"
     out["timerDequeueTps"] = "0.0"
     out["remainTransientStoreBufferNumbs"] = str(2**31 - 1)
-    out["remainHowManyDataToFlush"] = human_bytes(max(0, store.get_max_phy_offset() - _flushed(store)))
+    out["remainHowManyDataToFlush"] = human_bytes(max(0, store.get_max_phy_offset() - store.get_flushed_where()))
     try:
         du = shutil.disk_usage(sc.store_path_root_dir)
         out["commitLogDirCapacity"] = f"Total : {human_bytes(du.total)}, Free : {human_bytes(du.free)}."
@@ -125,14 +129,3 @@ def build_runtime_info(c: BrokerController) -> dict[str, str]:
     out["EndTransactionQueueSize"] = "0"
     out["EndTransactionThreadPoolQueueCapacity"] = "100000"
     return out
-
-
-def _flushed(store) -> int:
-    for attr in ("get_flushed_where", "flushed_where"):
-        v = getattr(store, attr, None)
-        if callable(v):
-            try:
-                return int(v())
-            except Exception:
-                return store.get_max_phy_offset()
-    return store.get_max_phy_offset()

@@ -10,7 +10,6 @@ cloneGroupOffset) and ``client/net/Broker2Client#resetOffset`` (client-side rese
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupConfig
 from pyrmq.common.constants import validate_group
@@ -45,9 +44,6 @@ from pyrmq.protocol.headers.admin import (
 )
 from pyrmq.remoting.server import RequestContext, handles
 
-if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
-
 log = logging.getLogger("pyrmq.broker.admin")
 
 
@@ -61,12 +57,32 @@ def language_name(code: int) -> str:
 
 
 class GroupAdminProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        *,
+        config,
+        topic_config_manager,
+        subscription_group_manager,
+        consumer_offset_manager,
+        consumer_manager,
+        producer_manager,
+        message_store,
+        broker_stats,
+        broker2client,
+    ) -> None:
+        self.config = config
+        self.topic_config_manager = topic_config_manager
+        self.subscription_group_manager = subscription_group_manager
+        self.consumer_offset_manager = consumer_offset_manager
+        self.consumer_manager = consumer_manager
+        self.producer_manager = producer_manager
+        self.message_store = message_store
+        self.broker_stats = broker_stats
+        self.broker2client = broker2client
 
     @property
     def _broker_name(self) -> str:
-        return self.controller.config["brokerName"]
+        return self.config["brokerName"]
 
     # ------------------------------------------------------------ subscription group configs
 
@@ -87,7 +103,7 @@ class GroupAdminProcessor:
         bad = validate_group(cfg.group_name)
         if bad is not None:
             return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
-        self.controller.subscription_group_manager.update_subscription_group_config(cfg)
+        self.subscription_group_manager.update_subscription_group_config(cfg)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST)
@@ -106,12 +122,12 @@ class GroupAdminProcessor:
             if bad is not None:
                 return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
         for cfg in configs:
-            self.controller.subscription_group_manager.update_subscription_group_config(cfg)
+            self.subscription_group_manager.update_subscription_group_config(cfg)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
     async def get_all_subscription_group(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        sgm = self.controller.subscription_group_manager
+        sgm = self.subscription_group_manager
         w = SubscriptionGroupWrapper(dict(sgm.table), sgm.forbidden_table, sgm.data_version)
         return cmd.make_response(ResponseCode.SUCCESS, None, {"totalGroupNum": str(len(sgm.table))}, w.encode())
 
@@ -119,28 +135,26 @@ class GroupAdminProcessor:
     async def delete_subscription_group(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = DeleteSubscriptionGroupRequestHeader.from_ext_fields(cmd.ext_fields)
         log.info("AdminBrokerProcessor#deleteSubscriptionGroup, caller=%s", ctx.channel.remote_addr)
-        c = self.controller
-        c.subscription_group_manager.delete_subscription_group_config(h.group_name)
+        self.subscription_group_manager.delete_subscription_group_config(h.group_name)
         if not h.clean_offset:
             # Java 5.5.0 evaluates `cleanOffset || LiteMetadataUtil.isLiteGroupType(group)`; the latter's
             # findSubscriptionGroupConfig re-creates the group just deleted (autoCreateSubscriptionGroup).
             # pyrmq has no lite groups, but keeps that observable side effect (docs/admin.md).
-            c.subscription_group_manager.find_subscription_group_config(h.group_name)
+            self.subscription_group_manager.find_subscription_group_config(h.group_name)
         if h.clean_offset or h.remove_offset:  # removeOffset: the 4.9.x tools' name, honoured too
-            c.consumer_offset_manager.remove_offset(h.group_name)
-        c.broker_stats.on_group_deleted(h.group_name)
+            self.consumer_offset_manager.remove_offset(h.group_name)
+        self.broker_stats.on_group_deleted(h.group_name)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     # ------------------------------------------------------------ consume stats
 
     def _offset_wrapper(self, group: str, topic: str, qid: int, with_pull: bool) -> OffsetWrapper:
-        c = self.controller
-        store = c.message_store
+        store = self.message_store
         broker_offset = max(store.get_max_offset_in_queue(topic, qid), 0)
-        consumer_offset = max(c.consumer_offset_manager.query_offset(group, topic, qid), 0)
+        consumer_offset = max(self.consumer_offset_manager.query_offset(group, topic, qid), 0)
         ow = OffsetWrapper(broker_offset=broker_offset, consumer_offset=consumer_offset)
         if with_pull:
-            ow.pull_offset = max(consumer_offset, c.consumer_offset_manager.query_pull_offset(group, topic, qid))
+            ow.pull_offset = max(consumer_offset, self.consumer_offset_manager.query_pull_offset(group, topic, qid))
         if consumer_offset - 1 >= 0:
             ts = store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
             if ts > 0:
@@ -148,50 +162,47 @@ class GroupAdminProcessor:
         return ow
 
     def _topics_for_consume_stats(self, h: GetConsumeStatsRequestHeader) -> list[str]:
-        c = self.controller
         listed = [t for t in (h.topic_list or "").split(";") if t]
         if listed:
             return listed
         topics = (
-            sorted(c.consumer_offset_manager.which_topic_by_consumer(h.consumer_group)) if not h.topic else [h.topic]
+            sorted(self.consumer_offset_manager.which_topic_by_consumer(h.consumer_group)) if not h.topic else [h.topic]
         )
-        subs = c.consumer_manager.find_subscription_data_count(h.consumer_group)
+        subs = self.consumer_manager.find_subscription_data_count(h.consumer_group)
         return [
             t
             for t in topics
-            if not (subs > 0 and c.consumer_manager.find_subscription_data(h.consumer_group, t) is None)
+            if not (subs > 0 and self.consumer_manager.find_subscription_data(h.consumer_group, t) is None)
         ]
 
     @handles(RequestCode.GET_CONSUME_STATS)
     async def get_consume_stats(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = GetConsumeStatsRequestHeader.from_ext_fields(cmd.ext_fields)
         stats = ConsumeStats()
         for topic in self._topics_for_consume_stats(h):
-            tc = c.topic_config_manager.select_topic_config(topic)
+            tc = self.topic_config_manager.select_topic_config(topic)
             if tc is None:
                 log.warning("AdminBrokerProcessor#getConsumeStats: topic config does not exist, topic=%s", topic)
                 continue
             for i in range(tc.read_queue_nums):
                 mq = MessageQueue(topic, self._broker_name, i)
                 stats.offset_table[mq] = self._offset_wrapper(h.consumer_group, topic, i, True)
-            stats.consume_tps += c.broker_stats.tps_group_get_nums(h.consumer_group, topic)
+            stats.consume_tps += self.broker_stats.tps_group_get_nums(h.consumer_group, topic)
         return cmd.make_response(ResponseCode.SUCCESS, None, None, stats.encode())
 
     @handles(RequestCode.GET_BROKER_CONSUME_STATS)
     async def fetch_all_consume_stats_in_broker(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = GetConsumeStatsInBrokerHeader.from_ext_fields(cmd.ext_fields)
-        out = ConsumeStatsList(broker_addr=c.broker_addr)
-        for group in list(c.subscription_group_manager.table):
+        out = ConsumeStatsList(broker_addr=self.config.broker_addr)
+        for group in list(self.subscription_group_manager.table):
             stats_list = []
-            for topic in sorted(c.consumer_offset_manager.which_topic_by_consumer(group)):
-                tc = c.topic_config_manager.select_topic_config(topic)
+            for topic in sorted(self.consumer_offset_manager.which_topic_by_consumer(group)):
+                tc = self.topic_config_manager.select_topic_config(topic)
                 if tc is None or (h.is_order and not tc.order):
                     continue
                 if (
-                    c.consumer_manager.find_subscription_data(group, topic) is None
-                    and c.consumer_manager.find_subscription_data_count(group) > 0
+                    self.consumer_manager.find_subscription_data(group, topic) is None
+                    and self.consumer_manager.find_subscription_data_count(group) > 0
                 ):
                     continue
                 cs = ConsumeStats()
@@ -199,7 +210,7 @@ class GroupAdminProcessor:
                     ow = self._offset_wrapper(group, topic, i, False)
                     cs.offset_table[MessageQueue(topic, self._broker_name, i)] = ow
                     out.total_diff += ow.broker_offset - ow.consumer_offset
-                cs.consume_tps = c.broker_stats.tps_group_get_nums(group, topic)
+                cs.consume_tps = self.broker_stats.tps_group_get_nums(group, topic)
                 stats_list.append(cs)
             if stats_list:
                 out.consume_stats_list.append({group: stats_list})
@@ -210,7 +221,7 @@ class GroupAdminProcessor:
     @handles(RequestCode.GET_PRODUCER_CONNECTION_LIST)
     async def get_producer_connection_list(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = GetProducerConnectionListRequestHeader.from_ext_fields(cmd.ext_fields)
-        chans = self.controller.producer_manager.group_channel_table.get(h.producer_group)
+        chans = self.producer_manager.group_channel_table.get(h.producer_group)
         if chans is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producer_group}] not exist")
         body = ProducerConnection(
@@ -224,7 +235,7 @@ class GroupAdminProcessor:
     @handles(RequestCode.GET_ALL_PRODUCER_INFO)
     async def get_all_producer_info(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         table = ProducerTableInfo()
-        for group, chans in self.controller.producer_manager.group_channel_table.items():
+        for group, chans in self.producer_manager.group_channel_table.items():
             table.data[group] = [
                 ProducerInfo(
                     i.client_id,
@@ -239,37 +250,34 @@ class GroupAdminProcessor:
 
     @handles(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO)
     async def query_topic_consume_by_who(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(cmd.ext_fields)
-        groups = c.consumer_manager.query_topic_consume_by_who(h.topic)
-        groups |= c.consumer_offset_manager.which_group_by_topic(h.topic)
+        groups = self.consumer_manager.query_topic_consume_by_who(h.topic)
+        groups |= self.consumer_offset_manager.which_group_by_topic(h.topic)
         return cmd.make_response(ResponseCode.SUCCESS, None, None, GroupList(sorted(groups)).encode())
 
     @handles(RequestCode.QUERY_TOPICS_BY_CONSUMER)
     async def query_topics_by_consumer(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = QueryTopicsByConsumerRequestHeader.from_ext_fields(cmd.ext_fields)
-        topics = sorted(c.consumer_offset_manager.which_topic_by_consumer(h.group))
-        return cmd.make_response(ResponseCode.SUCCESS, None, None, TopicList(topics, c.broker_addr).encode())
+        topics = sorted(self.consumer_offset_manager.which_topic_by_consumer(h.group))
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, TopicList(topics, self.config.broker_addr).encode())
 
     @handles(RequestCode.QUERY_SUBSCRIPTION_BY_CONSUMER)
     async def query_subscription_by_consumer(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = QuerySubscriptionByConsumerRequestHeader.from_ext_fields(cmd.ext_fields)
-        sub = self.controller.consumer_manager.find_subscription_data(h.group, h.topic)
+        sub = self.consumer_manager.find_subscription_data(h.group, h.topic)
         body = QuerySubscriptionResponseBody(sub, h.group, h.topic)
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body.encode())
 
     # ------------------------------------------------------------ offsets
 
     def _search(self, topic: str, qid: int, timestamp: int) -> int:
-        store = self.controller.message_store
+        store = self.message_store
         if timestamp < 0:
             return store.get_max_offset_in_queue(topic, qid)
         return store.get_offset_in_queue_by_time(topic, qid, timestamp)
 
     @handles(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET)
     async def reset_offset(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = ResetOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
         log.info(
             "[reset-offset] reset offset started by %s. topic=%s, group=%s, timestamp=%s, isForce=%s",
@@ -279,22 +287,21 @@ class GroupAdminProcessor:
             h.timestamp,
             h.is_force,
         )
-        if c.config["useServerSideResetOffset"]:
+        if self.config["useServerSideResetOffset"]:
             return self._reset_offset_inner(cmd, h)
-        return await c.broker2client.reset_offset(cmd, h.topic, h.group, h.timestamp, h.is_force)
+        return await self.broker2client.reset_offset(cmd, h.topic, h.group, h.timestamp, h.is_force)
 
     def _reset_offset_inner(self, cmd: RemotingCommand, h: ResetOffsetRequestHeader) -> RemotingCommand:
         """Java resetOffsetInner (5.x server-side reset)."""
-        c = self.controller
-        if not c.config.is_master:
+        if not self.config.is_master:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "Can not reset offset in slave broker")
-        tc = c.topic_config_manager.select_topic_config(h.topic)
+        tc = self.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} does not exist")
         # containsSubscriptionGroup: no auto-create here (Java 5.5.0 bytecode checks the table as HEAD does)
-        if not c.subscription_group_manager.contains(h.group):
+        if not self.subscription_group_manager.contains(h.group):
             return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.group} does not exist")
-        store = c.message_store
+        store = self.message_store
         offsets: dict[int, int] = {}
         if h.queue_id is not None and h.queue_id >= 0:
             offset = h.offset
@@ -315,25 +322,24 @@ class GroupAdminProcessor:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "No queues to reset.")
         body = ResetOffsetBody()
         for qid, off in offsets.items():
-            c.consumer_offset_manager.assign_reset_offset(h.topic, h.group, qid, off)
+            self.consumer_offset_manager.assign_reset_offset(h.topic, h.group, qid, off)
             body.offset_table[MessageQueue(h.topic, self._broker_name, qid)] = off
         log.info("Reset offset, topic=%s, group=%s, queues=%s", h.topic, h.group, offsets)
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body.encode())
 
     @handles(RequestCode.CLONE_GROUP_OFFSET)
     async def clone_group_offset(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = CloneGroupOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-        topics = [h.topic] if h.topic else sorted(c.consumer_offset_manager.which_topic_by_consumer(h.src_group))
+        topics = [h.topic] if h.topic else sorted(self.consumer_offset_manager.which_topic_by_consumer(h.src_group))
         for topic in topics:
-            if c.topic_config_manager.select_topic_config(topic) is None:
+            if self.topic_config_manager.select_topic_config(topic) is None:
                 log.warning("[cloneGroupOffset], topic config not exist, %s", topic)
                 continue
             if not h.offline:
-                info = c.consumer_manager.get_consumer_group_info(h.src_group)
+                info = self.consumer_manager.get_consumer_group_info(h.src_group)
                 if info is not None and not info.channel_info_table:
                     continue
-            c.consumer_offset_manager.clone_offset(h.src_group, h.dest_group, topic)
+            self.consumer_offset_manager.clone_offset(h.src_group, h.dest_group, topic)
         return cmd.make_response(ResponseCode.SUCCESS)
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Mapping
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.stats import record_put
@@ -37,7 +39,14 @@ from pyrmq.store.commitlog import MessageExtBatch
 from pyrmq.store.results import AppendMessageStatus, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
+    from pyrmq.broker.stats import BrokerStatsManager
+    from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
+    from pyrmq.broker.topic_config_manager import TopicConfigManager
+    from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
+    from pyrmq.common.clock import Clock
+    from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.broker.send")
 
@@ -94,13 +103,38 @@ def _add_property(props: str, name: str, value: str) -> str:
     return f"{props}{name}{_NAME_SEP}{value}{_PROP_SEP}"
 
 
-class SendMessageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        cfg = controller.config
-        self._ext = {"MSG_REGION": cfg["regionId"], "TRACE_ON": "true" if cfg["traceOn"] else "false"}
-        self._cluster = cfg["brokerClusterName"]
-        self._store_host = (cfg.broker_ip, int(cfg["listenPort"]))
+async def await_put(fut: Future[PutMessageResult]) -> PutMessageResult:
+    """The store's put future, awaited without blocking the loop when it is not done yet."""
+    if fut.done():
+        return fut.result()
+    return await asyncio.wrap_future(fut)
+
+
+class AbstractSendMessageProcessor:
+    """What every send-like request shares: msgCheck, the born host, the MSG_REGION/TRACE_ON ext
+    fields of every answer. Java: AbstractSendMessageProcessor (the parent of the send and the
+    reply processors). Built after the server bound its port, so the store host is final."""
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topic_config_manager: TopicConfigManager,
+        subscription_group_manager: SubscriptionGroupManager,
+        message_store: MessageStore,
+        pending_topic_registrations: Mapping[str, asyncio.Task[None]],
+        now: Clock,
+    ) -> None:
+        self.config = config
+        self.store_config = config.store
+        self.topic_config_manager = topic_config_manager
+        self.subscription_group_manager = subscription_group_manager
+        self.message_store = message_store
+        self.pending_topic_registrations = pending_topic_registrations
+        self.now = now
+        self._ext = {"MSG_REGION": config["regionId"], "TRACE_ON": "true" if config["traceOn"] else "false"}
+        self._cluster = config["brokerClusterName"]
+        self._store_host = (config.broker_ip, int(config["listenPort"]))
 
     # ------------------------------------------------------------------ helpers
 
@@ -124,18 +158,17 @@ class SendMessageProcessor:
         """_msg_check; a topic it auto-created is answered once the name servers have its route (Java
         TopicConfigManager#createTopicInSendMessageMethod registers before the send returns)."""
         tc, err = self._msg_check(ctx, cmd, h)
-        reg = self.controller.pending_topic_registrations.get(h.topic) if err is None else None
+        reg = self.pending_topic_registrations.get(h.topic) if err is None else None
         if reg is not None:
             await asyncio.wait((reg,))
         return tc, err
 
     def _msg_check(self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader):
         """Java AbstractSendMessageProcessor#msgCheck: (topic config, None) or (None, error response)."""
-        c = self.controller
-        tcm = c.topic_config_manager
-        if not is_writeable(int(c.config["brokerPermission"])) and tcm.is_order_topic(h.topic):
+        tcm = self.topic_config_manager
+        if not is_writeable(int(self.config["brokerPermission"])) and tcm.is_order_topic(h.topic):
             return None, self._response(
-                cmd, ResponseCode.NO_PERMISSION, f"the broker[{c.config.broker_ip}] sending message is forbidden"
+                cmd, ResponseCode.NO_PERMISSION, f"the broker[{self.config.broker_ip}] sending message is forbidden"
             )
         bad = validate_topic(h.topic)
         if bad is not None:
@@ -166,15 +199,50 @@ class SendMessageProcessor:
             )
         return tc, None
 
+    def _not_accepting_yet(self, cmd: RemotingCommand) -> RemotingCommand | None:
+        """startAcceptSendRequestTimeStamp: refuse sends until then (Java, both processors)."""
+        start = int(self.config["startAcceptSendRequestTimeStamp"])
+        if start and self.now() < start:
+            return self._response(cmd, ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {start}")
+        return None
+
+
+class SendMessageProcessor(AbstractSendMessageProcessor):
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topic_config_manager: TopicConfigManager,
+        subscription_group_manager: SubscriptionGroupManager,
+        message_store: MessageStore,
+        pending_topic_registrations: Mapping[str, asyncio.Task[None]],
+        now: Clock,
+        rebalance_lock_manager: RebalanceLockManager,
+        broker_stats: BrokerStatsManager,
+        uniq_id_generator: m.UniqIdGenerator,
+        transactional_message_service: TransactionalMessageService,
+    ) -> None:
+        super().__init__(
+            config=config,
+            topic_config_manager=topic_config_manager,
+            subscription_group_manager=subscription_group_manager,
+            message_store=message_store,
+            pending_topic_registrations=pending_topic_registrations,
+            now=now,
+        )
+        self.rebalance_lock_manager = rebalance_lock_manager
+        self.broker_stats = broker_stats
+        self.uniq_id_generator = uniq_id_generator
+        self.transactional_message_service = transactional_message_service
+
     def _handle_retry_and_dlq(
         self, cmd: RemotingCommand, h: SendMessageRequestHeader, msg: m.MessageExtBrokerInner, tc, props: dict[str, str]
     ):
         """Java handleRetryAndDLQ: (topic config, None) or (None, error response)."""
         topic = h.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            c = self.controller
             group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-            sg = c.subscription_group_manager.find_subscription_group_config(group)
+            sg = self.subscription_group_manager.find_subscription_group_config(group)
             if sg is None:
                 return None, self._response(
                     cmd,
@@ -185,11 +253,11 @@ class SendMessageProcessor:
             if cmd.version >= MQVersion.V3_4_9 and h.max_reconsume_times is not None:
                 max_times = h.max_reconsume_times
             reconsume = h.reconsume_times or 0
-            to_dlq = not c.rebalance_lock_manager.is_lock_all_expired(group)
+            to_dlq = not self.rebalance_lock_manager.is_lock_all_expired(group)
             if reconsume > max_times or to_dlq:
                 props[MessageConst.DELAY_TIME_LEVEL] = "-1"
                 new_topic = DLQ_GROUP_TOPIC_PREFIX + group
-                tc = c.topic_config_manager.create_topic_in_send_message_back_method(
+                tc = self.topic_config_manager.create_topic_in_send_message_back_method(
                     new_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ, 0
                 )
                 msg.topic = new_topic
@@ -208,16 +276,16 @@ class SendMessageProcessor:
             return self._response(
                 cmd,
                 ResponseCode.MESSAGE_ILLEGAL,
-                _ILLEGAL_REMARK.format(max=self.controller.store_config.max_message_size),
+                _ILLEGAL_REMARK.format(max=self.store_config.max_message_size),
             )
-        timer = _timer_status_response(self.controller, status)
+        timer = _timer_status_response(self.config, status)
         if timer is not None:
             return self._response(cmd, *timer)
         code, remark, ok = _STATUS_CODES.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT", False))
         amr = result.append_message_result
         if not ok or amr is None:
             if remark and "{disk}" in remark:
-                remark = remark.format(disk=self.controller.message_store.disk_util())
+                remark = remark.format(disk=self.message_store.disk_util())
             if result.error and code == ResponseCode.SYSTEM_ERROR:
                 log.error("put message failed: %s (%s)", status.name, result.error)
             return self._response(cmd, code, remark)
@@ -226,29 +294,23 @@ class SendMessageProcessor:
             extra["transactionId"] = uniq_key
         return self._response(cmd, code, None, extra)
 
-    async def _await_put(self, fut) -> PutMessageResult:
-        if fut.done():
-            return fut.result()
-        return await asyncio.wrap_future(fut)
-
     # ------------------------------------------------------------------ handlers
 
     @handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
     async def send_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = parse_send_header(cmd)
-        start = int(c.config["startAcceptSendRequestTimeStamp"])
-        if start and c.now() < start:
-            return self._response(cmd, ResponseCode.SYSTEM_ERROR, f"broker unable to service, until {start}")
+        refused = self._not_accepting_yet(cmd)
+        if refused is not None:
+            return refused
         if h.batch:
             return await self._send_batch(ctx, cmd, h)
         tc, err = await self._msg_check_registered(ctx, cmd, h)
         if err is not None:
             return err
         body = cmd.body or b""
-        if len(body) > c.store_config.max_message_size:
+        if len(body) > self.store_config.max_message_size:
             return self._response(
-                cmd, ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK.format(max=c.store_config.max_message_size)
+                cmd, ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK.format(max=self.store_config.max_message_size)
             )
         queue_id = h.queue_id
         if queue_id < 0:
@@ -261,7 +323,7 @@ class SendMessageProcessor:
             return err
         uniq = props.get(_PROPERTY_UNIQ)
         if not uniq:
-            uniq = c.uniq_id_generator.create()
+            uniq = self.uniq_id_generator.create()
             props[_PROPERTY_UNIQ] = uniq
         props[_PROPERTY_CLUSTER] = self._cluster
         tran = props.get(_PROPERTY_TRAN)
@@ -271,11 +333,11 @@ class SendMessageProcessor:
             and tran.lower() == "true"
             and not ((h.reconsume_times or 0) > 0 and _delay_level(props) > 0)
         )
-        if prepare and c.config["rejectTransactionMessage"]:
+        if prepare and self.config["rejectTransactionMessage"]:
             return self._response(
                 cmd,
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{c.config.broker_ip}] sending transaction message is forbidden",
+                f"the broker[{self.config.broker_ip}] sending transaction message is forbidden",
             )
         msg.properties = hashmap_order(props)  # Java re-serialises them from a HashMap(128)
         msg.born_timestamp = h.born_timestamp
@@ -284,17 +346,16 @@ class SendMessageProcessor:
         msg.reconsume_times = h.reconsume_times or 0
         queue_id = msg.queue_id  # the answer names the queue asked for, not SCHEDULE_TOPIC's (delay/timer)
         if prepare:
-            result = await c.transactional_message_service.prepare_message(msg)
+            result = await self.transactional_message_service.prepare_message(msg)
         else:
-            result = await self._await_put(c.put_message_async(msg))
-        record_put(c.broker_stats, msg.topic, result)
+            result = await await_put(self.message_store.put_message_async(msg))
+        record_put(self.broker_stats, msg.topic, result)
         return self._put_result_response(cmd, result, queue_id, uniq)
 
     async def _send_batch(
         self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader
     ) -> RemotingCommand:
         """Java sendBatchMessage: every element one record, one queue, consecutive offsets."""
-        c = self.controller
         tc, err = await self._msg_check_registered(ctx, cmd, h)
         if err is not None:
             return err
@@ -326,7 +387,7 @@ class SendMessageProcessor:
             wait_store_msg_ok=wait is None or wait.lower() == "true",
         )
         try:
-            result = await self._await_put(c.message_store.put_messages_async(batch))
+            result = await await_put(self.message_store.put_messages_async(batch))
         except (ValueError, IndexError) as e:  # undecodable batch body
             return self._response(cmd, ResponseCode.MESSAGE_ILLEGAL, f"the batch body is illegal: {e}")
         appended = result.append_message_result
@@ -336,21 +397,21 @@ class SendMessageProcessor:
             return self._response(
                 cmd, ResponseCode.SYSTEM_ERROR, "java.lang.RuntimeException: message body size exceeded"
             )
-        record_put(c.broker_stats, h.topic, result)
+        record_put(self.broker_stats, h.topic, result)
         return self._put_result_response(cmd, result, queue_id, None)
 
 
-def _timer_status_response(c, status: PutMessageStatus) -> tuple[int, str] | None:
+def _timer_status_response(c: BrokerConfig, status: PutMessageStatus) -> tuple[int, str] | None:
     """Java SendMessageProcessor#handlePutMessageResult, WHEEL_TIMER_* cases."""
     if status is PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL:
         return ResponseCode.MESSAGE_ILLEGAL, (
             "timer message illegal, the delay time should not be bigger than the max delay "
-            f"{int(c.config['timerMaxDelaySec']) * 1000}ms; or if set del msg, the delay time should be bigger "
+            f"{int(c['timerMaxDelaySec']) * 1000}ms; or if set del msg, the delay time should be bigger "
             "than the current time"
         )
     if status is PutMessageStatus.WHEEL_TIMER_NOT_ENABLE:
         return ResponseCode.SYSTEM_ERROR, (
-            f"accurate timer message is not enabled, timerWheelEnable is {str(bool(c.config['timerWheelEnable'])).lower()}"
+            f"accurate timer message is not enabled, timerWheelEnable is {str(bool(c['timerWheelEnable'])).lower()}"
         )
     if status is PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL:
         return ResponseCode.SYSTEM_ERROR, "timer message is under flow control"

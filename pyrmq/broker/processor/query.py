@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.broker import QueryMessageRequestHeader, ViewMessageRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
-
-if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+from pyrmq.store.message_store import MessageStore
 
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 
 
 class QueryMessageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        *,
+        message_store: MessageStore,
+    ) -> None:
+        self.message_store = message_store
 
     @handles(RequestCode.QUERY_MESSAGE)
     async def query_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = QueryMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         max_num = h.max_num
         if (cmd.ext(UNIQUE_KEY_QUERY) or "").lower() == "true":
-            max_num = c.store_config.default_query_max_num
-        result = c.message_store.query_message(h.topic, h.key, max_num, h.begin_timestamp, h.end_timestamp)
+            max_num = self.message_store.config.default_query_max_num
+        result = self.message_store.query_message(h.topic, h.key, max_num, h.begin_timestamp, h.end_timestamp)
         ext = {
             "indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
             "indexLastUpdatePhyoffset": str(result.index_last_update_phyoffset),
@@ -46,7 +45,7 @@ class QueryMessageProcessor:
     @handles(RequestCode.VIEW_MESSAGE_BY_ID)
     async def view_message_by_id(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = ViewMessageRequestHeader.from_ext_fields(cmd.ext_fields)
-        sel = self.controller.message_store.select_one_message_by_offset(h.offset)
+        sel = self.message_store.select_one_message_by_offset(h.offset)
         if sel is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
         try:

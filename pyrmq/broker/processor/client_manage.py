@@ -8,7 +8,6 @@ the group config and its ``%RETRY%<group>`` topic on the way (spec §5.1).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from pyrmq.broker.client_manager import ClientChannelInfo
 from pyrmq.broker.filter.consumer_filter_manager import compile_expression
@@ -21,9 +20,6 @@ from pyrmq.protocol.errors import InvalidParameter
 from pyrmq.protocol.fastjson import BodyDecodeError
 from pyrmq.protocol.headers.broker import UnregisterClientRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
-
-if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.client")
 
@@ -38,48 +34,63 @@ def normalise_subscription(sub: SubscriptionData) -> SubscriptionData:
 
 
 class ClientManageProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        *,
+        config,
+        topic_config_manager,
+        subscription_group_manager,
+        producer_manager,
+        consumer_manager,
+        consumer_filter_manager,
+        now,
+    ) -> None:
+        self.config = config
+        self.topic_config_manager = topic_config_manager
+        self.subscription_group_manager = subscription_group_manager
+        self.producer_manager = producer_manager
+        self.consumer_manager = consumer_manager
+        self.consumer_filter_manager = consumer_filter_manager
+        self.now = now
 
     @handles(RequestCode.HEART_BEAT)
     async def heart_beat(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         try:
             data = HeartbeatData.decode(cmd.body or b"{}")
         except BodyDecodeError as e:
             raise InvalidParameter(f"heartbeat body is not readable: {e}") from None
-        now = c.now()
+        now = self.now()
         info = ClientChannelInfo(ctx.channel, data.client_id or "", cmd.language, cmd.version, now)
         for cd in data.consumer_data_set:
             group = cd.group_name
             if not group:
                 continue
-            sg = c.subscription_group_manager.find_subscription_group_config(group)
+            sg = self.subscription_group_manager.find_subscription_group_config(group)
             notify = True
             if sg is not None:
                 notify = sg.notify_consumer_ids_changed_enable
                 sys_flag = 0x2 if cd.unit_mode else 0
-                c.topic_config_manager.create_topic_in_send_message_back_method(
+                self.topic_config_manager.create_topic_in_send_message_back_method(
                     RETRY_GROUP_TOPIC_PREFIX + group, sg.retry_queue_nums, PERM_WRITE | PERM_READ, sys_flag
                 )
             subs = [normalise_subscription(s) for s in cd.subscription_data_set]
-            changed = c.consumer_manager.register_consumer(
+            changed = self.consumer_manager.register_consumer(
                 group,
                 ClientChannelInfo(ctx.channel, info.client_id, cmd.language, cmd.version, now),
                 cd.consume_type,
                 cd.message_model,
                 cd.consume_from_where,
                 subs,
-                notify and bool(c.config["notifyConsumerIdsChangedEnable"]) and cd.message_model != "BROADCASTING",
+                notify and bool(self.config["notifyConsumerIdsChangedEnable"]) and cd.message_model != "BROADCASTING",
             )
             if changed:
                 log.info(
                     "ClientManageProcessor: registerConsumer info changed, group=%s client=%s", group, info.client_id
                 )
-            c.consumer_filter_manager.register_group(group, subs)  # Java REGISTER event
+            self.consumer_filter_manager.register_group(group, subs)  # Java REGISTER event
         for pd in data.producer_data_set:
             if pd.group_name:
-                c.producer_manager.register_producer(
+                self.producer_manager.register_producer(
                     pd.group_name, ClientChannelInfo(ctx.channel, info.client_id, cmd.language, cmd.version, now)
                 )
         # 5.x extras (4.9.x clients ignore them): heartbeat V2 supported; V1 always "changed"
@@ -89,26 +100,24 @@ class ClientManageProcessor:
 
     @handles(RequestCode.UNREGISTER_CLIENT)
     async def unregister_client(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = UnregisterClientRequestHeader.from_ext_fields(cmd.ext_fields)
         if h.producer_group:
-            c.producer_manager.unregister_producer(h.producer_group, ctx.channel)
+            self.producer_manager.unregister_producer(h.producer_group, ctx.channel)
         if h.consumer_group:
-            sg = c.subscription_group_manager.table.get(h.consumer_group)
+            sg = self.subscription_group_manager.table.get(h.consumer_group)
             notify = sg.notify_consumer_ids_changed_enable if sg is not None else True
-            c.consumer_manager.unregister_consumer(h.consumer_group, ctx.channel, notify)
+            self.consumer_manager.unregister_consumer(h.consumer_group, ctx.channel, notify)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.CHECK_CLIENT_CONFIG)
     async def check_client_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         try:
             body = CheckClientRequestBody.decode(cmd.body or b"{}")
         except BodyDecodeError as e:
             raise InvalidParameter(f"check client body is not readable: {e}") from None
         sub = body.subscription_data
         if sub is not None and (sub.expression_type or "TAG").upper() != "TAG":
-            if not c.config["enablePropertyFilter"]:
+            if not self.config["enablePropertyFilter"]:
                 return cmd.make_response(
                     ResponseCode.SYSTEM_ERROR,
                     f"The broker does not support consumer to filter message by {sub.expression_type}",

@@ -14,7 +14,6 @@ arriving after that time is refused with ILLEGAL_OPERATION: the check decides.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from pyrmq.broker.transaction.util import MC, SF, get_immunity_time
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -24,9 +23,6 @@ from pyrmq.protocol.headers.transaction import EndTransactionRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store import message as m
 from pyrmq.store.results import PutMessageStatus
-
-if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
 
 log = logging.getLogger("pyrmq.broker.transaction")
 
@@ -61,16 +57,19 @@ def end_message_transaction(half: m.StoredMessage) -> m.MessageExtBrokerInner:
 
 
 class EndTransactionProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-
-    @property
-    def service(self):
-        return self.controller.transactional_message_service
+    def __init__(
+        self,
+        *,
+        config,
+        transactional_message_service,
+        now,
+    ) -> None:
+        self.config = config
+        self.transactional_message_service = transactional_message_service
+        self.now = now
 
     @handles(RequestCode.END_TRANSACTION)
     async def end_transaction(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand | None:
-        c = self.controller
         h = EndTransactionRequestHeader.from_ext_fields(cmd.ext_fields)
         if h.commit_or_rollback not in (
             SF.TRANSACTION_NOT_TYPE,
@@ -78,7 +77,7 @@ class EndTransactionProcessor:
             SF.TRANSACTION_ROLLBACK_TYPE,
         ):
             raise InvalidParameter("commitOrRollback field wrong")
-        if not c.config.is_master:
+        if not self.config.is_master:
             log.warning("Message store is slave mode, so end transaction is forbidden.")
             return cmd.make_response(ResponseCode.SLAVE_NOT_AVAILABLE)
         source = "Check producer" if h.from_transaction_check else "The producer"
@@ -99,7 +98,7 @@ class EndTransactionProcessor:
                 "commit" if h.commit_or_rollback == SF.TRANSACTION_COMMIT_TYPE else "rollback",
                 h.msg_id,
             )
-        result = self.service.get_half_message_by_offset(h.commit_log_offset)
+        result = self.transactional_message_service.get_half_message_by_offset(h.commit_log_offset)
         if result.response_code != ResponseCode.SUCCESS:
             return cmd.make_response(result.response_code, result.response_remark)
         half = result.prepare_message
@@ -122,9 +121,9 @@ class EndTransactionProcessor:
             inner.prepared_transaction_offset = h.commit_log_offset
             response = await self._send_final_message(cmd, inner)
             if response.code == ResponseCode.SUCCESS:
-                await self.service.delete_prepare_message(half)
+                await self.transactional_message_service.delete_prepare_message(half)
             return response
-        await self.service.delete_prepare_message(half)
+        await self.transactional_message_service.delete_prepare_message(half)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     def _reject_commit_or_rollback(self, h: EndTransactionRequestHeader, half: m.StoredMessage) -> bool:
@@ -132,8 +131,8 @@ class EndTransactionProcessor:
             return False
         immunity = half.properties.get(MC.CHECK_IMMUNITY_TIME_IN_SECONDS)
         if immunity:
-            timeout = int(self.controller.config["transactionTimeOut"])
-            return self.controller.now() - half.born_timestamp > get_immunity_time(immunity, timeout)
+            timeout = int(self.config["transactionTimeOut"])
+            return self.now() - half.born_timestamp > get_immunity_time(immunity, timeout)
         return False
 
     @staticmethod
@@ -149,10 +148,10 @@ class EndTransactionProcessor:
         return None
 
     async def _send_final_message(self, cmd: RemotingCommand, inner: m.MessageExtBrokerInner) -> RemotingCommand:
-        result = await self.service.put_final_message(inner)
+        result = await self.transactional_message_service.put_final_message(inner)
         status = result.put_message_status
         if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
-            max_size = self.controller.store_config.max_message_size
+            max_size = self.config.store.max_message_size
             return cmd.make_response(
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"The message is illegal, maybe msg body or properties length not matched. msg body length limit "

@@ -13,9 +13,8 @@ Anything else falls through to the server's REQUEST_CODE_NOT_SUPPORTED.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from pyrmq.broker.admin.runtime_info import build_runtime_info
+from pyrmq.broker.processor.runtime_info import build_runtime_info
 from pyrmq.common.constants import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPIC_SET, TIMER_TOPIC, validate_topic
 from pyrmq.common.properties import load_properties
 from pyrmq.protocol.bodies.admin import (
@@ -54,9 +53,6 @@ from pyrmq.protocol.headers.broker import (
 )
 from pyrmq.remoting.server import RequestContext, handles
 
-if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
-
 log = logging.getLogger("pyrmq.broker.admin")
 
 
@@ -89,27 +85,51 @@ def _language_name(code: int) -> str:
 
 
 class AdminBrokerProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        *,
+        config,
+        topic_config_manager,
+        consumer_offset_manager,
+        consumer_manager,
+        rebalance_lock_manager,
+        message_store,
+        broker_stats,
+        config_data_version,
+        update_config,
+        register_increment_broker_data,
+        now,
+    ) -> None:
+        self.config = config
+        self.topic_config_manager = topic_config_manager
+        self.consumer_offset_manager = consumer_offset_manager
+        self.consumer_manager = consumer_manager
+        self.rebalance_lock_manager = rebalance_lock_manager
+        self.message_store = message_store
+        self.broker_stats = broker_stats
+        self.config_data_version = config_data_version
+        self.update_config = update_config
+        self.register_increment_broker_data = register_increment_broker_data
+        self.now = now
 
     # ------------------------------------------------------------ offsets by queue
 
     @handles(RequestCode.GET_MAX_OFFSET)
     async def get_max_offset(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = TopicQueueRequestHeader.from_ext_fields(cmd.ext_fields)
-        off = self.controller.message_store.get_max_offset_in_queue(h.topic, h.queue_id)
+        off = self.message_store.get_max_offset_in_queue(h.topic, h.queue_id)
         return cmd.make_response(ResponseCode.SUCCESS, None, {"offset": str(off)})
 
     @handles(RequestCode.GET_MIN_OFFSET)
     async def get_min_offset(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = TopicQueueRequestHeader.from_ext_fields(cmd.ext_fields)
-        off = self.controller.message_store.get_min_offset_in_queue(h.topic, h.queue_id)
+        off = self.message_store.get_min_offset_in_queue(h.topic, h.queue_id)
         return cmd.make_response(ResponseCode.SUCCESS, None, {"offset": str(off)})
 
     @handles(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP)
     async def search_offset_by_timestamp(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = SearchOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-        store = self.controller.message_store
+        store = self.message_store
         boundary = (h.boundary_type or "LOWER").upper()
         if boundary == "UPPER":
             off = self._search_upper(h.topic, h.queue_id, h.timestamp)
@@ -119,7 +139,7 @@ class AdminBrokerProcessor:
 
     def _search_upper(self, topic: str, queue_id: int, ts: int) -> int:
         """BoundaryType.UPPER: the largest offset stored at or before ``ts`` (binary search)."""
-        store = self.controller.message_store
+        store = self.message_store
         lo = store.get_min_offset_in_queue(topic, queue_id)
         hi = store.get_max_offset_in_queue(topic, queue_id) - 1
         if hi < lo:
@@ -137,7 +157,7 @@ class AdminBrokerProcessor:
     @handles(RequestCode.GET_EARLIEST_MSG_STORETIME)
     async def get_earliest_msg_storetime(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = TopicQueueRequestHeader.from_ext_fields(cmd.ext_fields)
-        ts = self.controller.message_store.get_earliest_message_time(h.topic, h.queue_id)
+        ts = self.message_store.get_earliest_message_time(h.topic, h.queue_id)
         return cmd.make_response(ResponseCode.SUCCESS, None, {"timestamp": str(ts)})
 
     # ------------------------------------------------------------ orderly locks
@@ -148,7 +168,7 @@ class AdminBrokerProcessor:
             body = LockBatchRequestBody.decode(cmd.body or b"{}")
         except BodyDecodeError as e:
             raise InvalidParameter(f"lock body is not readable: {e}") from None
-        locked = self.controller.rebalance_lock_manager.try_lock_batch(
+        locked = self.rebalance_lock_manager.try_lock_batch(
             body.consumer_group or "", body.mq_set, body.client_id or ""
         )
         # keep the request's order so the answer is stable
@@ -161,9 +181,7 @@ class AdminBrokerProcessor:
             body = UnlockBatchRequestBody.decode(cmd.body or b"{}")
         except BodyDecodeError as e:
             raise InvalidParameter(f"unlock body is not readable: {e}") from None
-        self.controller.rebalance_lock_manager.unlock_batch(
-            body.consumer_group or "", body.mq_set, body.client_id or ""
-        )
+        self.rebalance_lock_manager.unlock_batch(body.consumer_group or "", body.mq_set, body.client_id or "")
         return cmd.make_response(ResponseCode.SUCCESS)
 
     # ------------------------------------------------------------ topics and config
@@ -191,7 +209,7 @@ class AdminBrokerProcessor:
             order=bool(h.order),
             attributes=parse_attributes(h.attributes),
         )
-        tcm = self.controller.topic_config_manager
+        tcm = self.topic_config_manager
         if tcm.select_topic_config(h.topic) == tc:
             return cmd.make_response(ResponseCode.SUCCESS)
         tcm.update_topic_config(tc)
@@ -202,20 +220,18 @@ class AdminBrokerProcessor:
         """Java answers a topic create/update only after registerIncrementBrokerData has reached the name
         servers (BrokerOuterAPI#registerBrokerAll waits on its latch), so the tool's next route lookup
         (updateTopicPerm reads the old perm from the route) sees the change."""
-        c = self.controller
-        if getattr(c, "_started", False):
-            await c.register_increment_broker_data(configs)
+        await self.register_increment_broker_data(configs)  # a no-op before the broker started
 
     @handles(RequestCode.GET_ALL_TOPIC_CONFIG)
     async def get_all_topic_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        tcm = self.controller.topic_config_manager
+        tcm = self.topic_config_manager
         w = TopicConfigAndMappingSerializeWrapper(dict(tcm.topic_config_table), tcm.data_version)
         return cmd.make_response(ResponseCode.SUCCESS, None, None, w.encode())
 
     @handles(RequestCode.GET_TOPIC_CONFIG)
     async def get_topic_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = GetTopicConfigRequestHeader.from_ext_fields(cmd.ext_fields)
-        tc = self.controller.topic_config_manager.select_topic_config(h.topic)
+        tc = self.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
         body = b'{"topicConfig":' + tc.encode() + b"}"  # TopicConfigAndQueueMapping without mapping
@@ -225,7 +241,7 @@ class AdminBrokerProcessor:
     async def get_consumer_connection_list(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         """Java getConsumerConnectionList: ConsumerConnection body, or CONSUMER_NOT_ONLINE."""
         group = cmd.ext("consumerGroup") or ""
-        info = self.controller.consumer_manager.get_consumer_group_info(group)
+        info = self.consumer_manager.get_consumer_group_info(group)
         if info is None:
             return cmd.make_response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
         conns = [
@@ -239,9 +255,8 @@ class AdminBrokerProcessor:
 
     @handles(RequestCode.GET_BROKER_CONFIG)
     async def get_broker_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
-        body = c.config.properties_text().encode("utf-8")
-        dv = c.config_data_version.encode().decode()
+        body = self.config.properties_text().encode("utf-8")
+        dv = self.config_data_version.encode().decode()
         return cmd.make_response(ResponseCode.SUCCESS, None, {"version": dv}, body)
 
     @handles(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST)
@@ -262,14 +277,13 @@ class AdminBrokerProcessor:
                     ResponseCode.INVALID_PARAMETER, f"The topic[{tc.topic_name}] is conflict with system topic."
                 )
         for tc in configs:
-            self.controller.topic_config_manager.update_topic_config(tc)
+            self.topic_config_manager.update_topic_config(tc)
         await self._register_now(configs)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.DELETE_TOPIC_IN_BROKER)
     async def delete_topic(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         """Drop config, offsets, stats and the topic's consume queues (Java deleteTopic)."""
-        c = self.controller
         h = DeleteTopicRequestHeader.from_ext_fields(cmd.ext_fields)
         log.info(
             "AdminBrokerProcessor#deleteTopic: broker receive request to delete topic=%s, caller=%s",
@@ -283,10 +297,10 @@ class AdminBrokerProcessor:
                 ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic."
             )
         try:
-            c.topic_config_manager.delete_topic_config(h.topic)
-            c.consumer_offset_manager.clean_offset_by_topic(h.topic)
-            c.broker_stats.on_topic_deleted(h.topic)
-            c.message_store.delete_topics({h.topic})
+            self.topic_config_manager.delete_topic_config(h.topic)
+            self.consumer_offset_manager.clean_offset_by_topic(h.topic)
+            self.broker_stats.on_topic_deleted(h.topic)
+            self.message_store.delete_topics({h.topic})
         except Exception as e:  # Java: buildErrorResponse(SYSTEM_ERROR, t.getMessage())
             log.exception("delete topic %s failed", h.topic)
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, str(e))
@@ -295,7 +309,6 @@ class AdminBrokerProcessor:
     @handles(RequestCode.UPDATE_BROKER_CONFIG)
     async def update_broker_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         """Properties text body; black-listed keys refused; a value that does not parse is ignored like Java."""
-        c = self.controller
         log.info("Broker receive request to update config, caller address=%s", ctx.channel.remote_addr)
         if not cmd.body:
             return cmd.make_response(ResponseCode.SUCCESS)
@@ -303,40 +316,39 @@ class AdminBrokerProcessor:
             props = load_properties(bytes(cmd.body).decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
-        black = c.config.black_list()
+        black = self.config.black_list()
         if any(k in black for k in props):
             return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         log.info("updateBrokerConfig, new config: [%s] client: %s", props, ctx.channel.remote_addr)
-        c.update_config(props)  # a value that does not parse is logged and skipped (properties2Object)
+        self.update_config(props)  # a value that does not parse is logged and skipped (properties2Object)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.GET_BROKER_RUNTIME_INFO)
     async def get_broker_runtime_info(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        body = KVTable(build_runtime_info(self.controller)).encode()
+        body = KVTable(build_runtime_info(self.config, self.message_store, self.broker_stats, self.now())).encode()
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
 
     @handles(RequestCode.GET_TOPIC_STATS_INFO)
     async def get_topic_stats_info(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = GetTopicStatsInfoRequestHeader.from_ext_fields(cmd.ext_fields)
-        tc = c.topic_config_manager.select_topic_config(h.topic)
+        tc = self.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
-        store = c.message_store
+        store = self.message_store
         table = TopicStatsTable()
         for i in range(max(tc.write_queue_nums, tc.read_queue_nums)):
             lo = max(store.get_min_offset_in_queue(h.topic, i), 0)
             hi = max(store.get_max_offset_in_queue(h.topic, i), 0)
             ts = store.get_message_store_timestamp(h.topic, i, hi - 1) if hi > 0 else 0
-            table.offset_table[MessageQueue(h.topic, c.config["brokerName"], i)] = TopicOffset(lo, hi, ts)
-        table.topic_put_tps = c.broker_stats.tps_topic_put_nums(h.topic)
+            table.offset_table[MessageQueue(h.topic, self.config["brokerName"], i)] = TopicOffset(lo, hi, ts)
+        table.topic_put_tps = self.broker_stats.tps_topic_put_nums(h.topic)
         return cmd.make_response(ResponseCode.SUCCESS, None, None, table.encode())
 
     def _system_topics(self) -> set[str]:
         """Java TopicValidator's SYSTEM_TOPIC_SET as a started broker holds it: the fixed names plus what
         TopicConfigManager's constructor adds (cluster and broker name, reply, revive, sync-member, trace
         when enabled, timer)."""
-        c = self.controller.config
+        c = self.config
         cluster, broker = c["brokerClusterName"], c["brokerName"]
         topics = set(SYSTEM_TOPIC_SET) | {
             cluster,
@@ -362,7 +374,7 @@ class AdminBrokerProcessor:
     @handles(RequestCode.VIEW_BROKER_STATS_DATA)
     async def view_broker_stats_data(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = ViewBrokerStatsDataRequestHeader.from_ext_fields(cmd.ext_fields)
-        it = self.controller.broker_stats.get_stats_item(h.stats_name, h.stats_key)
+        it = self.broker_stats.get_stats_item(h.stats_name, h.stats_key)
         if it is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"The stats <{h.stats_name}> <{h.stats_key}> not exist")
 
@@ -374,7 +386,7 @@ class AdminBrokerProcessor:
 
     @handles(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
     async def clean_expired_consume_queue(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        store = self.controller.message_store
+        store = self.message_store
         fn = getattr(store, "clean_expired_consumer_queue", None)
         try:
             if fn is not None:
@@ -385,7 +397,7 @@ class AdminBrokerProcessor:
 
     @handles(RequestCode.DELETE_EXPIRED_COMMITLOG)
     async def delete_expired_commit_log(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        store = self.controller.message_store
+        store = self.message_store
         fn = getattr(store, "execute_delete_files_manually", None)
         if fn is not None:
             fn()
@@ -394,27 +406,25 @@ class AdminBrokerProcessor:
     @handles(RequestCode.CLEAN_UNUSED_TOPIC)
     async def clean_unused_topic(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         """Drop consume queues of topics that have no config (Java MessageStore#cleanUnusedTopic)."""
-        c = self.controller
-        keep = set(c.topic_config_manager.topic_config_table)
-        unused = {t for t in c.message_store.get_topics() if t not in keep}
+        keep = set(self.topic_config_manager.topic_config_table)
+        unused = {t for t in self.message_store.get_topics() if t not in keep}
         if unused:
-            c.message_store.delete_topics(unused)
+            self.message_store.delete_topics(unused)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.QUERY_CONSUME_QUEUE)
     async def query_consume_queue(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = QueryConsumeQueueRequestHeader.from_ext_fields(cmd.ext_fields)
-        cq = c.message_store.get_consume_queue(h.topic, h.queue_id)
+        cq = self.message_store.get_consume_queue(h.topic, h.queue_id)
         if cq is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{h.topic}:{h.queue_id} is not exist!")
-        store = c.message_store
+        store = self.message_store
         body = QueryConsumeQueueResponseBody(
             max_queue_index=store.get_max_offset_in_queue(h.topic, h.queue_id),
             min_queue_index=store.get_min_offset_in_queue(h.topic, h.queue_id),
         )
         if h.consumer_group:
-            sub = c.consumer_manager.find_subscription_data(h.consumer_group, h.topic)
+            sub = self.consumer_manager.find_subscription_data(h.consumer_group, h.topic)
             body.subscription_data = sub
         if h.index < body.min_queue_index or h.index >= body.max_queue_index:
             return cmd.make_response(ResponseCode.SUCCESS, None, None, body.encode())

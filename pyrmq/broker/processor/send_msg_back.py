@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import TYPE_CHECKING
 
+from pyrmq.broker.processor.send import await_put
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, MessageConst, dlq_topic, is_writeable, retry_topic
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -27,9 +27,6 @@ from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store import message as m
 from pyrmq.store.results import PutMessageStatus
 
-if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
-
 log = logging.getLogger("pyrmq.broker.sendback")
 
 DLQ_NUMS_PER_GROUP = 1
@@ -38,29 +35,39 @@ _MC = MessageConst
 
 
 class ConsumerSendMsgBackProcessor:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        *,
+        config,
+        topic_config_manager,
+        subscription_group_manager,
+        message_store,
+    ) -> None:
+        self.config = config
+        self.topic_config_manager = topic_config_manager
+        self.subscription_group_manager = subscription_group_manager
+        self.message_store = message_store
+        self._store_host = (config.broker_ip, int(config["listenPort"]))
 
     @handles(RequestCode.CONSUMER_SEND_MSG_BACK)
     async def consumer_send_msg_back(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
-        sg = c.subscription_group_manager.find_subscription_group_config(h.group)
+        sg = self.subscription_group_manager.find_subscription_group_config(h.group)
         if sg is None:
             return cmd.make_response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                 f"subscription group not exist, {h.group} {_SUBSCRIPTION_GROUP_NOT_EXIST_FAQ}",
             )
-        if not is_writeable(int(c.config["brokerPermission"])):
+        if not is_writeable(int(self.config["brokerPermission"])):
             return cmd.make_response(
-                ResponseCode.NO_PERMISSION, f"the broker[{c.config.broker_ip}] sending message is forbidden"
+                ResponseCode.NO_PERMISSION, f"the broker[{self.config.broker_ip}] sending message is forbidden"
             )
         if sg.retry_queue_nums <= 0:
             return cmd.make_response(ResponseCode.SUCCESS, None)
         new_topic = retry_topic(h.group)
         queue_id = random.randrange(sg.retry_queue_nums)
         topic_sys_flag = 0x2 if h.unit_mode else 0  # TopicSysFlag.buildSysFlag(false, true)
-        tcm = c.topic_config_manager
+        tcm = self.topic_config_manager
         tc = tcm.create_topic_in_send_message_back_method(
             new_topic, sg.retry_queue_nums, PERM_WRITE | PERM_READ, topic_sys_flag
         )
@@ -68,7 +75,7 @@ class ConsumerSendMsgBackProcessor:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
         if not is_writeable(tc.perm):
             return cmd.make_response(ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
-        msg = c.message_store.look_message_by_offset(h.offset)
+        msg = self.message_store.look_message_by_offset(h.offset)
         if msg is None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
         props = dict(msg.properties)
@@ -102,10 +109,10 @@ class ConsumerSendMsgBackProcessor:
             sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp,
             born_host=msg.born_host,
-            store_host=(c.config.broker_ip, c.port),
+            store_host=self._store_host,
             reconsume_times=msg.reconsume_times + 1,
         )
-        result = await c.put_message(inner)
+        result = await await_put(self.message_store.put_message_async(inner))
         if result.put_message_status is PutMessageStatus.PUT_OK:
             if is_dlq:
                 log.info(
