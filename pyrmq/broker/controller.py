@@ -106,7 +106,6 @@ class BrokerController:
         self.rebalance_lock_manager = RebalanceLockManager(now=clock)
         self.config_data_version = DataVersion()
         self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched, clock=clock)
-        register_message_store_hook(self)
         self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
         self.consumer_filter_manager = ConsumerFilterManager(
             os.path.join(cfg_dir, "consumerFilter.json"),
@@ -115,14 +114,28 @@ class BrokerController:
             expect_consumer_num=int(config["expectConsumerNumUseFilter"]),
             clean_time_span_ms=int(config["filterDataCleanTimeSpan"]),
         )
-        self.transactional_message_service = TransactionalMessageService(self)
-        self.transactional_message_check_listener = DefaultTransactionalMessageCheckListener(self)
+        self.transactional_message_service = TransactionalMessageService(
+            config=config,
+            message_store=self.message_store,
+            topic_config_manager=self.topic_config_manager,
+            consumer_offset_manager=self.consumer_offset_manager,
+            now=clock,
+        )
+        self.transactional_message_check_listener = DefaultTransactionalMessageCheckListener(
+            config=config,
+            topic_config_manager=self.topic_config_manager,
+            producer_manager=self.producer_manager,
+            message_store=self.message_store,
+        )
         self.transactional_message_check_service = TransactionalMessageCheckService(
-            self, self.transactional_message_service, self.transactional_message_check_listener
+            config, self.transactional_message_service, self.transactional_message_check_listener
         )
         self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
-        self.schedule_message_service = ScheduleMessageService(self)
-        self.timer_message_store = TimerMessageStore(self)
+        self.schedule_message_service = ScheduleMessageService(
+            config=config, message_store=self.message_store, now=clock
+        )
+        self.timer_message_store = TimerMessageStore(config=config, message_store=self.message_store, now=clock)
+        register_message_store_hook(self.message_store, config, self.schedule_message_service, clock)
         self.pending_topic_registrations: dict[str, asyncio.Task] = {}
         self.broker2client = Broker2Client(
             config=config,

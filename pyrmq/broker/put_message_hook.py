@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from pyrmq.broker.schedule_message_service import delay_time_level
+from pyrmq.broker.schedule_message_service import ScheduleMessageService, delay_time_level
 from pyrmq.broker.timer_message_store import check_if_timer_message, transform_timer_message
 from pyrmq.common.constants import TIMER_TOPIC
 from pyrmq.store import message as m
@@ -21,28 +21,38 @@ from pyrmq.store.commitlog import MessageExtBatch
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.common.clock import Clock
+    from pyrmq.store.message_store import MessageStore
 
 _NOT_TYPE = m.MessageSysFlag.TRANSACTION_NOT_TYPE
 _COMMIT_TYPE = m.MessageSysFlag.TRANSACTION_COMMIT_TYPE
 
 
-def register_message_store_hook(controller: BrokerController) -> None:
+def register_message_store_hook(
+    message_store: MessageStore, config: BrokerConfig, schedule_message_service: ScheduleMessageService, now: Clock
+) -> None:
     """Java BrokerController#registerMessageStoreHook (the handleScheduleMessage hook)."""
-    controller.message_store.put_message_hook_list.append(functools.partial(schedule_message_hook, controller))
+    hook = functools.partial(schedule_message_hook, config, schedule_message_service, now)
+    message_store.put_message_hook_list.append(hook)
 
 
 def schedule_message_hook(
-    controller: BrokerController, msg: m.MessageExtBrokerInner | MessageExtBatch
+    config: BrokerConfig,
+    schedule_message_service: ScheduleMessageService,
+    now: Clock,
+    msg: m.MessageExtBrokerInner | MessageExtBatch,
 ) -> PutMessageResult | None:
     """The put hook: only single messages are diverted (Java checks MessageExtBrokerInner)."""
     if not isinstance(msg, m.MessageExtBrokerInner):
         return None
-    refused = handle_schedule_message(controller, msg)
+    refused = handle_schedule_message(config, schedule_message_service, now, msg)
     return None if refused is None else PutMessageResult(refused, error=refused.name)
 
 
-def handle_schedule_message(controller: BrokerController, msg: m.MessageExtBrokerInner) -> PutMessageStatus | None:
+def handle_schedule_message(
+    config: BrokerConfig, schedule_message_service: ScheduleMessageService, now: Clock, msg: m.MessageExtBrokerInner
+) -> PutMessageStatus | None:
     """Divert delay-level and timer messages; a status when the put must be refused."""
     tran = m.MessageSysFlag.get_transaction_value(msg.sys_flag)
     if tran not in (_NOT_TYPE, _COMMIT_TYPE):
@@ -50,14 +60,12 @@ def handle_schedule_message(controller: BrokerController, msg: m.MessageExtBroke
     props = msg.properties
     level = delay_time_level(props)
     if msg.topic != TIMER_TOPIC and check_if_timer_message(msg, level):
-        cfg = controller.config
+        cfg = config
         if not cfg["timerWheelEnable"]:
             return PutMessageStatus.WHEEL_TIMER_NOT_ENABLE
-        bad = transform_timer_message(
-            msg, controller.now(), max(int(cfg["timerPrecisionMs"]), 1), int(cfg["timerMaxDelaySec"])
-        )
+        bad = transform_timer_message(msg, now(), max(int(cfg["timerPrecisionMs"]), 1), int(cfg["timerMaxDelaySec"]))
         if bad is not None:
             return bad
     if level > 0:
-        controller.schedule_message_service.transform_delay_level_message(msg)
+        schedule_message_service.transform_delay_level_message(msg)
     return None

@@ -20,13 +20,16 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from pyrmq.broker.put import await_put
 from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC, MessageConst
 from pyrmq.store import message as m
 from pyrmq.store.config import DataVersion, DelayOffsetSerializeWrapper, load_config, persist_config
 from pyrmq.store.results import PutMessageStatus
 
 if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.common.clock import Clock
+    from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.broker.schedule")
 
@@ -103,14 +106,16 @@ def set_event_threadsafe(loop: asyncio.AbstractEventLoop | None, ev: asyncio.Eve
 class ScheduleMessageService:
     """Per-level delivery of delayed messages, offsets in ``<root>/config/delayOffset.json``."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.delay_level_table: dict[int, int] = controller.store_config.delay_level_table()
+    def __init__(self, *, config: BrokerConfig, message_store: MessageStore, now: Clock) -> None:
+        self.config = config
+        self.message_store = message_store
+        self.now = now
+        self.delay_level_table: dict[int, int] = config.store.delay_level_table()
         self.max_delay_level = max(self.delay_level_table) if self.delay_level_table else 0
         self.offset_table: dict[int, int] = {}
         self.data_version = DataVersion()
         self._persisted: dict[int, int] = {}
-        self._root = controller.store_config.store_path_root_dir
+        self._root = config.store.store_path_root_dir
         self._tasks: dict[int, asyncio.Task] = {}
         self._wake: dict[int, asyncio.Event] = {}
         self._persist_task: asyncio.Task | None = None
@@ -130,7 +135,7 @@ class ScheduleMessageService:
         self.correct_delay_offset()
 
     def correct_delay_offset(self) -> None:
-        store = self.controller.message_store
+        store = self.message_store
         for level in self.delay_level_table:
             cur = self.offset_table.get(level)
             cq = store.get_consume_queue(RMQ_SYS_SCHEDULE_TOPIC, delay_level_to_queue_id(level))
@@ -144,7 +149,7 @@ class ScheduleMessageService:
 
     def persist(self) -> None:
         if self.offset_table != self._persisted:
-            self.data_version.next_version(self.controller.now())
+            self.data_version.next_version(self.now())
             self._persisted = dict(self.offset_table)
         wrapper = DelayOffsetSerializeWrapper(
             offset_table=dict(sorted(self.offset_table.items())), data_version=self.data_version
@@ -161,7 +166,7 @@ class ScheduleMessageService:
         for level in self.delay_level_table:
             self._wake[level] = asyncio.Event()
             self._tasks[level] = self._loop.create_task(self._deliver_loop(level), name=f"schedule-level-{level}")
-        interval = max(int(self.controller.config["flushDelayOffsetInterval"]), 100) / 1000
+        interval = max(int(self.config["flushDelayOffsetInterval"]), 100) / 1000
         self._persist_task = self._loop.create_task(self._persist_loop(interval), name="schedule-persist")
 
     async def shutdown(self) -> None:
@@ -228,8 +233,7 @@ class ScheduleMessageService:
 
         Java DeliverDelayedMessageTimerTask#executeOnTimeUp, with the 100 ms re-poll
         replaced by a sleep until the head entry is due."""
-        c = self.controller
-        store = c.message_store
+        store = self.message_store
         queue_id = delay_level_to_queue_id(level)
         cq = store.get_consume_queue(RMQ_SYS_SCHEDULE_TOPIC, queue_id)
         offset = self.offset_table.get(level, 0)
@@ -246,7 +250,7 @@ class ScheduleMessageService:
             if entry is None:
                 return IDLE_RECHECK_S
             phy, size, tags_code = entry
-            now = c.now()
+            now = self.now()
             deliver = tags_code
             if deliver > now + delay_ms:  # Java correctDeliverTimestamp: a clock step back
                 deliver = now
@@ -259,7 +263,7 @@ class ScheduleMessageService:
                 if inner.topic == RMQ_SYS_TRANS_HALF_TOPIC:
                     log.error("[BUG] the real topic of schedule msg is %s, discard the msg", inner.topic)
                 else:
-                    result = await c.put_message(inner)
+                    result = await await_put(self.message_store.put_message_async(inner))
                     if result.put_message_status is not PutMessageStatus.PUT_OK:
                         log.warning(
                             "ScheduleMessageService put message failed: %s (level %d, offset %d)",

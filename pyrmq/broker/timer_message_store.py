@@ -28,6 +28,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
+from pyrmq.broker.put import await_put
 from pyrmq.broker.schedule_message_service import set_event_threadsafe
 from pyrmq.common.constants import TIMER_TOPIC, MessageConst
 from pyrmq.store import message as m
@@ -35,7 +36,9 @@ from pyrmq.store.checkpoint import TimerCheckpoint
 from pyrmq.store.results import PutMessageStatus
 
 if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.common.clock import Clock
+    from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.broker.timer")
 
@@ -133,12 +136,14 @@ def convert_message(msg: m.StoredMessage, enqueue_ms: int, now_ms: int) -> m.Mes
 class TimerMessageStore:
     """Delivers rmq_sys_wheel_timer queue 0 entries at their _MC.TIMER_OUT_MS."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        root = controller.store_config.store_path_root_dir
+    def __init__(self, *, config: BrokerConfig, message_store: MessageStore, now: Clock) -> None:
+        self.config = config
+        self.message_store = message_store
+        self.now = now
+        root = config.store.store_path_root_dir
         self.checkpoint = TimerCheckpoint(os.path.join(root, "config", "timercheck"))
         self._java_timer_log = os.path.join(root, "timerlog")
-        self.precision_ms = max(int(controller.config["timerPrecisionMs"]), 1)
+        self.precision_ms = max(int(config["timerPrecisionMs"]), 1)
         #: first queue offset not known to be delivered; everything below it was delivered
         self.low_water = 0
         #: next queue offset to read into the heap
@@ -156,7 +161,7 @@ class TimerMessageStore:
 
     def load(self) -> None:
         """Low water from timercheck, clamped to the timer queue; Java's own timer log makes it untrusted."""
-        cq = self.controller.message_store.get_consume_queue(TIMER_TOPIC, 0)
+        cq = self.message_store.get_consume_queue(TIMER_TOPIC, 0)
         lo = cq.get_min_offset_in_queue() if cq else 0
         hi = cq.get_max_offset_in_queue() if cq else 0
         start = self.checkpoint.last_timer_queue_offset if self.checkpoint.existed else lo
@@ -203,7 +208,7 @@ class TimerMessageStore:
         if not (self._dirty or force):
             return
         cp = self.checkpoint
-        now = self.controller.now()
+        now = self.now()
         cp.last_read_time_ms = now // self.precision_ms * self.precision_ms
         cp.last_timer_queue_offset = cp.master_timer_queue_offset = self.low_water
         cp.timestamp = now
@@ -226,12 +231,12 @@ class TimerMessageStore:
 
     def enqueue(self) -> int:
         """Read new timer-queue entries into the heap (Java TimerEnqueueGetService). Returns how many."""
-        store = self.controller.message_store
+        store = self.message_store
         cq = store.get_consume_queue(TIMER_TOPIC, 0)
         if cq is None:
             return 0
         n = 0
-        now = self.controller.now()
+        now = self.now()
         while True:
             entry = cq.get(self.read_offset)
             if entry is None:
@@ -259,11 +264,10 @@ class TimerMessageStore:
 
     async def dequeue(self) -> float:
         """Deliver every due entry; returns how long to wait before the next one is due (s)."""
-        c = self.controller
-        store = c.message_store
+        store = self.message_store
         while self._heap and self.started:
             out_ms, qoff, phy, size = self._heap[0]
-            now = c.now()
+            now = self.now()
             if out_ms > now:
                 return min((out_ms - now) / 1000, IDLE_RECHECK_S * 10)
             msg = store.look_message_by_offset(phy, size)
@@ -277,7 +281,7 @@ class TimerMessageStore:
                 heapq.heappop(self._heap)
                 self._mark_delivered(qoff)
                 continue
-            result = await c.put_message(inner)
+            result = await await_put(self.message_store.put_message_async(inner))
             status = result.put_message_status
             if status is not PutMessageStatus.PUT_OK and status in _RETRY_STATUSES:
                 log.warning("timer put failed (%s), retrying queue offset %d", status.name, qoff)

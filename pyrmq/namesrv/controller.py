@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
 from pyrmq.common.clock import now_ms
-from pyrmq.common.properties import properties_text
 from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.kv_config import KVConfigManager
 from pyrmq.namesrv.processor import ClientRequestProcessor, DefaultRequestProcessor
@@ -51,11 +51,20 @@ class NamesrvController:
         self._sync_route_settings()
         self.config.persist()
 
-    def config_text(self) -> str:
-        return properties_text(self.config.all_properties())
-
     def ready_for_service(self) -> bool:
         return self.clock() - self._started_at >= int(self.config["waitSecondsForService"]) * 1000
+
+    def processors(self) -> list[Any]:
+        """The two processors, given the tables they work on (never the controller)."""
+        managers: dict[str, Any] = {
+            "config": self.config,
+            "route_info_manager": self.route_info_manager,
+            "kv_config_manager": self.kv_config_manager,
+        }
+        return [
+            ClientRequestProcessor(**managers, ready_for_service=self.ready_for_service),
+            DefaultRequestProcessor(**managers, update_config=self.update_config),
+        ]
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -71,8 +80,8 @@ class NamesrvController:
             name="namesrv",
             idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]),
         )
-        server.register(ClientRequestProcessor(self))
-        server.register(DefaultRequestProcessor(self))
+        for processor in self.processors():
+            server.register(processor)
         server.add_close_listener(self.route_info_manager.on_channel_destroy)
         await server.start()
         self.server = server

@@ -80,20 +80,21 @@ class KVConfigManager:
         )
         self.persist()
 
-    def delete_kv_config(self, namespace: str, key: str) -> None:
-        kv = self.config_table.get(namespace)
-        if kv is not None:
+    def delete_kv_config(self, namespace: str | None, key: str | None) -> None:
+        """A missing namespace or key (Java lets a null through) deletes nothing."""
+        kv = self.config_table.get(namespace) if namespace is not None else None
+        if kv is not None and key is not None:
             value = kv.pop(key, None)
             log.info("deleteKVConfig delete a config item, Namespace: %s Key: %s Value: %s", namespace, key, value)
         self.persist()
 
-    def get_kv_config(self, namespace: str, key: str) -> str | None:
-        kv = self.config_table.get(namespace)
-        return None if kv is None else kv.get(key)
+    def get_kv_config(self, namespace: str | None, key: str | None) -> str | None:
+        kv = self.config_table.get(namespace) if namespace is not None else None
+        return None if kv is None or key is None else kv.get(key)
 
-    def get_kv_list_by_namespace(self, namespace: str) -> bytes | None:
+    def get_kv_list_by_namespace(self, namespace: str | None) -> bytes | None:
         """KVTable JSON of one namespace, or None when the namespace does not exist."""
-        kv = self.config_table.get(namespace)
+        kv = self.config_table.get(namespace) if namespace is not None else None
         if kv is None:
             return None
         return KVTable(_present(kv)).encode()

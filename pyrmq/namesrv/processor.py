@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pyrmq.common.constants import MASTER_ID
-from pyrmq.common.properties import PropertiesError, load_properties
+from pyrmq.common.properties import PropertiesError, load_properties, properties_text
 from pyrmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfigSerializeWrapper
 from pyrmq.protocol.bodies.namesrv import GetBrokerMemberGroupResponseBody, RegisterBrokerBody, TopicRouteData
@@ -49,7 +50,9 @@ from pyrmq.protocol.version import MQVersion
 from pyrmq.remoting.channel import RequestContext, handles
 
 if TYPE_CHECKING:
-    from pyrmq.namesrv.controller import NamesrvController
+    from pyrmq.namesrv.config import NamesrvConfig
+    from pyrmq.namesrv.kv_config import KVConfigManager
+    from pyrmq.namesrv.route_info_manager import RouteInfoManager
 
 log = logging.getLogger("pyrmq.namesrv")
 
@@ -65,20 +68,18 @@ def _remote(ctx: RequestContext | None) -> str:
 class DefaultRequestProcessor:
     """Every NameServer code except the route lookup. Java: DefaultRequestProcessor."""
 
-    def __init__(self, controller: NamesrvController) -> None:
-        self.controller = controller
-
-    @property
-    def route(self):
-        return self.controller.route_info_manager
-
-    @property
-    def kv(self):
-        return self.controller.kv_config_manager
-
-    @property
-    def config(self):
-        return self.controller.config
+    def __init__(
+        self,
+        *,
+        config: NamesrvConfig,
+        route_info_manager: RouteInfoManager,
+        kv_config_manager: KVConfigManager,
+        update_config: Callable[[dict[str, str]], None],
+    ) -> None:
+        self.config = config
+        self.route = route_info_manager
+        self.kv = kv_config_manager
+        self._update_config = update_config  # the controller's: apply, re-sync the route table, persist
 
     # -------------------------------------------------------------- KV config
 
@@ -281,37 +282,46 @@ class DefaultRequestProcessor:
             black = self.config.black_list()
             if any(k in black for k in props):
                 return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
-            self.controller.update_config(props)
+            self._update_config(props)
         return cmd.make_response()
 
     @handles(RequestCode.GET_NAMESRV_CONFIG)
     async def get_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        text = self.controller.config_text()
+        text = properties_text(self.config.all_properties())
         return cmd.make_response(body=text.encode("utf-8") if text.strip() else None)
 
 
 class ClientRequestProcessor:
     """GET_ROUTEINFO_BY_TOPIC. Java: ClientRequestProcessor + ZoneRouteRPCHook."""
 
-    def __init__(self, controller: NamesrvController) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        *,
+        config: NamesrvConfig,
+        route_info_manager: RouteInfoManager,
+        kv_config_manager: KVConfigManager,
+        ready_for_service: Callable[[], bool],
+    ) -> None:
+        self.config = config
+        self.route = route_info_manager
+        self.kv = kv_config_manager
+        self.ready_for_service = ready_for_service
 
     @handles(RequestCode.GET_ROUTEINFO_BY_TOPIC)
     async def get_route_info_by_topic(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.controller
         h = GetRouteInfoRequestHeader.from_command(cmd)
-        if c.config["needWaitForService"] and not c.ready_for_service():
+        if self.config["needWaitForService"] and not self.ready_for_service():
             log.warning("name server not ready. request code %d", cmd.code)
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "name server not ready")
 
-        route = c.route_info_manager.pickup_topic_route_data(h.topic)
+        route = self.route.pickup_topic_route_data(h.topic)
         if route is None:
             return cmd.make_response(
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"No topic route info in name server for the topic: {h.topic}{APPLY_TOPIC_TIP}",
             )
-        if c.config["orderMessageEnable"]:
-            route.order_topic_conf = c.kv_config_manager.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, h.topic)
+        if self.config["orderMessageEnable"]:
+            route.order_topic_conf = self.kv.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, h.topic)
         standard = cmd.version >= MQVersion.V4_9_4 or bool(h.accept_standard_json_only)
         zone = cmd.ext(ZONE_NAME)
         if (cmd.ext(ZONE_MODE) or "").lower() == "true" and zone and zone.strip():

@@ -31,13 +31,29 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pyrmq.common.clock import now_ms
 from pyrmq.store.running_flags import RunningFlag
 
 if TYPE_CHECKING:
-    from pyrmq.store.message_store import MessageStore
+    from pyrmq.store.commitlog import CommitLog
+    from pyrmq.store.consume_queue import ConsumeQueue
+    from pyrmq.store.index import IndexService
+    from pyrmq.store.running_flags import RunningFlags
+    from pyrmq.store.store_config import MessageStoreConfig
+
+
+class CleanableStore(Protocol):
+    """The parts of MessageStore the cleaner works on (declared here, so the store imports
+    the cleaner and not the other way round)."""
+
+    config: MessageStoreConfig
+    running_flags: RunningFlags
+    commit_log: CommitLog
+    consume_queue_table: dict[str, dict[int, ConsumeQueue]]
+    index_service: IndexService
+
 
 log = logging.getLogger("pyrmq.store")
 
@@ -125,7 +141,7 @@ class StoreCleaner:
 
     def __init__(
         self,
-        store: MessageStore,
+        store: CleanableStore,
         *,
         disk_usage: DiskUsage = disk_partition_space_used_percent,
         clock: Callable[[], int] | None = None,

@@ -92,3 +92,78 @@ def test_relative_imports_are_resolved(tmp_path: Path) -> None:
 def test_every_package_has_rules() -> None:
     packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert packages - {"testing"} <= set(RULES), f"packages without layering rules: {packages - set(RULES)}"
+
+
+def module_graph(root: Path = PKG.parent) -> dict[str, set[str]]:
+    """pyrmq module -> the pyrmq modules it imports (type-checking imports included: they are
+    design arrows too). ``from pkg import sub`` points at the submodule, not at ``pkg``."""
+    modules = {_module_of(p, root)[0]: p for p in (root / "pyrmq").rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        names = imports_of(path, root)
+        targets = {n for n in names if n in modules and n != name}
+        # a package is only an arrow when nothing more specific from it was imported
+        targets -= {t for t in targets if any(o.startswith(t + ".") for o in targets)}
+        graph[name] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycles() -> None:
+    """No two pyrmq modules import each other, directly or around a circle: the controllers
+    build processors and services from managers, and nothing they build imports them back."""
+    assert import_cycles(module_graph()) == []
+
+
+def test_cycle_finder_sees_a_cycle(tmp_path: Path) -> None:
+    pkg = tmp_path / "pyrmq" / "broker"
+    pkg.mkdir(parents=True)
+    (tmp_path / "pyrmq" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "controller.py").write_text("from pyrmq.broker.processor import P\n")
+    (pkg / "processor.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import controller\n"
+    )
+    (pkg / "other.py").write_text("from pyrmq.broker import processor\n")
+    assert import_cycles(module_graph(tmp_path)) == [["pyrmq.broker.controller", "pyrmq.broker.processor"]]

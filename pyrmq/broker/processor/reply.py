@@ -18,7 +18,8 @@ import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pyrmq.broker.processor.send import AbstractSendMessageProcessor, await_put, parse_send_header
+from pyrmq.broker.processor.send import AbstractSendMessageProcessor, parse_send_header
+from pyrmq.broker.put import await_put
 from pyrmq.common.constants import MessageConst
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand

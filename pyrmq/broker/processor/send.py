@@ -14,9 +14,9 @@ import asyncio
 import logging
 import random
 from collections.abc import Mapping
-from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+from pyrmq.broker.put import await_put
 from pyrmq.broker.stats import record_put
 from pyrmq.common.constants import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -101,13 +101,6 @@ def _add_property(props: str, name: str, value: str) -> str:
     if props and not props.endswith(_PROP_SEP):
         props += _PROP_SEP
     return f"{props}{name}{_NAME_SEP}{value}{_PROP_SEP}"
-
-
-async def await_put(fut: Future[PutMessageResult]) -> PutMessageResult:
-    """The store's put future, awaited without blocking the loop when it is not done yet."""
-    if fut.done():
-        return fut.result()
-    return await asyncio.wrap_future(fut)
 
 
 class AbstractSendMessageProcessor:

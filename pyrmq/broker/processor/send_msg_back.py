@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 
-from pyrmq.broker.processor.send import await_put
+from pyrmq.broker.put import await_put
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, MessageConst, dlq_topic, is_writeable, retry_topic
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand

@@ -23,7 +23,10 @@ from pyrmq.store import message as m
 from pyrmq.store.results import PutMessageStatus
 
 if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.client_manager import ProducerManager
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.broker.topic_config_manager import TopicConfigManager
+    from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.broker.transaction")
 
@@ -56,8 +59,18 @@ def encode_check_body(msg: m.StoredMessage) -> bytes:
 
 
 class DefaultTransactionalMessageCheckListener:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topic_config_manager: TopicConfigManager,
+        producer_manager: ProducerManager,
+        message_store: MessageStore,
+    ) -> None:
+        self.config = config
+        self.topic_config_manager = topic_config_manager
+        self.producer_manager = producer_manager
+        self.message_store = message_store
 
     def check_request(self, msg: m.StoredMessage) -> RemotingCommand:
         uniq = msg.properties.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
@@ -68,7 +81,7 @@ class DefaultTransactionalMessageCheckListener:
             msg_id=uniq,
             transaction_id=uniq,
             offset_msg_id=msg.msg_id,
-            bname=self.controller.config["brokerName"],
+            bname=self.config["brokerName"],
         )
         return RemotingCommand.request(
             RequestCode.CHECK_TRANSACTION_STATE, header.to_ext_fields(), encode_check_body(msg), oneway=True
@@ -77,7 +90,7 @@ class DefaultTransactionalMessageCheckListener:
     def resolve_half_msg(self, msg: m.StoredMessage) -> None:
         """Java sendCheckMessage: one-way to a live producer of the group, if any."""
         group = msg.properties.get(MC.PRODUCER_GROUP)
-        ch = self.controller.producer_manager.get_available_channel(group) if group else None
+        ch = self.producer_manager.get_available_channel(group) if group else None
         if ch is None:
             log.warning("Check transaction failed, channel is null. groupId=%s", group)
             return
@@ -98,12 +111,12 @@ class DefaultTransactionalMessageCheckListener:
             msg.msg_id,
             msg.properties.get(MC.REAL_TOPIC),
         )
-        tc = self.controller.topic_config_manager.create_topic_in_send_message_back_method(
+        tc = self.topic_config_manager.create_topic_in_send_message_back_method(
             RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, TCMT_QUEUE_NUMS, PERM_READ | PERM_WRITE, 0
         )
         topic = tc.topic_name if tc is not None else RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
         inner = inner_from_stored(msg, topic=topic, queue_id=0)
-        fut = self.controller.message_store.put_message_async(inner)
+        fut = self.message_store.put_message_async(inner)
         result = fut.result() if fut.done() else await asyncio.wrap_future(fut)
         if result.put_message_status != PutMessageStatus.PUT_OK:
             log.error(

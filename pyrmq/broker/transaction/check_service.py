@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.config import BrokerConfig
     from pyrmq.broker.transaction.check_listener import DefaultTransactionalMessageCheckListener
     from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
 
@@ -25,27 +25,27 @@ log = logging.getLogger("pyrmq.broker.transaction")
 class TransactionalMessageCheckService:
     def __init__(
         self,
-        controller: BrokerController,
+        config: BrokerConfig,
         service: TransactionalMessageService,
         listener: DefaultTransactionalMessageCheckListener,
     ) -> None:
-        self.controller = controller
+        self.config = config
         self.service = service
         self.listener = listener
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
-        if self._task is None and self.controller.config.is_master:
+        if self._task is None and self.config.is_master:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="TransactionalMessageCheckService")
 
     async def _run(self) -> None:
         log.info("Start transaction check service")
         while True:
-            await asyncio.sleep(max(int(self.controller.config["transactionCheckInterval"]), 1) / 1000)
+            await asyncio.sleep(max(int(self.config["transactionCheckInterval"]), 1) / 1000)
             await self.check_once()
 
     async def check_once(self) -> None:
-        cfg = self.controller.config
+        cfg = self.config
         begin = time.monotonic()
         await self.service.check(int(cfg["transactionTimeOut"]), int(cfg["transactionCheckMax"]), self.listener)
         log.debug("check of prepared messages took %.0f ms", (time.monotonic() - begin) * 1000)

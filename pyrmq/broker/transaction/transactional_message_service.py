@@ -28,6 +28,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from pyrmq.broker.put import await_put
 from pyrmq.broker.transaction.util import (
     MC,
     OFFSET_SEPARATOR,
@@ -49,7 +50,11 @@ from pyrmq.store import message as m
 from pyrmq.store.results import GetMessageStatus, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
-    from pyrmq.broker.controller import BrokerController
+    from pyrmq.broker.config import BrokerConfig
+    from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
+    from pyrmq.broker.topic_config_manager import TopicConfigManager
+    from pyrmq.common.clock import Clock
+    from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.broker.transaction")
 
@@ -106,36 +111,44 @@ class _CheckState:
 
 
 class TransactionalMessageService:
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
-        self.store = controller.message_store
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        message_store: MessageStore,
+        topic_config_manager: TopicConfigManager,
+        consumer_offset_manager: ConsumerOffsetManager,
+        now: Clock,
+    ) -> None:
+        self.config = config
+        self.store = message_store
+        self.topic_config_manager = topic_config_manager
+        self.consumer_offset_manager = consumer_offset_manager
+        self.now = now
 
     # ------------------------------------------------------------------ bridge: store access
 
     @property
     def _store_host(self) -> tuple[str, int]:
-        c = self.controller
-        return (c.config.broker_ip, c.port)
+        """brokerIP1 and the bound port (the controller writes it back into listenPort)."""
+        return (self.config.broker_ip, int(self.config["listenPort"]))
 
     async def _put(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
         """Append through the store, whose put hooks (delay level / timer) apply to every put."""
-        fut = self.store.put_message_async(msg)
-        if fut.done():
-            return fut.result()
-        return await asyncio.wrap_future(fut)
+        return await await_put(self.store.put_message_async(msg))
 
     def fetch_consume_offset(self, topic: str, queue_id: int) -> int:
-        off = self.controller.consumer_offset_manager.query_offset(CID_RMQ_SYS_TRANS, topic, queue_id)
+        off = self.consumer_offset_manager.query_offset(CID_RMQ_SYS_TRANS, topic, queue_id)
         if off == -1:
             off = self.store.get_min_offset_in_queue(topic, queue_id)
         return off
 
     def update_consume_offset(self, topic: str, queue_id: int, offset: int) -> None:
         host = f"{self._store_host[0]}:{self._store_host[1]}"
-        self.controller.consumer_offset_manager.commit_offset(host, CID_RMQ_SYS_TRANS, topic, queue_id, offset)
+        self.consumer_offset_manager.commit_offset(host, CID_RMQ_SYS_TRANS, topic, queue_id, offset)
 
     def fetch_message_queues(self, topic: str) -> list[int]:
-        tcm = self.controller.topic_config_manager
+        tcm = self.topic_config_manager
         tc = tcm.select_topic_config(topic)
         if tc is None:
             tc = tcm.create_topic_in_send_message_back_method(topic, 1, PERM_WRITE | PERM_READ, 0)
@@ -196,7 +209,7 @@ class TransactionalMessageService:
             properties=props,
             properties_string=m.message_properties_to_string(props),
             sys_flag=0,
-            born_timestamp=self.controller.now(),
+            born_timestamp=self.now(),
             born_host=host,
             store_host=host,
         )
@@ -259,8 +272,8 @@ class TransactionalMessageService:
         return False
 
     def _need_skip(self, msg: m.StoredMessage) -> bool:
-        reserved_ms = int(self.controller.store_config.file_reserved_time) * 3600 * 1000
-        return self.controller.now() - msg.born_timestamp > reserved_ms
+        reserved_ms = int(self.config.store.file_reserved_time) * 3600 * 1000
+        return self.now() - msg.born_timestamp > reserved_ms
 
     async def _check_prepare_queue_offset(self, st: _CheckState, msg: m.StoredMessage, props: dict[str, str]) -> bool:
         """Java checkPrepareQueueOffset (immunity): True = skip this half message."""
@@ -310,7 +323,7 @@ class TransactionalMessageService:
             log.exception("Check error")
 
     async def _check_queue(self, qid: int, transaction_timeout: int, check_max: int, listener: CheckListener) -> None:
-        start = self.controller.now()
+        start = self.now()
         half_offset = self.fetch_consume_offset(RMQ_SYS_TRANS_HALF_TOPIC, qid)
         op_offset = self.fetch_consume_offset(RMQ_SYS_TRANS_OP_HALF_TOPIC, qid)
         if half_offset < 0 or op_offset < 0:
@@ -322,7 +335,7 @@ class TransactionalMessageService:
         new_offset = i = half_offset
         next_op_offset = pull.next_begin_offset
         while True:
-            if self.controller.now() - start > MAX_PROCESS_TIME_LIMIT_MS:
+            if self.now() - start > MAX_PROCESS_TIME_LIMIT_MS:
                 log.info("half queue %d: process time reached %d ms", qid, MAX_PROCESS_TIME_LIMIT_MS)
                 break
             removed_op = st.remove_map.pop(i, None)
@@ -353,7 +366,7 @@ class TransactionalMessageService:
                     continue
                 if msg.store_timestamp >= start:
                     break  # fresh: later
-                now = self.controller.now()
+                now = self.now()
                 since_born = now - msg.born_timestamp
                 immunity = transaction_timeout
                 immunity_str = props.get(MC.CHECK_IMMUNITY_TIME_IN_SECONDS)

@@ -142,7 +142,7 @@ def test_schedule_delivers_when_due_and_persists_offsets(env):
     assert wrapper.offset_table == {2: 2}
     with open(os.path.join(c.store_config.store_path_root_dir, "config", "delayOffset.json")) as f:
         assert "2:2" in f.read().replace(" ", "")  # Java's unquoted int keys
-    again = ScheduleMessageService(c)
+    again = ScheduleMessageService(config=c.config, message_store=c.message_store, now=c.now)
     again.load()
     assert again.offset_table == {2: 2}
 
@@ -179,7 +179,7 @@ def test_timer_message_round_trip_and_checkpoint(env):
     assert len(data) == 4096
     _, _, last_q, master_q = struct.unpack(">4q", data[:32])
     assert last_q == master_q == 1
-    again = TimerMessageStore(c)
+    again = TimerMessageStore(config=c.config, message_store=c.message_store, now=c.now)
     again.load()
     assert again.low_water == 1
 

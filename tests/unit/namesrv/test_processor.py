@@ -10,7 +10,6 @@ from support.fakes import FakeChannel, ManualClock
 
 from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.controller import NamesrvController
-from pyrmq.namesrv.processor import ClientRequestProcessor, DefaultRequestProcessor
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from pyrmq.protocol.bodies.namesrv import KVTable, RegisterBrokerBody, TopicList, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -31,8 +30,8 @@ class Harness:
         self.clock = ManualClock()
         self.controller = NamesrvController(NamesrvConfig.from_properties(props), clock=self.clock)
         self.table = ProcessorTable()
-        self.table.register(ClientRequestProcessor(self.controller))
-        self.table.register(DefaultRequestProcessor(self.controller))
+        for processor in self.controller.processors():
+            self.table.register(processor)
 
     def call(
         self,
