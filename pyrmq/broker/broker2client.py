@@ -12,6 +12,7 @@ from pyrmq.protocol.bodies.admin import ResetOffsetBody
 from pyrmq.protocol.bodies.broker import MessageQueue
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import ConsumerNotOnline, SystemError_, TopicNotExist
 from pyrmq.protocol.version import MQVersion
 
 log = logging.getLogger("pyrmq.broker.admin")
@@ -45,17 +46,14 @@ class Broker2Client:
         """Compute the offsets per queue and push them one-way to every consumer of the group."""
         tc = self.topic_config_manager.select_topic_config(topic)
         if tc is None:
-            return cmd.make_response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}",
-            )
+            raise TopicNotExist(f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}")
         store = self.message_store
         table: dict[MessageQueue, int] = {}
         for i in range(tc.write_queue_nums):
             mq = MessageQueue(topic, self.config["brokerName"], i)
             consumer_offset = self.consumer_offset_manager.query_offset(group, topic, i)
             if consumer_offset == -1:
-                return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
+                raise SystemError_(f"THe consumer group <{group}> not exist")
             if timestamp == -1:
                 ts_offset = store.get_max_offset_in_queue(topic, i)
             else:
@@ -65,17 +63,13 @@ class Broker2Client:
             table[mq] = ts_offset if (is_force or ts_offset < consumer_offset) else consumer_offset
         info = self.consumer_manager.get_consumer_group_info(group)
         if info is None or not info.channel_info_table:
-            return cmd.make_response(
-                ResponseCode.CONSUMER_NOT_ONLINE,
-                f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {timestamp}",
+            raise ConsumerNotOnline(
+                f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {timestamp}"
             )
         body = ResetOffsetBody(table).encode()
         for ch, ci in list(info.channel_info_table.items()):
             if ci.version < MQVersion.V3_0_7_SNAPSHOT:
-                return cmd.make_response(
-                    ResponseCode.SYSTEM_ERROR,
-                    f"the client does not support this feature. version={version_desc(ci.version)}",
-                )
+                raise SystemError_(f"the client does not support this feature. version={version_desc(ci.version)}")
             req = RemotingCommand.request(
                 RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
                 {"topic": topic, "group": group, "timestamp": str(timestamp), "isForce": "false"},

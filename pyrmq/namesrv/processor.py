@@ -20,7 +20,7 @@ from pyrmq.protocol.bodies.common import DataVersion, TopicConfigSerializeWrappe
 from pyrmq.protocol.bodies.namesrv import GetBrokerMemberGroupResponseBody, RegisterBrokerBody, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import SystemError_
+from pyrmq.protocol.errors import NoPermission, SystemError_, TopicNotExist
 from pyrmq.protocol.fastjson import BodyDecodeError
 from pyrmq.protocol.headers.namesrv import (
     ZONE_MODE,
@@ -87,7 +87,7 @@ class DefaultRequestProcessor:
     async def put_kv_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = PutKVConfigRequestHeader.from_command(cmd)
         if h.namespace is None or h.key is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "namespace or key is null")
+            raise SystemError_("namespace or key is null")
         self.kv.put_kv_config(h.namespace, h.key, h.value)
         return cmd.make_response()
 
@@ -122,7 +122,7 @@ class DefaultRequestProcessor:
             crc = zlib.crc32(cmd.body or b"") & 0x7FFFFFFF  # UtilAll#crc32
             if crc != h.body_crc32:
                 log.warning("receive registerBroker request, crc32 not match, from %s", _remote(ctx))
-                return cmd.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+                raise SystemError_("crc32 not match")
 
         filter_server_list: list[str] | None = None
         try:
@@ -151,7 +151,7 @@ class DefaultRequestProcessor:
             ctx.channel,
         )
         if result is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "register broker failed")
+            raise SystemError_("register broker failed")
         body_out = None
         if self.config["returnOrderTopicConfigToBroker"]:
             body_out = self.kv.get_kv_list_by_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
@@ -215,7 +215,7 @@ class DefaultRequestProcessor:
     @handles(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
     async def get_all_topic_list_from_nameserver(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         if not self.config["enableAllTopicList"]:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+            raise SystemError_("disable")
         return cmd.make_response(body=self.route.get_all_topic_list().encode())
 
     @handles(RequestCode.REGISTER_TOPIC_IN_NAMESRV)
@@ -239,7 +239,7 @@ class DefaultRequestProcessor:
     @handles(RequestCode.GET_TOPICS_BY_CLUSTER)
     async def get_topics_by_cluster(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         if not self.config["enableTopicList"]:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+            raise SystemError_("disable")
         h = GetTopicsByClusterRequestHeader.from_command(cmd)
         return cmd.make_response(body=self.route.get_topics_by_cluster(h.cluster).encode())
 
@@ -250,19 +250,19 @@ class DefaultRequestProcessor:
     @handles(RequestCode.GET_UNIT_TOPIC_LIST)
     async def get_unit_topic_list(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         if not self.config["enableTopicList"]:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+            raise SystemError_("disable")
         return cmd.make_response(body=self.route.get_unit_topics().encode())
 
     @handles(RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST)
     async def get_has_unit_sub_topic_list(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         if not self.config["enableTopicList"]:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+            raise SystemError_("disable")
         return cmd.make_response(body=self.route.get_has_unit_sub_topic_list().encode())
 
     @handles(RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST)
     async def get_has_unit_sub_un_unit_topic_list(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         if not self.config["enableTopicList"]:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+            raise SystemError_("disable")
         return cmd.make_response(body=self.route.get_has_unit_sub_un_unit_topic_list().encode())
 
     # -------------------------------------------------------------- NameServer config
@@ -274,14 +274,14 @@ class DefaultRequestProcessor:
             try:
                 text = bytes(cmd.body).decode("utf-8")
             except UnicodeDecodeError as e:
-                return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"UnsupportedEncodingException {e}")
+                raise SystemError_(f"UnsupportedEncodingException {e}") from e
             try:
                 props = load_properties(text)
             except PropertiesError:
-                return cmd.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
+                raise SystemError_("string2Properties error") from None
             black = self.config.black_list()
             if any(k in black for k in props):
-                return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+                raise NoPermission("Can not update config in black list.")
             self._update_config(props)
         return cmd.make_response()
 
@@ -312,14 +312,11 @@ class ClientRequestProcessor:
         h = GetRouteInfoRequestHeader.from_command(cmd)
         if self.config["needWaitForService"] and not self.ready_for_service():
             log.warning("name server not ready. request code %d", cmd.code)
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "name server not ready")
+            raise SystemError_("name server not ready")
 
         route = self.route.pickup_topic_route_data(h.topic)
         if route is None:
-            return cmd.make_response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"No topic route info in name server for the topic: {h.topic}{APPLY_TOPIC_TIP}",
-            )
+            raise TopicNotExist(f"No topic route info in name server for the topic: {h.topic}{APPLY_TOPIC_TIP}")
         if self.config["orderMessageEnable"]:
             route.order_topic_conf = self.kv.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, h.topic)
         standard = cmd.version >= MQVersion.V4_9_4 or bool(h.accept_standard_json_only)

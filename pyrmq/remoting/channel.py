@@ -34,6 +34,26 @@ CloseListener = Callable[["Channel"], Any]
 _HANDLES_ATTR = "__remoting_codes__"
 
 
+def error_response(cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
+    """The answer to ``cmd`` when its handler raised ``exc``: a RemotingError gives its code and
+    remark; anything else is a bug, logged, answered SYSTEM_ERROR with its type and message."""
+    if isinstance(exc, RemotingError):
+        return cmd.make_response(exc.code, str(exc))
+    log.error("handler for code %d failed", cmd.code, exc_info=exc)
+    return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+async def call_handler(handler: Handler, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand | None:
+    """Run one handler the way the channel does (Java NettyRemotingAbstract#processRequestCommand):
+    the one place where a processor's raised error becomes a response."""
+    try:
+        return await handler(ctx, cmd)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        return error_response(cmd, e)
+
+
 def handles(*codes: int) -> Callable[[Callable], Callable]:
     """Mark a processor method as the handler of one or more request codes."""
 
@@ -227,15 +247,7 @@ class Channel(asyncio.BufferedProtocol):
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
             )
         else:
-            try:
-                response = await handler(ctx, cmd)
-            except RemotingError as e:
-                response = cmd.make_response(e.code, str(e))
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.exception("%s: handler for code %d failed", self, cmd.code)
-                response = cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+            response = await call_handler(handler, ctx, cmd)
         if cmd.flag & FLAG_ONEWAY or response is None:
             return  # one-way requests are never answered
         response.opaque = cmd.opaque

@@ -5,6 +5,10 @@ services it uses (never the BrokerController), so this package imports
 nothing that imports it back: the controller builds the processors
 (``BrokerController.processors()``) and registers them with both servers.
 A processor raises the typed errors of ``pyrmq.protocol.errors``; the
-channel turns them into responses. Outcomes that are not errors
-(PULL_NOT_FOUND, a consumer's offset not found, ...) are returned values.
+channel turns them into responses (``remoting.channel.call_handler``, also
+what tests and the pull re-run use). Returned, not raised: outcomes that are
+not errors (PULL_NOT_FOUND, QUERY_NOT_FOUND for an offset never committed,
+...), the send and pull families' error answers, which carry ext fields
+(MSG_REGION/TRACE_ON, forbiddenType) as Java's do, and Java's remark-less
+answers (SLAVE_NOT_AVAILABLE, ILLEGAL_OPERATION of END_TRANSACTION).
 """

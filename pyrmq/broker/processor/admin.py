@@ -37,7 +37,7 @@ from pyrmq.protocol.bodies.common import TopicConfig, TopicConfigAndMappingSeria
 from pyrmq.protocol.bodies.namesrv import KVTable, TopicList
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import InvalidParameter
+from pyrmq.protocol.errors import ConsumerNotOnline, InvalidParameter, NoPermission, SystemError_, TopicNotExist
 from pyrmq.protocol.fastjson import BodyDecodeError, lenient_loads
 from pyrmq.protocol.headers.admin import (
     DeleteTopicRequestHeader,
@@ -194,11 +194,9 @@ class AdminBrokerProcessor:
         )
         bad = validate_topic(h.topic)
         if bad is not None:
-            return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
+            raise InvalidParameter(bad)
         if self._is_system_topic(h.topic):
-            return cmd.make_response(
-                ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic."
-            )
+            raise InvalidParameter(f"The topic[{h.topic}] is conflict with system topic.")
         tc = TopicConfig(
             topic_name=h.topic,
             read_queue_nums=h.read_queue_nums,
@@ -233,7 +231,7 @@ class AdminBrokerProcessor:
         h = GetTopicConfigRequestHeader.from_ext_fields(cmd.ext_fields)
         tc = self.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
-            return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
+            raise TopicNotExist(f"No topic in this broker. topic: {h.topic}")
         body = b'{"topicConfig":' + tc.encode() + b"}"  # TopicConfigAndQueueMapping without mapping
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
 
@@ -243,7 +241,7 @@ class AdminBrokerProcessor:
         group = cmd.ext("consumerGroup") or ""
         info = self.consumer_manager.get_consumer_group_info(group)
         if info is None:
-            return cmd.make_response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+            raise ConsumerNotOnline(f"the consumer group[{group}] not online")
         conns = [
             Connection(ci.client_id, getattr(ci.channel, "remote_addr", ""), _language_name(ci.language), ci.version)
             for ci in info.channel_info_table.values()
@@ -271,11 +269,9 @@ class AdminBrokerProcessor:
         for tc in configs:
             bad = validate_topic(tc.topic_name)
             if bad is not None:
-                return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
+                raise InvalidParameter(bad)
             if self._is_system_topic(tc.topic_name or ""):
-                return cmd.make_response(
-                    ResponseCode.INVALID_PARAMETER, f"The topic[{tc.topic_name}] is conflict with system topic."
-                )
+                raise InvalidParameter(f"The topic[{tc.topic_name}] is conflict with system topic.")
         for tc in configs:
             self.topic_config_manager.update_topic_config(tc)
         await self._register_now(configs)
@@ -291,11 +287,9 @@ class AdminBrokerProcessor:
             ctx.channel.remote_addr,
         )
         if not h.topic or not h.topic.strip():
-            return cmd.make_response(ResponseCode.INVALID_PARAMETER, "The specified topic is blank.")
+            raise InvalidParameter("The specified topic is blank.")
         if self._is_system_topic(h.topic):
-            return cmd.make_response(
-                ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic."
-            )
+            raise InvalidParameter(f"The topic[{h.topic}] is conflict with system topic.")
         try:
             self.topic_config_manager.delete_topic_config(h.topic)
             self.consumer_offset_manager.clean_offset_by_topic(h.topic)
@@ -303,7 +297,7 @@ class AdminBrokerProcessor:
             self.message_store.delete_topics({h.topic})
         except Exception as e:  # Java: buildErrorResponse(SYSTEM_ERROR, t.getMessage())
             log.exception("delete topic %s failed", h.topic)
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, str(e))
+            raise SystemError_(str(e)) from None
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.UPDATE_BROKER_CONFIG)
@@ -315,10 +309,10 @@ class AdminBrokerProcessor:
         try:
             props = load_properties(bytes(cmd.body).decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
+            raise SystemError_("string2Properties error") from None
         black = self.config.black_list()
         if any(k in black for k in props):
-            return cmd.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+            raise NoPermission("Can not update config in black list.")
         log.info("updateBrokerConfig, new config: [%s] client: %s", props, ctx.channel.remote_addr)
         self.update_config(props)  # a value that does not parse is logged and skipped (properties2Object)
         return cmd.make_response(ResponseCode.SUCCESS)
@@ -333,7 +327,7 @@ class AdminBrokerProcessor:
         h = GetTopicStatsInfoRequestHeader.from_ext_fields(cmd.ext_fields)
         tc = self.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
-            return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+            raise TopicNotExist(f"topic[{h.topic}] not exist")
         store = self.message_store
         table = TopicStatsTable()
         for i in range(max(tc.write_queue_nums, tc.read_queue_nums)):
@@ -376,7 +370,7 @@ class AdminBrokerProcessor:
         h = ViewBrokerStatsDataRequestHeader.from_ext_fields(cmd.ext_fields)
         it = self.broker_stats.get_stats_item(h.stats_name, h.stats_key)
         if it is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"The stats <{h.stats_name}> <{h.stats_key}> not exist")
+            raise SystemError_(f"The stats <{h.stats_name}> <{h.stats_key}> not exist")
 
         def item(s) -> BrokerStatsItem:
             return BrokerStatsItem(s.sum, s.tps, s.avgpt)
@@ -392,7 +386,7 @@ class AdminBrokerProcessor:
             if fn is not None:
                 fn()
         except Exception as e:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, str(e))
+            raise SystemError_(str(e)) from e
         return cmd.make_response(ResponseCode.SUCCESS)
 
     @handles(RequestCode.DELETE_EXPIRED_COMMITLOG)
@@ -417,7 +411,7 @@ class AdminBrokerProcessor:
         h = QueryConsumeQueueRequestHeader.from_ext_fields(cmd.ext_fields)
         cq = self.message_store.get_consume_queue(h.topic, h.queue_id)
         if cq is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{h.topic}:{h.queue_id} is not exist!")
+            raise SystemError_(f"{h.topic}:{h.queue_id} is not exist!")
         store = self.message_store
         body = QueryConsumeQueueResponseBody(
             max_queue_index=store.get_max_offset_in_queue(h.topic, h.queue_id),

@@ -12,7 +12,7 @@ import logging
 from pyrmq.broker.broker2client import version_desc
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import RemotingTimeout
+from pyrmq.protocol.errors import ConsumeMsgTimeout, RemotingTimeout, SystemError_
 from pyrmq.protocol.headers.admin import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -56,22 +56,19 @@ class ClientForwardProcessor:
     ) -> RemotingCommand:
         ci = self.consumer_manager.find_channel(group, client_id or "")
         if ci is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
+            raise SystemError_(f"The Consumer <{group}> <{client_id}> not online")
         if ci.version < MQVersion.V3_1_8_SNAPSHOT:
-            return cmd.make_response(
-                ResponseCode.SYSTEM_ERROR,
+            raise SystemError_(
                 f"The Consumer <{client_id}> Version <{version_desc(ci.version)}> too low to finish, please upgrade "
-                f"it to V3_1_8_SNAPSHOT",
+                f"it to V3_1_8_SNAPSHOT"
             )
         req = RemotingCommand.request(code, dict(ext), body)
         try:
             resp = await self.broker2client.call_client(ci.channel, req)
         except (TimeoutError, RemotingTimeout) as e:
-            return cmd.make_response(ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {e}")
+            raise ConsumeMsgTimeout(f"consumer <{group}> <{client_id}> Timeout: {e}") from e
         except Exception as e:
-            return cmd.make_response(
-                ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {e}"
-            )
+            raise SystemError_(f"invoke consumer <{group}> <{client_id}> Exception: {e}") from e
         out = cmd.make_response(resp.code, resp.remark, dict(resp.ext_fields or {}) or None, resp.body)
         return out
 
@@ -122,9 +119,7 @@ class ClientForwardProcessor:
         h = GetConsumerStatusRequestHeader.from_ext_fields(cmd.ext_fields)
         info = self.consumer_manager.get_consumer_group_info(h.group)
         if info is None or not info.channel_info_table:
-            return cmd.make_response(
-                ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{h.group}]"
-            )
+            raise SystemError_(f"No Any Consumer online in the consumer group: [{h.group}]")
         table: dict[str, dict] = {}
         from pyrmq.protocol.fastjson import fastjson_dumps, lenient_loads
 
@@ -133,10 +128,7 @@ class ClientForwardProcessor:
             if h.client_addr and h.client_addr != addr:
                 continue
             if ci.version < MQVersion.V3_0_7_SNAPSHOT:
-                return cmd.make_response(
-                    ResponseCode.SYSTEM_ERROR,
-                    f"the client does not support this feature. version={version_desc(ci.version)}",
-                )
+                raise SystemError_(f"the client does not support this feature. version={version_desc(ci.version)}")
             req = RemotingCommand.request(
                 RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, {"topic": h.topic, "group": h.group, "clientAddr": addr}
             )

@@ -16,7 +16,7 @@ from pyrmq.common.constants import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREF
 from pyrmq.protocol.bodies.broker import CheckClientRequestBody, HeartbeatData, SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import InvalidParameter
+from pyrmq.protocol.errors import InvalidParameter, SubscriptionParseFailed, SystemError_
 from pyrmq.protocol.fastjson import BodyDecodeError
 from pyrmq.protocol.headers.broker import UnregisterClientRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
@@ -118,10 +118,7 @@ class ClientManageProcessor:
         sub = body.subscription_data
         if sub is not None and (sub.expression_type or "TAG").upper() != "TAG":
             if not self.config["enablePropertyFilter"]:
-                return cmd.make_response(
-                    ResponseCode.SYSTEM_ERROR,
-                    f"The broker does not support consumer to filter message by {sub.expression_type}",
-                )
+                raise SystemError_(f"The broker does not support consumer to filter message by {sub.expression_type}")
             try:
                 compile_expression(sub.expression_type, sub.sub_string)
             except FilterParseError as e:
@@ -132,5 +129,5 @@ class ClientManageProcessor:
                     sub.sub_string,
                     e,
                 )
-                return cmd.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(e))
+                raise SubscriptionParseFailed(str(e)) from e
         return cmd.make_response(ResponseCode.SUCCESS)

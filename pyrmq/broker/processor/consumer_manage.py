@@ -10,6 +10,7 @@ import logging
 from pyrmq.protocol.bodies.broker import GetConsumerListByGroupResponseBody
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import SubscriptionGroupNotExist, SystemError_, TopicNotExist
 from pyrmq.protocol.headers.broker import (
     GetConsumerListByGroupRequestHeader,
     QueryConsumerOffsetRequestHeader,
@@ -48,15 +49,15 @@ class ConsumerManageProcessor:
             log.warning("getAllClientId failed, %s %s", h.consumer_group, ctx.channel.remote_addr)
         else:
             log.warning("getConsumerGroupInfo failed, %s %s", h.consumer_group, ctx.channel.remote_addr)
-        return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {h.consumer_group}")
+        raise SystemError_(f"no consumer for this group, {h.consumer_group}")
 
     @handles(RequestCode.UPDATE_CONSUMER_OFFSET)
     async def update_consumer_offset(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
         if not self.subscription_group_manager.contains(h.consumer_group):
-            return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.consumer_group} not exist!")
+            raise SubscriptionGroupNotExist(f"Group {h.consumer_group} not exist!")
         if self.topic_config_manager.select_topic_config(h.topic) is None:
-            return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} not exist!")
+            raise TopicNotExist(f"Topic {h.topic} not exist!")
         self.consumer_offset_manager.commit_offset(
             ctx.channel.remote_addr, h.consumer_group, h.topic, h.queue_id, h.commit_offset
         )

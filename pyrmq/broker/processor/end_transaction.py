@@ -18,7 +18,7 @@ import logging
 from pyrmq.broker.transaction.util import MC, SF, get_immunity_time
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import InvalidParameter
+from pyrmq.protocol.errors import InvalidParameter, MessageIllegal, SystemError_
 from pyrmq.protocol.headers.transaction import EndTransactionRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store import message as m
@@ -140,11 +140,11 @@ class EndTransactionProcessor:
         cmd: RemotingCommand, half: m.StoredMessage, h: EndTransactionRequestHeader
     ) -> RemotingCommand | None:
         if half.properties.get(MC.PRODUCER_GROUP) != h.producer_group:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "The producer group wrong")
+            raise SystemError_("The producer group wrong")
         if half.queue_offset != h.tran_state_table_offset:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong")
+            raise SystemError_("The transaction state table offset wrong")
         if half.commit_log_offset != h.commit_log_offset:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "The commit log offset wrong")
+            raise SystemError_("The commit log offset wrong")
         return None
 
     async def _send_final_message(self, cmd: RemotingCommand, inner: m.MessageExtBrokerInner) -> RemotingCommand:
@@ -152,10 +152,9 @@ class EndTransactionProcessor:
         status = result.put_message_status
         if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
             max_size = self.config.store.max_message_size
-            return cmd.make_response(
-                ResponseCode.MESSAGE_ILLEGAL,
+            raise MessageIllegal(
                 f"The message is illegal, maybe msg body or properties length not matched. msg body length limit "
-                f"{max_size}B, msg properties length limit 32KB.",
+                f"{max_size}B, msg properties length limit 32KB."
             )
         code, remark = _FINAL_STATUS.get(status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
         return cmd.make_response(code, remark)

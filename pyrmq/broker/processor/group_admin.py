@@ -29,7 +29,7 @@ from pyrmq.protocol.bodies.broker import Connection, MessageQueue
 from pyrmq.protocol.bodies.namesrv import TopicList
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import InvalidParameter
+from pyrmq.protocol.errors import InvalidParameter, SubscriptionGroupNotExist, SystemError_, TopicNotExist
 from pyrmq.protocol.fastjson import BodyDecodeError, fastjson_dumps, lenient_loads
 from pyrmq.protocol.headers.admin import (
     CloneGroupOffsetRequestHeader,
@@ -102,7 +102,7 @@ class GroupAdminProcessor:
             raise InvalidParameter(f"subscription group body is not readable: {e}") from None
         bad = validate_group(cfg.group_name)
         if bad is not None:
-            return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
+            raise InvalidParameter(bad)
         self.subscription_group_manager.update_subscription_group_config(cfg)
         return cmd.make_response(ResponseCode.SUCCESS)
 
@@ -116,11 +116,11 @@ class GroupAdminProcessor:
             raise InvalidParameter(f"subscription group list body is not readable: {e}") from None
         configs = [self._decode_group(o) for o in (obj.get("groupConfigList") or [])] if isinstance(obj, dict) else []
         if not configs:
-            return cmd.make_response(ResponseCode.INVALID_PARAMETER, "Subscription group config list is empty.")
+            raise InvalidParameter("Subscription group config list is empty.")
         for cfg in configs:
             bad = validate_group(cfg.group_name)
             if bad is not None:
-                return cmd.make_response(ResponseCode.INVALID_PARAMETER, bad)
+                raise InvalidParameter(bad)
         for cfg in configs:
             self.subscription_group_manager.update_subscription_group_config(cfg)
         return cmd.make_response(ResponseCode.SUCCESS)
@@ -223,7 +223,7 @@ class GroupAdminProcessor:
         h = GetProducerConnectionListRequestHeader.from_ext_fields(cmd.ext_fields)
         chans = self.producer_manager.group_channel_table.get(h.producer_group)
         if chans is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producer_group}] not exist")
+            raise SystemError_(f"the producer group[{h.producer_group}] not exist")
         body = ProducerConnection(
             [
                 Connection(i.client_id, getattr(i.channel, "remote_addr", ""), language_name(i.language), i.version)
@@ -294,13 +294,13 @@ class GroupAdminProcessor:
     def _reset_offset_inner(self, cmd: RemotingCommand, h: ResetOffsetRequestHeader) -> RemotingCommand:
         """Java resetOffsetInner (5.x server-side reset)."""
         if not self.config.is_master:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "Can not reset offset in slave broker")
+            raise SystemError_("Can not reset offset in slave broker")
         tc = self.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
-            return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} does not exist")
+            raise TopicNotExist(f"Topic {h.topic} does not exist")
         # containsSubscriptionGroup: no auto-create here (Java 5.5.0 bytecode checks the table as HEAD does)
         if not self.subscription_group_manager.contains(h.group):
-            return cmd.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.group} does not exist")
+            raise SubscriptionGroupNotExist(f"Group {h.group} does not exist")
         store = self.message_store
         offsets: dict[int, int] = {}
         if h.queue_id is not None and h.queue_id >= 0:
@@ -309,9 +309,7 @@ class GroupAdminProcessor:
                 lo = store.get_min_offset_in_queue(h.topic, h.queue_id)
                 hi = store.get_max_offset_in_queue(h.topic, h.queue_id)
                 if (lo >= 0 and offset < lo) or offset > hi + 1:
-                    return cmd.make_response(
-                        ResponseCode.SYSTEM_ERROR, f"Target offset {offset} not in consume queue range [{lo}-{hi}]"
-                    )
+                    raise SystemError_(f"Target offset {offset} not in consume queue range [{lo}-{hi}]")
             else:
                 offset = self._search(h.topic, h.queue_id, h.timestamp)
             offsets[h.queue_id] = offset
@@ -319,7 +317,7 @@ class GroupAdminProcessor:
             for i in range(tc.read_queue_nums):
                 offsets[i] = self._search(h.topic, i, h.timestamp)
         if not offsets:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "No queues to reset.")
+            raise SystemError_("No queues to reset.")
         body = ResetOffsetBody()
         for qid, off in offsets.items():
             self.consumer_offset_manager.assign_reset_offset(h.topic, h.group, qid, off)

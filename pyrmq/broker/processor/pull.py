@@ -18,6 +18,7 @@ from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import FLAG_RESPONSE, RemotingCommand
 from pyrmq.protocol.headers.broker import PullMessageRequestHeader
+from pyrmq.remoting.channel import error_response
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store.results import GetMessageStatus
 
@@ -259,9 +260,8 @@ class PullMessageProcessor:
         cmd = request.cmd
         try:
             response = self.process_request(request.ctx, cmd, False)
-        except Exception as e:  # the one catch of a re-run: answer like the dispatcher would
-            log.exception("pull re-run failed")
-            response = cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        except Exception as e:  # a re-run is answered here, the way the channel answers
+            response = error_response(cmd, e)
         if response is None:
             return
         response.opaque = cmd.opaque

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import SystemError_
 from pyrmq.protocol.headers.broker import QueryMessageRequestHeader, ViewMessageRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store.message_store import MessageStore
@@ -47,7 +48,7 @@ class QueryMessageProcessor:
         h = ViewMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         sel = self.message_store.select_one_message_by_offset(h.offset)
         if sel is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
+            raise SystemError_(f"can not find message by the offset, {h.offset}")
         try:
             body = bytes(sel.buffer)
         finally:

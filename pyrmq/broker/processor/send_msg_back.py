@@ -21,6 +21,7 @@ from pyrmq.broker.put import await_put
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, MessageConst, dlq_topic, is_writeable, retry_topic
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import NoPermission, SubscriptionGroupNotExist, SystemError_
 from pyrmq.protocol.headers.broker import ConsumerSendMsgBackRequestHeader
 from pyrmq.protocol.version import MQVersion
 from pyrmq.remoting.server import RequestContext, handles
@@ -54,14 +55,11 @@ class ConsumerSendMsgBackProcessor:
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         sg = self.subscription_group_manager.find_subscription_group_config(h.group)
         if sg is None:
-            return cmd.make_response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {h.group} {_SUBSCRIPTION_GROUP_NOT_EXIST_FAQ}",
+            raise SubscriptionGroupNotExist(
+                f"subscription group not exist, {h.group} {_SUBSCRIPTION_GROUP_NOT_EXIST_FAQ}"
             )
         if not is_writeable(int(self.config["brokerPermission"])):
-            return cmd.make_response(
-                ResponseCode.NO_PERMISSION, f"the broker[{self.config.broker_ip}] sending message is forbidden"
-            )
+            raise NoPermission(f"the broker[{self.config.broker_ip}] sending message is forbidden")
         if sg.retry_queue_nums <= 0:
             return cmd.make_response(ResponseCode.SUCCESS, None)
         new_topic = retry_topic(h.group)
@@ -72,12 +70,12 @@ class ConsumerSendMsgBackProcessor:
             new_topic, sg.retry_queue_nums, PERM_WRITE | PERM_READ, topic_sys_flag
         )
         if tc is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
+            raise SystemError_(f"topic[{new_topic}] not exist")
         if not is_writeable(tc.perm):
-            return cmd.make_response(ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
+            raise NoPermission(f"the topic[{new_topic}] sending message is forbidden")
         msg = self.message_store.look_message_by_offset(h.offset)
         if msg is None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
+            raise SystemError_(f"look message by offset failed, {h.offset}")
         props = dict(msg.properties)
         if _MC.RETRY_TOPIC not in props:
             props[_MC.RETRY_TOPIC] = msg.topic
@@ -92,7 +90,7 @@ class ConsumerSendMsgBackProcessor:
             queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
             tc = tcm.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ, 0)
             if tc is None:
-                return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
+                raise SystemError_(f"topic[{new_topic}] not exist")
             props[_MC.DELAY_TIME_LEVEL] = "0"
         else:
             if delay_level == 0:
@@ -123,4 +121,4 @@ class ConsumerSendMsgBackProcessor:
                     props.get(_MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
                 )
             return cmd.make_response(ResponseCode.SUCCESS, None)
-        return cmd.make_response(ResponseCode.SYSTEM_ERROR, result.put_message_status.name)
+        raise SystemError_(result.put_message_status.name)

@@ -10,8 +10,7 @@ from support.fakes import FakeChannel
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.controller import BrokerController
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import RemotingError
-from pyrmq.remoting.channel import RequestContext
+from pyrmq.remoting.channel import RequestContext, call_handler
 
 
 class Broker:
@@ -32,10 +31,7 @@ class Broker:
         ch = channel or FakeChannel()
         handler = self.table.lookup(cmd.code)
         assert handler is not None, cmd.code
-        try:
-            return await handler(RequestContext(ch, None), cmd)
-        except RemotingError as e:
-            return cmd.make_response(e.code, str(e))
+        return await call_handler(handler, RequestContext(ch, None), cmd)
 
 
 def make_config(tmp_path, **props) -> BrokerConfig:

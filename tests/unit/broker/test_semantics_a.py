@@ -21,7 +21,7 @@ from pyrmq.broker.timer_message_store import TimerMessageStore
 from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.remoting.channel import RequestContext
+from pyrmq.remoting.channel import RequestContext, call_handler
 from pyrmq.store import message as m
 from pyrmq.store.config import DelayOffsetSerializeWrapper, load_config
 
@@ -67,7 +67,7 @@ def v2(topic, props, queue_id=1, reconsume=0):
 
 
 def call(proc_method, cmd, channel=None):
-    return asyncio.run(proc_method(RequestContext(channel or FakeChannel(), None), cmd))
+    return asyncio.run(call_handler(proc_method, RequestContext(channel or FakeChannel(), None), cmd))
 
 
 def send(c, topic, props, body=b"hello", queue_id=1):

@@ -16,6 +16,7 @@ from pyrmq.common.constants import (
 from pyrmq.protocol.bodies.broker import HeartbeatData, ProducerData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.remoting.channel import RequestContext, call_handler
 from pyrmq.store import message as m
 
 COMMIT, ROLLBACK, UNKNOWN = 0x8, 0xC, 0x0
@@ -54,13 +55,8 @@ def end_tx(broker, send_resp, kind, pgroup="txg", from_check=False, offsets=None
         "topic": "TxT",
     }
     proc = broker.c.build(EndTransactionProcessor)
-    from pyrmq.remoting.channel import RequestContext
-
-    return asyncio.run(
-        proc.end_transaction(
-            RequestContext(FakeChannel(), None), RemotingCommand.request(RequestCode.END_TRANSACTION, ext)
-        )
-    )
+    cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, ext)
+    return asyncio.run(call_handler(proc.end_transaction, RequestContext(FakeChannel(), None), cmd))
 
 
 def records(broker, topic, qid=0):

@@ -15,7 +15,7 @@ from pyrmq.protocol.bodies.namesrv import KVTable, RegisterBrokerBody, TopicList
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand, decode_frame, encode
 from pyrmq.protocol.errors import RemotingError
-from pyrmq.remoting.channel import ProcessorTable, RequestContext
+from pyrmq.remoting.channel import ProcessorTable, RequestContext, call_handler
 
 V5_5_0 = 513
 V4_9_3 = 400
@@ -47,10 +47,8 @@ class Harness:
         handler = self.table.lookup(code)
         assert handler is not None, f"code {code} not served"
         ctx = RequestContext(channel or FakeChannel(), None)
-        try:
-            resp = asyncio.run(handler(ctx, cmd))
-        except RemotingError as e:
-            resp = cmd.make_response(e.code, str(e))
+        resp = asyncio.run(call_handler(handler, ctx, cmd))
+        assert resp is not None
         # every response must survive the wire
         return decode_frame(encode(resp)[4:])
 
