@@ -43,6 +43,11 @@ class FrameDecoder:
         self._error: RemotingProtocolError | None = None
 
     @property
+    def failed(self) -> bool:
+        """A frame was malformed: the decoder refuses everything after it (the connection must close)."""
+        return self._error is not None
+
+    @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a decoded frame."""
         return self._end - self._start

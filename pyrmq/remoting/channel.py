@@ -185,7 +185,7 @@ class Channel(asyncio.BufferedProtocol):
 
     @property
     def decoder_failed(self) -> bool:
-        return self.decoder._error is not None
+        return self.decoder.failed
 
     def buffer_updated(self, nbytes: int) -> None:
         if self.closed or self.decoder_failed:

@@ -56,7 +56,6 @@ def make_broker(tmp_path, clock):
         c = BrokerController(make_config(tmp_path, **props), clock=clock)
         c.load()
         c.message_store.start()
-        c._started = False  # no name servers here: registration is skipped
         made.append(c)
         return Broker(c)
 

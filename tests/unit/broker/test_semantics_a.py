@@ -39,7 +39,6 @@ def env(tmp_path, clock):
         c = BrokerController(make_config(tmp_path, **props), clock=clock)
         c.load()
         c.message_store.start()
-        c._started = False
         made.append(c)
         return c
 
