@@ -81,6 +81,20 @@ PROCESSORS: tuple[type, ...] = (
 HOUSEKEEPING_INTERVAL_S = 10.0
 
 
+def constructor_parameters(cls: type) -> list[str]:
+    """The named parameters of ``cls``'s constructor and of its bases' (a subclass passes
+    ``**base`` on to the base class it extends)."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        for p in inspect.signature(init).parameters.values():
+            if p.name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in names:
+                names.append(p.name)
+    return names
+
+
 class BrokerController:
     """One broker. ``await start()`` loads the store and registers; ``await shutdown()`` undoes it."""
 
@@ -203,7 +217,7 @@ class BrokerController:
         """``cls`` given exactly the dependencies its constructor names (Java BrokerController
         hands every processor itself; here a processor sees only what it declares)."""
         deps = deps or self._dependencies()
-        return cls(**{name: deps[name] for name in inspect.signature(cls).parameters})
+        return cls(**{name: deps[name] for name in constructor_parameters(cls)})
 
     def processors(self) -> list[Any]:
         """Every processor of both servers except the pull processor (the main port's only).

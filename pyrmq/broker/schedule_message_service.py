@@ -74,18 +74,12 @@ def message_time_up(msg: m.StoredMessage) -> m.MessageExtBrokerInner:
     for k in (_MC.DELAY_TIME_LEVEL, _MC.TIMER_DELIVER_MS, _MC.TIMER_DELAY_SEC):
         props.pop(k, None)
     props[_MC.WAIT_STORE_MSG_OK] = "false"
-    return m.MessageExtBrokerInner(
+    return m.MessageExtBrokerInner.from_stored(
+        msg,
+        props,
         topic=props.get(_MC.REAL_TOPIC, ""),
-        body=msg.body or b"",
         queue_id=int(props.get(_MC.REAL_QUEUE_ID, "0")),
-        flag=msg.flag,
-        properties=props,
         properties_string=stored,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=msg.born_host,
-        store_host=msg.store_host,
-        reconsume_times=msg.reconsume_times,
     )
 
 

@@ -118,19 +118,7 @@ def convert_message(msg: m.StoredMessage, enqueue_ms: int, now_ms: int) -> m.Mes
     topic = props.pop(_MC.REAL_TOPIC, "")
     queue_id = int(props.pop(_MC.REAL_QUEUE_ID, "0"))
     props[_MC.WAIT_STORE_MSG_OK] = "false"
-    return m.MessageExtBrokerInner(
-        topic=topic,
-        body=msg.body or b"",
-        queue_id=queue_id,
-        flag=msg.flag,
-        properties=props,
-        properties_string=stored,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=msg.born_host,
-        store_host=msg.store_host,
-        reconsume_times=msg.reconsume_times,
-    )
+    return m.MessageExtBrokerInner.from_stored(msg, props, topic=topic, queue_id=queue_id, properties_string=stored)
 
 
 class TimerMessageStore:

@@ -446,6 +446,35 @@ class MessageExtBrokerInner:
             return string_to_message_properties(self.properties_string)
         return self.properties
 
+    @classmethod
+    def from_stored(
+        cls,
+        stored: StoredMessage,
+        properties: dict[str, str] | None = None,
+        *,
+        topic: str | None = None,
+        queue_id: int | None = None,
+        properties_string: str | None = None,
+    ) -> MessageExtBrokerInner:
+        """A record read back, ready to be put again: body as stored (compressed or not), the
+        same flags, hosts and times. ``properties`` is what the put hooks read;
+        ``properties_string`` what is written (default: ``properties`` serialised), since Java
+        often serialises the map before removing entries from it (timer, delay, transactions)."""
+        props = dict(stored.properties if properties is None else properties)
+        return cls(
+            topic=stored.topic if topic is None else topic,
+            body=stored.body or b"",
+            queue_id=stored.queue_id if queue_id is None else queue_id,
+            flag=stored.flag,
+            properties=props,
+            properties_string=message_properties_to_string(props) if properties_string is None else properties_string,
+            sys_flag=stored.sys_flag,
+            born_timestamp=stored.born_timestamp,
+            born_host=stored.born_host,
+            store_host=stored.store_host,
+            reconsume_times=stored.reconsume_times,
+        )
+
 
 def _host_flags(sys_flag: int, born_host: bytes, store_host: bytes) -> int:
     sys_flag &= ~(MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)

@@ -42,17 +42,8 @@ _FINAL_STATUS = {
 def end_message_transaction(half: m.StoredMessage) -> m.MessageExtBrokerInner:
     """Java endMessageTransaction: the real message back from the half message (properties string kept)."""
     props = half.properties
-    return m.MessageExtBrokerInner(
-        topic=props.get(MC.REAL_TOPIC, ""),
-        body=half.body or b"",
-        queue_id=int(props.get(MC.REAL_QUEUE_ID, "0")),
-        flag=half.flag,
-        properties_string=m.message_properties_to_string(props),
-        sys_flag=half.sys_flag,
-        born_timestamp=half.born_timestamp,
-        born_host=half.born_host,
-        store_host=half.store_host,
-        reconsume_times=half.reconsume_times,
+    return m.MessageExtBrokerInner.from_stored(
+        half, topic=props.get(MC.REAL_TOPIC, ""), queue_id=int(props.get(MC.REAL_QUEUE_ID, "0"))
     )
 
 

@@ -12,11 +12,9 @@ answer then carries the stored msgId / queueOffset.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyrmq.broker.processor.send import AbstractSendMessageProcessor, parse_send_header
 from pyrmq.broker.put import await_put
@@ -30,11 +28,6 @@ from pyrmq.store.results import PutMessageStatus
 
 if TYPE_CHECKING:
     from pyrmq.broker.client_manager import ProducerManager
-    from pyrmq.broker.config import BrokerConfig
-    from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
-    from pyrmq.broker.topic_config_manager import TopicConfigManager
-    from pyrmq.common.clock import Clock
-    from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.broker.reply")
 
@@ -58,22 +51,10 @@ class ReplyMessageProcessor(AbstractSendMessageProcessor):
     def __init__(
         self,
         *,
-        config: BrokerConfig,
-        topic_config_manager: TopicConfigManager,
-        subscription_group_manager: SubscriptionGroupManager,
-        message_store: MessageStore,
-        pending_topic_registrations: Mapping[str, asyncio.Task[None]],
-        now: Clock,
         producer_manager: ProducerManager,
+        **base: Any,
     ) -> None:
-        super().__init__(
-            config=config,
-            topic_config_manager=topic_config_manager,
-            subscription_group_manager=subscription_group_manager,
-            message_store=message_store,
-            pending_topic_registrations=pending_topic_registrations,
-            now=now,
-        )
+        super().__init__(**base)
         self.producer_manager = producer_manager
 
     @handles(RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2)

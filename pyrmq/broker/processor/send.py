@@ -14,7 +14,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyrmq.broker.put import await_put
 from pyrmq.broker.stats import record_put
@@ -204,25 +204,13 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
     def __init__(
         self,
         *,
-        config: BrokerConfig,
-        topic_config_manager: TopicConfigManager,
-        subscription_group_manager: SubscriptionGroupManager,
-        message_store: MessageStore,
-        pending_topic_registrations: Mapping[str, asyncio.Task[None]],
-        now: Clock,
         rebalance_lock_manager: RebalanceLockManager,
         broker_stats: BrokerStatsManager,
         uniq_id_generator: m.UniqIdGenerator,
         transactional_message_service: TransactionalMessageService,
+        **base: Any,
     ) -> None:
-        super().__init__(
-            config=config,
-            topic_config_manager=topic_config_manager,
-            subscription_group_manager=subscription_group_manager,
-            message_store=message_store,
-            pending_topic_registrations=pending_topic_registrations,
-            now=now,
-        )
+        super().__init__(**base)
         self.rebalance_lock_manager = rebalance_lock_manager
         self.broker_stats = broker_stats
         self.uniq_id_generator = uniq_id_generator

@@ -14,7 +14,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from pyrmq.broker.transaction.util import MC, inner_from_stored
+from pyrmq.broker.transaction.util import MC
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
 from pyrmq.protocol.codes import RequestCode
 from pyrmq.protocol.command import RemotingCommand
@@ -115,7 +115,7 @@ class DefaultTransactionalMessageCheckListener:
             RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, TCMT_QUEUE_NUMS, PERM_READ | PERM_WRITE, 0
         )
         topic = tc.topic_name if tc is not None else RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
-        inner = inner_from_stored(msg, topic=topic, queue_id=0)
+        inner = m.MessageExtBrokerInner.from_stored(msg, topic=topic, queue_id=0)
         fut = self.message_store.put_message_async(inner)
         result = fut.result() if fut.done() else await asyncio.wrap_future(fut)
         if result.put_message_status != PutMessageStatus.PUT_OK:

@@ -38,33 +38,9 @@ def parse_half_message_inner(msg: m.MessageExtBrokerInner) -> m.MessageExtBroker
     return msg
 
 
-def inner_from_stored(
-    stored: m.StoredMessage,
-    properties: dict[str, str] | None = None,
-    *,
-    topic: str | None = None,
-    queue_id: int | None = None,
-) -> m.MessageExtBrokerInner:
-    """A record read back, ready to be put again (body kept as stored, compressed or not)."""
-    props = dict(stored.properties if properties is None else properties)
-    return m.MessageExtBrokerInner(
-        topic=stored.topic if topic is None else topic,
-        body=stored.body or b"",
-        queue_id=stored.queue_id if queue_id is None else queue_id,
-        flag=stored.flag,
-        properties=props,
-        properties_string=m.message_properties_to_string(props),
-        sys_flag=stored.sys_flag,
-        born_timestamp=stored.born_timestamp,
-        born_host=stored.born_host,
-        store_host=stored.store_host,
-        reconsume_times=stored.reconsume_times,
-    )
-
-
 def renew_half_message_inner(stored: m.StoredMessage, properties: dict[str, str]) -> m.MessageExtBrokerInner:
     """Java renewHalfMessageInner: the same half message, appended again (reconsume times not kept)."""
-    inner = inner_from_stored(stored, properties)
+    inner = m.MessageExtBrokerInner.from_stored(stored, properties)
     inner.reconsume_times = 0
     return inner
 
