@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyrmq.remoting.loop import call_on_loop
+
 log = logging.getLogger("pyrmq.broker.longpolling")
 
 
@@ -88,17 +90,8 @@ class PullRequestHoldService:
 
     def notify_threadsafe(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None) -> None:
         """Same as notify_message_arriving, from any thread (store dispatch outside the loop)."""
-        loop = self._loop
-        if loop is None or not self.pull_request_table:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self.notify_message_arriving(topic, queue_id, max_offset, tags_code)
-        elif not loop.is_closed():
-            loop.call_soon_threadsafe(self.notify_message_arriving, topic, queue_id, max_offset, tags_code)
+        if self.pull_request_table:
+            call_on_loop(self._loop, self.notify_message_arriving, topic, queue_id, max_offset, tags_code)
 
     def drop_channel(self, channel: Any) -> None:
         """Forget the requests of a closed connection (nobody is left to answer)."""

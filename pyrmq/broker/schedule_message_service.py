@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from pyrmq.broker.put import await_put
 from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC, MessageConst
+from pyrmq.remoting.loop import call_on_loop
 from pyrmq.store import message as m
 from pyrmq.store.config import DataVersion, DelayOffsetSerializeWrapper, load_config, persist_config
 from pyrmq.store.results import PutMessageStatus
@@ -81,20 +82,6 @@ def message_time_up(msg: m.StoredMessage) -> m.MessageExtBrokerInner:
         queue_id=int(props.get(_MC.REAL_QUEUE_ID, "0")),
         properties_string=stored,
     )
-
-
-def set_event_threadsafe(loop: asyncio.AbstractEventLoop | None, ev: asyncio.Event) -> None:
-    """ev.set() on `loop`, from the loop's thread or any other (store dispatch may run off-loop)."""
-    if loop is None or loop.is_closed():
-        return
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        ev.set()
-    else:
-        loop.call_soon_threadsafe(ev.set)
 
 
 class ScheduleMessageService:
@@ -193,7 +180,7 @@ class ScheduleMessageService:
         """A new entry in SCHEDULE_TOPIC_XXXX queue `queue_id` (called on the loop's thread)."""
         ev = self._wake.get(queue_id_to_delay_level(queue_id))
         if ev is not None:
-            set_event_threadsafe(self._loop, ev)
+            call_on_loop(self._loop, ev.set)
 
     # ------------------------------------------------------------------ delivery
 

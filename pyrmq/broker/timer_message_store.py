@@ -29,8 +29,8 @@ import os
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.put import await_put
-from pyrmq.broker.schedule_message_service import set_event_threadsafe
 from pyrmq.common.constants import TIMER_TOPIC, MessageConst
+from pyrmq.remoting.loop import call_on_loop
 from pyrmq.store import message as m
 from pyrmq.store.checkpoint import TimerCheckpoint
 from pyrmq.store.results import PutMessageStatus
@@ -190,7 +190,7 @@ class TimerMessageStore:
 
     def on_dispatched(self) -> None:
         if self._wake is not None:
-            set_event_threadsafe(self._loop, self._wake)
+            call_on_loop(self._loop, self._wake.set)
 
     def flush_checkpoint(self, force: bool = False) -> None:
         if not (self._dirty or force):
