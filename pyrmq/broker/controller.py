@@ -57,7 +57,6 @@ from pyrmq.remoting.client import RemotingClient
 from pyrmq.remoting.server import RemotingServer
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore
-from pyrmq.store.results import PutMessageResult
 
 log = logging.getLogger("pyrmq.broker")
 
@@ -378,19 +377,6 @@ class BrokerController:
             self.schedule_message_service.on_dispatched(queue_id)
         elif topic == TIMER_TOPIC:
             self.timer_message_store.on_dispatched()
-
-    # ------------------------------------------------------------------ the broker's put path
-
-    def put_message_async(self, msg: m.MessageExtBrokerInner):
-        """The store's put (its hook list holds the delay level / timer diversion); a concurrent
-        Future of the PutMessageResult. Java DefaultMessageStore#asyncPutMessage."""
-        return self.message_store.put_message_async(msg)
-
-    async def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
-        fut = self.put_message_async(msg)
-        if fut.done():
-            return fut.result()
-        return await asyncio.wrap_future(fut)
 
     def _consumer_ids_changed(self, group: str, channels: list[Any]) -> None:
         """Java DefaultConsumerIdsChangeListener (CHANGE): tell every member to rebalance."""
