@@ -14,6 +14,7 @@ Java counterpart: the official image's ``docker-entrypoint`` + ``runserver.sh``/
 The server replaces this process (``os.execv``), so SIGTERM from ``docker stop`` reaches it directly
 and it shuts down cleanly (abort file removed, offsets and configs flushed).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,10 @@ def _norm(key: str) -> str:
 def known_keys(role: str) -> dict[str, str]:
     """normalised -> Java spelling, for every key the role's config understands."""
     if role == "broker":
-        from pyrmq.broker.config import STORE_KEYS, BrokerConfig
+        from pyrmq.broker.config import BrokerConfig
+        from pyrmq.store.store_config import MessageStoreConfig
 
-        keys = set(BrokerConfig().all_properties()) | set(STORE_KEYS)
+        keys = set(BrokerConfig().all_properties()) | set(MessageStoreConfig.KEYS.types)
     else:
         from pyrmq.namesrv.config import NamesrvConfig
 
@@ -49,7 +51,7 @@ def env_properties(role: str, environ: dict[str, str]) -> dict[str, str]:
     props: dict[str, str] = {}
     for name, value in sorted(environ.items()):
         if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX):
-            raw = name[len(ENV_PREFIX):]
+            raw = name[len(ENV_PREFIX) :]
             props[keys.get(_norm(raw), raw)] = value
     return props
 
@@ -72,7 +74,7 @@ def _split_conf_flag(args: list[str]) -> tuple[str | None, list[str]]:
 
 def merged_config(role: str, args: list[str], environ: dict[str, str]) -> tuple[str, list[str]]:
     """Write base file + role defaults + environment to ``$PYRMQ_RUN_DIR/<role>.conf``; return it and the rest of args."""
-    from pyrmq.namesrv.config import load_properties, properties_text
+    from pyrmq.common.properties import load_properties, properties_text
 
     conf, rest = _split_conf_flag(args)
     if conf is None:
@@ -124,10 +126,13 @@ def health_targets(mode: str, args: list[str], conf: str | None) -> dict[str, st
     """What healthcheck.py probes: {"namesrv": addr} and/or {"broker": addr}."""
     if mode == "dev":
         host = _local(_last_flag(args, "--host", "127.0.0.1"))
-        return {"namesrv": f"{host}:{_last_flag(args, '--namesrv-port', '9876')}",
-                "broker": f"{host}:{_last_flag(args, '--broker-port', '10911')}"}
-    from pyrmq.namesrv.config import load_properties
+        return {
+            "namesrv": f"{host}:{_last_flag(args, '--namesrv-port', '9876')}",
+            "broker": f"{host}:{_last_flag(args, '--broker-port', '10911')}",
+        }
+    from pyrmq.common.properties import load_properties
 
+    assert conf is not None, "namesrv and broker always run from a merged config file"
     with open(conf, encoding="utf-8") as f:
         props = load_properties(f.read())
     host = _local(props.get("bindAddress", props.get("listenHost", "")))
@@ -141,10 +146,10 @@ def command(argv: list[str], environ: dict[str, str]) -> tuple[list[str], dict[s
     base = [sys.executable, "-m", "pyrmq"]
     if mode in ("broker", "namesrv"):
         conf, rest = merged_config(mode, args, environ)
-        return base + [mode, "-c", conf] + rest, health_targets(mode, rest, conf)
+        return [*base, mode, "-c", conf, *rest], health_targets(mode, rest, conf)
     if mode == "dev":
         args = dev_args(args, environ)
-        return base + ["dev"] + args, health_targets(mode, args, None)
+        return [*base, "dev", *args], health_targets(mode, args, None)
     return base + argv, {}
 
 

@@ -4,13 +4,14 @@ Targets come from ``/tmp/pyrmq/health.json`` (written by entrypoint.py): a name 
 answer GET_BROKER_CLUSTER_INFO, a broker GET_BROKER_CONFIG, and in ``dev`` the broker must
 also be registered at its name server. Exit 0 healthy, 1 not (Docker's contract).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import sys
 
-from pyrmq.testing.probe import broker_ok, namesrv_ok, request, GET_BROKER_CLUSTER_INFO
+from pyrmq.testing.probe import GET_BROKER_CLUSTER_INFO, broker_ok, namesrv_ok, request
 
 
 def healthy(targets: dict[str, str]) -> bool:

@@ -118,9 +118,10 @@ def list_log_files(directory: str, expected_size: int | None = None) -> tuple[li
             )
         else:
             candidates.append(LogFile(p, int(name), os.path.getsize(p)))
-    if not candidates:
+    # a file just created by a live writer may not have its length yet: size from the first that has
+    size = expected_size or next((c.size for c in candidates if c.size), 0)
+    if not candidates or not size:
         return [], found
-    size = expected_size or candidates[0].size
     files: list[LogFile] = []
     for i, f in enumerate(candidates):
         if f.size != size:

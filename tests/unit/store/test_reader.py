@@ -122,3 +122,19 @@ def test_checkpoint_fields_by_java_name(open_store, msg_factory, clock) -> None:
     ]
     assert cp["logicsMsgTimestamp"] == clock()  # the dispatched record's store time
     assert reader.read_checkpoint(str(s.config.checkpoint_path) + ".missing") is None
+
+
+def test_log_file_being_created_has_no_length_yet(tmp_path) -> None:
+    """A live writer creates a mapped file before giving it its length: a scan at that instant
+    sees a 0-byte first file. Nothing is listed yet, and nothing fails (it divided by zero)."""
+    d = tmp_path / "commitlog"
+    d.mkdir()
+    (d / f"{0:020d}").write_bytes(b"")
+    files, found = reader.list_log_files(str(d))
+    assert files == [] and not any(f.problem for f in found)
+    (d / f"{0:020d}").write_bytes(b"\0" * 4096)
+    (d / f"{4096:020d}").write_bytes(b"")
+    files, found = reader.list_log_files(str(d))
+    assert [f.start for f in files] == [0] and [f.message for f in found] == [
+        "empty last file (5.x deletes it at start)"
+    ]

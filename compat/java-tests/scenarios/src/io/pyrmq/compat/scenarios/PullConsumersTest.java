@@ -91,13 +91,13 @@ public class PullConsumersTest {
         String topic = Props.topic("LiteAssign");
         int count = Props.integer("count", 120);
         Map<Integer, SendResult> sent = fill(namesrv, topic, count);
-        // Per queue: seek to the offset of the third message sent there.
+        // Per queue: seek to the offset of the 15th message sent there (past one pull batch of 10).
         Map<Integer, Long> seekTo = new TreeMap<>();
         Map<Integer, Integer> perQueue = new TreeMap<>();
         for (SendResult r : sent.values()) {
             int q = r.getMessageQueue().getQueueId();
             int n = perQueue.merge(q, 1, Integer::sum);
-            if (n == 3) {
+            if (n == 15) {
                 seekTo.put(q, r.getQueueOffset());
             }
         }
@@ -125,14 +125,28 @@ public class PullConsumersTest {
                     c.seekToEnd(mq);
                 }
             }
+            // The pull task assign() starts may already hold its first batch when seek() replaces it, and
+            // the client can still hand that batch out (DefaultLitePullConsumerImpl#seek clears the cache
+            // while PullTaskImpl delivers what it pulled once the seek offset is consumed): at most one
+            // batch per queue, before anything past the seek point. A broker that ignored the seek would
+            // deliver more than one batch before the seek point, which is still a problem.
+            Map<Integer, Integer> early = new TreeMap<>();
+            Set<Integer> pastSeek = new TreeSet<>();
             long deadline = System.currentTimeMillis() + Props.integer("timeoutSec", 30) * 1000L;
             while (!got.keySet().containsAll(want) && System.currentTimeMillis() < deadline) {
                 for (MessageExt m : c.poll(1000)) {
                     int idx = Integer.parseInt(m.getUserProperty("idx"));
-                    Long from = seekTo.get(m.getQueueId());
+                    int q = m.getQueueId();
+                    Long from = seekTo.get(q);
+                    if (from != null && m.getQueueOffset() < from && !pastSeek.contains(q)
+                        && early.merge(q, 1, Integer::sum) <= c.getPullBatchSize()) {
+                        continue;
+                    }
                     if (from == null || m.getQueueOffset() < from) {
-                        problems.add("idx " + idx + " at queue " + m.getQueueId() + " offset " + m.getQueueOffset()
+                        problems.add("idx " + idx + " at queue " + q + " offset " + m.getQueueOffset()
                             + " is before the seek point " + from);
+                    } else {
+                        pastSeek.add(q);
                     }
                     got.putIfAbsent(idx, m);
                 }
