@@ -548,8 +548,6 @@ def test_update_broker_config_back_to_default_persists_and_survives_restart(
     the official updateBrokerConfig: getBrokerConfig shows it at once, it is written into the broker's
     -c file (Java Configuration#persist), and a restart comes back with it. A bad value beside it is
     skipped. Same script against the Java broker 5.5.0, same outcome."""
-    from support.pyrmq_proc import restart_broker
-
     base = tmp_path_factory.mktemp("mqadmin-flush")
     conf = {"flushDiskType": "SYNC_FLUSH", "maxMessageSize": 1048576}
     sides_ = [Side("pyrmq", pyrmq_namesrv, pyrmq_broker(pyrmq_namesrv.addr, name="broker-flush", cluster=CLUSTER,
@@ -557,6 +555,15 @@ def test_update_broker_config_back_to_default_persists_and_survives_restart(
               Side("java", java_namesrv, java_broker(java_namesrv.addr, name="broker-flush", cluster=CLUSTER,
                                                     fresh=True, **conf), base / "java")]
     version = java.CLIENT_VERSIONS[0]
+    try:
+        _flush_type_round_trip(sides_, version)
+    finally:  # the other tests of this module read the cluster's first broker: leave only theirs
+        for s in sides_:
+            s.broker.stop()
+
+
+def _flush_type_round_trip(sides_: list[Side], version: str) -> None:
+    from support.pyrmq_proc import restart_broker
 
     def flush_type(step: Step) -> str:
         return _field(step.out.replace(" =  ", ": ").replace(" ", ""), "flushDiskType")
@@ -586,4 +593,5 @@ def test_dashboard_admin_calls_over_vip_port(sides, java_home, label):
     """The dashboard 2.0.0 jar is not on Maven Central: its admin calls are made by the official
     DefaultMQAdminExt 5.5.0 with setVipChannelEnabled(true), as the dashboard does (docs/admin.md)."""
     side = next(s for s in sides if s.label == label)
-    java.run_junit("5.5.0", "DashboardAdminTest", props={"namesrv": side.ns.addr}, home=java_home, timeout=180)
+    java.run_junit("5.5.0", "DashboardAdminTest", props={"namesrv": side.ns.addr, "broker": side.broker.name},
+                   home=java_home, timeout=180)

@@ -74,7 +74,12 @@ class DashboardAdminTest {
             // cluster page: 106 + 28 (v) to every address; keys the page and the collector parse
             var cluster = admin.examineBrokerClusterInfo();
             assertFalse(cluster.getBrokerAddrTable().isEmpty());
-            String addr = cluster.getBrokerAddrTable().values().iterator().next().getBrokerAddrs().get(MixAll.MASTER_ID);
+            // the broker under test by name when given (other tests of the module register more brokers)
+            String name = Props.str("broker", null);
+            var brokerData = name != null ? cluster.getBrokerAddrTable().get(name)
+                : cluster.getBrokerAddrTable().values().iterator().next();
+            assertNotNull(brokerData, "broker " + name + " not in " + cluster.getBrokerAddrTable().keySet());
+            String addr = brokerData.getBrokerAddrs().get(MixAll.MASTER_ID);
             assertNotNull(addr);
             var kv = admin.fetchBrokerRuntimeStats(addr).getTable();
             assertNotNull(kv.get("brokerVersionDesc"));
@@ -83,7 +88,9 @@ class DashboardAdminTest {
             for (String t : total) {
                 new BigDecimal(t); // the collector's parse; throws on an empty token
             }
-            Double.parseDouble(kv.get("putTps").split(" ")[0]);
+            String[] putTps = kv.get("putTps").split(" ");
+            assertTrue(putTps.length > 0, "putTps of " + addr + ": [" + kv.get("putTps") + "] runtime " + kv.get("runtime"));
+            Double.parseDouble(putTps[0]);
             Long.parseLong(kv.get("msgPutTotalTodayNow"));
             Long.parseLong(kv.get("msgGetTotalYesterdayMorning"));
             Properties conf = admin.getBrokerConfig(addr); // 26, never VIP
