@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from enum import Enum
 
 from pyrmq.store import message as m
 
@@ -40,6 +41,14 @@ TRANSFER_HEADER_SIZE = TRANSFER_HEADER.size
 MAX_TRANSFER_BODY_SIZE = 4 * 1024 * 1024 - TRANSFER_HEADER_SIZE
 
 _MIN_COMPACT = 64 * 1024
+
+
+class HAConnectionState(Enum):
+    """Java store.ha.HAConnectionState (the states classic HA uses)."""
+
+    READY = "READY"
+    TRANSFER = "TRANSFER"
+    SHUTDOWN = "SHUTDOWN"
 
 
 class HAProtocolError(Exception):
@@ -205,7 +214,7 @@ class CommitLogStreamCheck:
     #: enough of a message record's head to read PHYSICALOFFSET
     _HEAD = m.PHYSICALOFFSET_OFFSET + 8
 
-    __slots__ = ("_head", "_next_record", "_stream_end", "mapped_file_size")
+    __slots__ = ("_head", "_next_record", "_prev", "_stream_end", "mapped_file_size")
 
     def __init__(self, mapped_file_size: int, offset: int) -> None:
         self.mapped_file_size = mapped_file_size
@@ -216,6 +225,7 @@ class CommitLogStreamCheck:
         self._stream_end = offset
         self._next_record = offset
         self._head = b""  # bytes already seen of the record head at _next_record
+        self._prev = (offset, offset, b"")
 
     @property
     def stream_end(self) -> int:
@@ -251,7 +261,12 @@ class CommitLogStreamCheck:
                 raise HAProtocolError(f"no record at {nxt}: magic code {magic & 0xFFFFFFFF:#010x}")
             nxt += total
             head = b""
+        self._prev = (self._stream_end, self._next_record, self._head)
         self._next_record, self._head, self._stream_end = nxt, head, end
+
+    def undo(self) -> None:
+        """Forget the last ``check`` (its bytes could not be written after all)."""
+        self._stream_end, self._next_record, self._head = self._prev
 
 
 __all__ = [
@@ -259,6 +274,7 @@ __all__ = [
     "REPORT_HEADER_SIZE",
     "TRANSFER_HEADER_SIZE",
     "CommitLogStreamCheck",
+    "HAConnectionState",
     "HAProtocolError",
     "ReportDecoder",
     "TransferDecoder",

@@ -209,3 +209,14 @@ def test_stream_check_refuses_a_short_blank_and_a_gap():
         check.check(0, bytes(stream))
     with pytest.raises(HAProtocolError, match="does not continue"):
         check.check(5, b"")
+
+
+def test_stream_check_undo_forgets_the_last_frame():
+    stream = commit_log(1)
+    check = CommitLogStreamCheck(FILE, 0)
+    check.check(0, stream[:50])
+    check.check(50, stream[50:120])
+    check.undo()
+    assert check.stream_end == 50
+    check.check(50, stream[50:300])
+    assert check.stream_end == 300
