@@ -115,8 +115,10 @@ class HAClient:
             self.state = HAConnectionState.TRANSFER
             try:
                 await self._transfer(reader)
-            except (HAProtocolError, OSError, TimeoutError) as e:
+            except HAProtocolError as e:
                 log.error("HAClient, connection to master %s closed: %s", addr, e)
+            except (OSError, TimeoutError) as e:
+                log.warning("HAClient, connection to master %s closed: %s", addr, e)
             finally:
                 self._close()
             if self.state is not HAConnectionState.SHUTDOWN:
