@@ -126,14 +126,12 @@ def _defaults() -> dict[str, Any]:
         "storeReplyMessageEnable": True,
         "retryQueueNums": 1,  # pyrmq: Java hard-codes PermName/retry queue 1 (MixAll)
         "consumeBroadcastEnable": True,
-        "slaveReadEnable": False,  # reported only (no slaves); mqadmin exportConfigs reads it
+        "slaveReadEnable": False,  # a slave serves pulls only with it (Java PullMessageProcessor#rejectRequest)
         "useTLS": False,  # NettyClientConfig; reported only, mqadmin exportConfigs reads it
         # NettyServerConfig
         "bindAddress": "0.0.0.0",
         "listenPort": 10911,  # BrokerStartup sets 10911 before reading the file
         "serverChannelMaxIdleTimeSeconds": 120,
-        # pyrmq: HA port is not served; kept for the haServerAddr of registrations
-        "haListenPort": 10912,
     }
 
 
@@ -150,7 +148,8 @@ class BrokerConfig(KeyedSettings):
     KEYS = BROKER_KEYS
 
     def __init__(self, values: Mapping[str, Any] | None = None, store: MessageStoreConfig | None = None) -> None:
-        self.store = store or MessageStoreConfig()
+        # BrokerStartup sets haListenPort to 0 before reading the file: unset, it is listenPort + 1
+        self.store = store or MessageStoreConfig(ha_listen_port=0)
         super().__init__(values)
 
     @classmethod
@@ -185,8 +184,29 @@ class BrokerConfig(KeyedSettings):
 
     @property
     def ha_server_addr(self) -> str:
+        """``brokerIP2:haListenPort``, where slaves connect (Java BrokerController#getHAServerAddr)."""
         ip2 = self.values["brokerIP2"] or self.broker_ip
-        return f"{ip2}:{self.values['haListenPort']}"
+        return f"{ip2}:{self.store.ha_listen_port}"
+
+    def resolve_ha_listen_port(self) -> int:
+        """Java BrokerStartup: haListenPort <= 0 becomes listenPort + 1 (0 stays 0 when listenPort
+        is 0: the OS picks)."""
+        if self.store.ha_listen_port <= 0:
+            listen = int(self.values["listenPort"])
+            self.store.ha_listen_port = listen + 1 if listen > 0 else 0
+        return self.store.ha_listen_port
+
+    def check_role(self) -> str | None:
+        """Java BrokerStartup outside controller mode: a master's brokerId is forced to 0; a slave
+        needs brokerId > 0 (the error text when not)."""
+        if self.values["enableControllerMode"]:
+            return None
+        if self.is_master:
+            self.values["brokerId"] = 0
+            return None
+        if int(self.values["brokerId"]) <= 0:
+            return "Slave's brokerId must be > 0"
+        return None
 
     @property
     def namesrv_addrs(self) -> list[str]:

@@ -48,15 +48,22 @@ from pyrmq.broker.transaction.check_service import TransactionalMessageCheckServ
 from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
 from pyrmq.common.clock import now_ms
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
+from pyrmq.ha.master import HAService
+from pyrmq.ha.slave import HAClient
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper
 from pyrmq.protocol.bodies.namesrv import RegisterBrokerBody
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.headers.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from pyrmq.protocol.headers.namesrv import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.remoting.server import RemotingServer
 from pyrmq.store import message as m
-from pyrmq.store.message_store import MessageStore
+from pyrmq.store.message_store import MessageStore, PutMessage
+from pyrmq.store.results import PutMessageResult, PutMessageStatus
 
 log = logging.getLogger("pyrmq.broker")
 
@@ -78,6 +85,14 @@ PROCESSORS: tuple[type, ...] = (
 
 #: Java ClientHousekeepingService: scan every 10 s
 HOUSEKEEPING_INTERVAL_S = 10.0
+
+#: BrokerController.HA_ADDRESS_MIN_LENGTH: a shorter haMasterAddress counts as unset
+HA_ADDRESS_MIN_LENGTH = 6
+
+
+def refuse_put_on_slave(msg: PutMessage) -> PutMessageResult:
+    """Java HookUtils#checkBeforePutMessage: a slave's store takes no puts (only replicated data)."""
+    return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="message store is in slave mode")
 
 
 def constructor_parameters(cls: type) -> list[str]:
@@ -149,6 +164,12 @@ class BrokerController:
         )
         self.timer_message_store = TimerMessageStore(config=config, message_store=self.message_store, now=clock)
         register_message_store_hook(self.message_store, config, self.schedule_message_service, clock)
+        if not config.is_master:
+            self.message_store.put_message_hook_list.insert(0, refuse_put_on_slave)
+        # classic HA (pyrmq/ha): a master serves slaves, a slave replicates from its master
+        self.ha_service: HAService | None = None
+        self.ha_client: HAClient | None = None
+        self._update_master_ha_addr_periodically = False
         self.pending_topic_registrations: dict[str, asyncio.Task] = {}
         self.broker2client = Broker2Client(
             config=config,
@@ -235,6 +256,7 @@ class BrokerController:
         self.load()
         self.message_store.start()
         self._store_started = True
+        await self._start_ha()
         self._register_lock = asyncio.Lock()
         listen = int(self.config["listenPort"])
         self.server = self._make_server(listen, "broker")
@@ -270,6 +292,31 @@ class BrokerController:
             loop.create_task(self._stats_loop(), name="broker-stats"),
         ]
 
+    async def _start_ha(self) -> None:
+        """Java DefaultHAService#start and BrokerController#initialize (slave part): a master
+        listens on haListenPort; a slave connects to haMasterAddress or, without one, to the HA
+        address the name server answers REGISTER_BROKER with."""
+        if self.config.is_master:
+            self.config.resolve_ha_listen_port()
+            self.ha_service = HAService(self.message_store, self.host)
+            await self.ha_service.start()
+            return
+        self.ha_client = HAClient(self.message_store, clock=self.now)
+        addr = self.store_config.ha_master_address
+        if addr and len(addr) >= HA_ADDRESS_MIN_LENGTH:
+            self.ha_client.update_ha_master_address(addr)
+        else:
+            self._update_master_ha_addr_periodically = True
+        self.ha_client.start()
+
+    async def _shutdown_ha(self) -> None:
+        if self.ha_client is not None:
+            await self.ha_client.shutdown()
+            self.ha_client = None
+        if self.ha_service is not None:
+            await self.ha_service.shutdown()
+            self.ha_service = None
+
     async def shutdown(self) -> None:
         for t in self._tasks:
             t.cancel()
@@ -294,6 +341,7 @@ class BrokerController:
             self.consumer_filter_manager.persist()
             self.topic_config_manager.persist()
             self.subscription_group_manager.persist()
+        await self._shutdown_ha()
         if self._store_started:
             await asyncio.get_running_loop().run_in_executor(None, self.message_store.shutdown)
         self._started = self._store_started = False
@@ -481,8 +529,16 @@ class BrokerController:
             return
         if resp.code != ResponseCode.SUCCESS:
             log.warning("register broker to name server %s failed: code %d %s", addr, resp.code, resp.remark)
-        else:
-            log.debug("register broker to name server %s OK", addr)
+            return
+        log.debug("register broker to name server %s OK", addr)
+        self._handle_register_broker_result(RegisterBrokerResponseHeader.from_ext_fields(resp.ext_fields))
+
+    def _handle_register_broker_result(self, result: RegisterBrokerResponseHeader) -> None:
+        """Java BrokerController#handleRegisterBrokerResult: a slave without haMasterAddress
+        follows the master the name server names."""
+        if self.ha_client is not None and self._update_master_ha_addr_periodically and result.ha_server_addr:
+            self.ha_client.update_ha_master_address(result.ha_server_addr)
+            self.ha_client.update_master_address(result.master_addr)
 
     async def unregister_broker_all(self) -> None:
         header = UnRegisterBrokerRequestHeader(

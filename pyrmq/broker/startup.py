@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.startup import base_parser, load_config, run_command, run_servers
@@ -48,6 +49,11 @@ def print_config(cfg: BrokerConfig) -> None:
 
 async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
     from pyrmq.broker.controller import BrokerController
+
+    bad_role = cfg.check_role()  # BrokerStartup: after -p, before the controller is built
+    if bad_role:
+        print(f"{PROG}: {bad_role}", file=sys.stderr)
+        return 1
 
     controller = BrokerController(cfg)
     return await run_servers(

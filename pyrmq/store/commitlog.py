@@ -495,6 +495,35 @@ class CommitLog:
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), reqs
 
+    def append_data(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
+        """Write replicated commit-log bytes at the end of the log, under the put lock. Refused
+        (False, nothing written) unless ``start_offset`` is the max offset, or, for an empty log, a
+        file start (the first file is created there); and when ``data`` does not fit the last file
+        (the master never sends across a file end). A full last file rolls. Java CommitLog#appendData
+        (which leaves the offset check to the HA client)."""
+        if not data:
+            return True
+        size = self.config.mapped_file_size_commit_log
+        with self.put_lock:
+            q = self.mapped_file_queue
+            if q.get_last_mapped_file() is None:
+                if start_offset < 0 or start_offset % size:
+                    log.error("replicated data at %d: an empty commit log starts at a file start", start_offset)
+                    return False
+            elif start_offset != self.get_max_offset():
+                log.error("replicated data at %d: the commit log ends at %d", start_offset, self.get_max_offset())
+                return False
+            if len(data) > size - start_offset % size:
+                log.error("replicated data at %d (%d bytes) crosses a file end", start_offset, len(data))
+                return False
+            try:
+                mf = q.get_last_mapped_file(start_offset, need_create=True)
+            except OSError:
+                log.exception("create mapped file failed")
+                return False
+            assert mf is not None
+            return mf.append_message(data)
+
     def flush(self) -> int:
         """Flush everything written; the flushed offset. Raises OSError from msync. Java CommitLog#flush."""
         self.flush_manager.flush_until(self.get_max_offset())
@@ -507,6 +536,20 @@ class CommitLog:
         if mf is None:
             return None
         return mf.select_mapped_buffer(offset % self.config.mapped_file_size_commit_log, size)
+
+    def get_replication_data(self, offset: int, max_size: int) -> memoryview | None:
+        """View of the written bytes from ``offset`` on, at most ``max_size`` and never past the
+        read position of the file holding ``offset`` (None when there is nothing there). The
+        caller releases it. Java DefaultMessageStore#getCommitLogData as DefaultHAConnection
+        uses it (capped at haTransferBatchSize)."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.file_from_offset
+        n = min(mf.get_read_position() - pos, max_size)
+        if n <= 0:
+            return None
+        return mf.select_mapped_buffer(pos, n)
 
     def get_data(self, offset: int, return_first_on_not_found: bool = False) -> tuple[int, memoryview] | None:
         """(start offset, view to the read position of the file containing `offset`)."""

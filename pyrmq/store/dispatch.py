@@ -14,13 +14,19 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from pyrmq.store.message import is_queued
+from pyrmq.store.message import is_queued, peek_total_size_and_magic
 from pyrmq.store.results import DispatchRequest
 
 if TYPE_CHECKING:
     from pyrmq.store.commitlog import CommitLog
 
 log = logging.getLogger(__name__)
+
+
+def _is_partial_record(buf: memoryview, pos: int) -> bool:
+    """The written data ends inside the record at ``pos``: a replicated frame may stop anywhere."""
+    remaining = len(buf) - pos
+    return remaining < 8 or peek_total_size_and_magic(buf, pos)[0] > remaining
 
 
 class CommitLogDispatcher(Protocol):
@@ -138,8 +144,9 @@ class ReputMessageService:
                         self.reput_from_offset += size
                         pos += size
                     else:
-                        log.error("unreadable commit log data at %d; dispatch stops", self.reput_from_offset)
-                        return count
+                        if not _is_partial_record(buf, pos):
+                            log.error("unreadable commit log data at %d; dispatch stops", self.reput_from_offset)
+                        return count  # a partial record (a slave's data ends inside one) waits for the rest
                 if not rolled and (n == 0 or self.reput_from_offset >= end):
                     break  # reached the read position; more data comes with the next put
             finally:

@@ -132,6 +132,8 @@ class MessageStore:
         self._pending_dispatch: deque[DispatchRequest] = deque()
         self._dispatch_lock = threading.RLock()
         self._dispatch_after_flush = False
+        # set by the first replicated append: after a flush, dispatch by reading the commit log
+        self._replica = False
         # Java DefaultMessageStore#putMessageHookList: the broker registers its hooks here
         self.put_message_hook_list: list[PutMessageHook] = []
         self.last_exit_ok = True
@@ -300,6 +302,9 @@ class MessageStore:
         acknowledged PUT_OK is already readable and its long-polling consumers woken."""
         pending = self._pending_dispatch
         if not pending:
+            if self._replica:
+                with self._dispatch_lock:
+                    self.reput_message_service.do_reput()
             return
         with self._dispatch_lock:
             end = self._reput_end_offset()
@@ -384,6 +389,33 @@ class MessageStore:
             return completed_put(refused)
         return self.commit_log.put_message_async(msg)
 
+    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
+        """A slave's write: commit-log bytes replicated from its master, appended byte for byte
+        (CommitLog.append_data says what is refused), then dispatched like any record: the reput
+        service decodes them into consume queues and index, up to the confirm offset (after the
+        next flush under SYNC_FLUSH). ``data`` may end inside a record; the rest follows. Java
+        DefaultMessageStore#appendToCommitLog."""
+        if self._shutdown:
+            log.warning("message store has shut down: appendToCommitLog refused")
+            return False
+        was_empty = self.commit_log.mapped_file_queue.get_last_mapped_file() is None
+        if not self.commit_log.append_data(start_offset, data):
+            return False
+        with self._dispatch_lock:
+            if was_empty and data:
+                self.reput_message_service.reput_from_offset = start_offset
+            self._replica = True
+            self.reput_message_service.do_reput()
+        return True
+
+    def get_commit_log_data(self, offset: int, max_size: int) -> memoryview | None:
+        """What a master sends a slave: written commit-log bytes from ``offset``, at most
+        ``max_size``, never past the end of one file; None when there are none (yet). The caller
+        releases the view. Java DefaultMessageStore#getCommitLogData."""
+        if self._shutdown:
+            return None
+        return self.commit_log.get_replication_data(offset, max_size)
+
     def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
         return self.put_message_async(msg).result()
 
@@ -466,7 +498,9 @@ class MessageStore:
 
     def flush(self) -> int:
         """Flush the commit log to its end; the flushed offset. Java DefaultMessageStore#flush."""
-        return self.commit_log.flush()
+        flushed = self.commit_log.flush()
+        self._dispatch_flushed()  # what the flush made readable (SYNC_FLUSH)
+        return flushed
 
     def get_max_phy_offset(self) -> int:
         return self.commit_log.get_max_offset()

@@ -85,6 +85,13 @@ class MessageStoreConfig:
     disk_space_warning_level_ratio: int = 90
     disk_space_clean_forcibly_ratio: int = 85
     delete_file_batch_max: int = 10
+    # classic HA (pyrmq/ha/, docs/ha.md); Java's defaults. haListenPort 0: listenPort + 1 at start
+    ha_listen_port: int = 10912
+    ha_send_heartbeat_interval: int = 1000 * 5
+    ha_housekeeping_interval: int = 1000 * 20
+    ha_transfer_batch_size: int = 1024 * 32
+    ha_master_address: str | None = None
+    ha_max_gap_not_in_sync: int = 1024 * 1024 * 256
 
     @property
     def commit_log_dir(self) -> str:

@@ -31,6 +31,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "protocol": ("asyncio", "pyrmq.remoting", "pyrmq.store", *_ABOVE_STORE),
     "remoting": ("pyrmq.store", *_ABOVE_STORE),
     "store": ("pyrmq.remoting", *_ABOVE_STORE),
+    "ha": ("pyrmq.remoting", *_ABOVE_STORE),
     "admin": ("pyrmq.broker", "pyrmq.namesrv", "pyrmq.spark", "pyrmq.testing", "pyrmq.startup"),
     "spark": ("asyncio", "pyrmq.remoting", "pyrmq.broker", "pyrmq.namesrv", "pyrmq.admin", "pyrmq.testing"),
     "namesrv": ("pyrmq.broker", "pyrmq.admin", "pyrmq.spark", "pyrmq.testing"),

@@ -12,3 +12,7 @@ not errors (PULL_NOT_FOUND, QUERY_NOT_FOUND for an offset never committed,
 (MSG_REGION/TRACE_ON, forbiddenType) as Java's do, and Java's remark-less
 answers (SLAVE_NOT_AVAILABLE, ILLEGAL_OPERATION of END_TRANSACTION).
 """
+
+#: SYSTEM_BUSY remark of a request whose processor rejects it before processing
+#: (Java NettyRemotingAbstract#processRequestCommand, NettyRequestProcessor#rejectRequest)
+REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"

@@ -12,11 +12,13 @@ import logging
 
 from pyrmq.broker.filter.consumer_filter_manager import is_tag_type
 from pyrmq.broker.filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
+from pyrmq.broker.processor import REJECT_REQUEST_REMARK
 from pyrmq.broker.pull_request_hold_service import PullRequest, PullRequestHoldService
 from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, is_readable
 from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import FLAG_RESPONSE, RemotingCommand
+from pyrmq.protocol.errors import SystemBusy
 from pyrmq.protocol.headers.broker import PullMessageRequestHeader
 from pyrmq.remoting.channel import error_response
 from pyrmq.remoting.server import RequestContext, handles
@@ -77,6 +79,8 @@ class PullMessageProcessor:
 
     @handles(RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE)
     async def pull_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand | None:
+        if not self.config.is_master and not self.config["slaveReadEnable"]:
+            raise SystemBusy(REJECT_REQUEST_REMARK)  # Java PullMessageProcessor#rejectRequest
         return self.process_request(ctx, cmd, True)
 
     def _error(self, cmd: RemotingCommand, code: int, remark: str, forbidden: int | None = None) -> RemotingCommand:

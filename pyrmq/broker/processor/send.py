@@ -16,6 +16,7 @@ import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pyrmq.broker.processor import REJECT_REQUEST_REMARK
 from pyrmq.broker.put import await_put
 from pyrmq.broker.stats import record_put
 from pyrmq.common.constants import (
@@ -31,6 +32,7 @@ from pyrmq.common.constants import (
 from pyrmq.common.java_lang import hashmap_order
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import SystemBusy
 from pyrmq.protocol.headers.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from pyrmq.protocol.version import MQVersion
 from pyrmq.remoting.server import RequestContext, handles
@@ -279,6 +281,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
 
     @handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
     async def send_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        if not self.config.is_master:  # Java SendMessageProcessor#rejectRequest (no slave acting master)
+            raise SystemBusy(REJECT_REQUEST_REMARK)
         h = parse_send_header(cmd)
         refused = self._not_accepting_yet(cmd)
         if refused is not None:

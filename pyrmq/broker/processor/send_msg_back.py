@@ -17,11 +17,12 @@ from __future__ import annotations
 import logging
 import random
 
+from pyrmq.broker.processor import REJECT_REQUEST_REMARK
 from pyrmq.broker.put import await_put
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, MessageConst, dlq_topic, is_writeable, retry_topic
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import NoPermission, SubscriptionGroupNotExist, SystemError_
+from pyrmq.protocol.errors import NoPermission, SubscriptionGroupNotExist, SystemBusy, SystemError_
 from pyrmq.protocol.headers.broker import ConsumerSendMsgBackRequestHeader
 from pyrmq.protocol.version import MQVersion
 from pyrmq.remoting.server import RequestContext, handles
@@ -52,6 +53,8 @@ class ConsumerSendMsgBackProcessor:
 
     @handles(RequestCode.CONSUMER_SEND_MSG_BACK)
     async def consumer_send_msg_back(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        if not self.config.is_master:  # Java: SendMessageProcessor#rejectRequest serves this code too
+            raise SystemBusy(REJECT_REQUEST_REMARK)
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         sg = self.subscription_group_manager.find_subscription_group_config(h.group)
         if sg is None:

@@ -1,0 +1,273 @@
+"""The master side of classic HA: serve slaves on haListenPort, stream the commit log to each.
+
+Java: store.ha.DefaultHAService (AcceptSocketService, push2SlaveMaxOffset, isSlaveOK,
+inSyncReplicasNums) and store.ha.DefaultHAConnection (ReadSocketService: the slave's reports;
+WriteSocketService: frames and heartbeats). One asyncio task pair per slave instead of two
+threads; the store is read on the event loop, which is also where the broker puts, so a read
+never sees a half-written record past the write position.
+
+The master learns of new data by polling every 100 ms (Java: WaitNotifyObject#allWaitForRunning(100)
+for an ASYNC_MASTER) or at once through ``wakeup()``; the put path does no HA work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+from pyrmq.ha.protocol import HAConnectionState, ReportDecoder, encode_transfer_header, first_transfer_offset
+from pyrmq.store.message_store import MessageStore
+
+log = logging.getLogger("pyrmq.ha")
+
+#: WaitNotifyObject#allWaitForRunning(100): how long a connection with nothing to send sleeps
+POLL_INTERVAL_S = 0.1
+_READ_SIZE = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class HAConnectionRuntimeInfo:
+    """One slave as HARuntimeInfo.HAConnectionRuntimeInfo reports it."""
+
+    addr: str
+    slave_ack_offset: int
+    diff: int
+    in_sync: bool
+    transfer_from_where: int
+
+
+class HAConnection:
+    """One slave's connection. Java DefaultHAConnection.
+
+    ``slave_request_offset`` is the slave's first report (where the transfer starts),
+    ``slave_ack_offset`` its latest (what it holds). Ends on EOF, a read or write error, a bad
+    report, or ``haHousekeepingInterval`` without a report.
+    """
+
+    def __init__(self, service: HAService, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.service = service
+        self._reader = reader
+        self._writer = writer
+        peer = writer.get_extra_info("peername")
+        self.client_address = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.state = HAConnectionState.TRANSFER
+        self.slave_request_offset = -1
+        self.slave_ack_offset = -1
+        self.next_transfer_from_where = -1
+        self._requested = asyncio.Event()
+        self._last_write = time.monotonic()
+
+    async def run(self) -> None:
+        """Serve until either direction ends, then close."""
+        reading = asyncio.create_task(self._read_loop(), name=f"ha-read-{self.client_address}")
+        writing = asyncio.create_task(self._write_loop(), name=f"ha-write-{self.client_address}")
+        try:
+            done, _ = await asyncio.wait((reading, writing), return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                if not t.cancelled() and t.exception() is not None:
+                    log.warning("HA connection %s closed: %s", self.client_address, t.exception())
+        finally:
+            for t in (reading, writing):
+                t.cancel()
+            for t in (reading, writing):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+            self.close()
+
+    def close(self) -> None:
+        self.state = HAConnectionState.SHUTDOWN
+        self._writer.close()
+
+    async def _read_loop(self) -> None:
+        """Java ReadSocketService: the last whole report wins; the first one is the request."""
+        decoder = ReportDecoder()
+        housekeeping = self.service.store.config.ha_housekeeping_interval / 1000
+        while True:
+            try:
+                data = await asyncio.wait_for(self._reader.read(_READ_SIZE), housekeeping)
+            except TimeoutError:
+                log.warning("ha housekeeping: slave %s silent for %.0f s, closing", self.client_address, housekeeping)
+                return
+            if not data:
+                log.info("slave %s closed the HA connection", self.client_address)
+                return
+            offset = decoder.feed(data)  # HAProtocolError ends the task, and so the connection
+            if offset is None:
+                continue
+            self.slave_ack_offset = offset
+            if self.slave_request_offset < 0:
+                self.slave_request_offset = offset
+                log.info("slave[%s] request offset %d", self.client_address, offset)
+                self._requested.set()
+            self.service.notify_transfer_some(offset)
+
+    async def _write_loop(self) -> None:
+        """Java WriteSocketService: once the slave asked, frames of at most haTransferBatchSize from
+        one file; a heartbeat (empty frame at the next offset) after haSendHeartbeatInterval idle."""
+        await self._requested.wait()
+        service = self.service
+        store = service.store
+        config = store.config
+        self.next_transfer_from_where = first_transfer_offset(
+            self.slave_request_offset, store.get_max_phy_offset(), config.mapped_file_size_commit_log
+        )
+        log.info(
+            "master transfer data from %d to slave[%s], and slave request %d",
+            self.next_transfer_from_where,
+            self.client_address,
+            self.slave_request_offset,
+        )
+        writer = self._writer
+        while True:
+            if time.monotonic() - self._last_write > config.ha_send_heartbeat_interval / 1000:
+                writer.write(encode_transfer_header(self.next_transfer_from_where, 0))
+                await self._drained()
+            view = store.get_commit_log_data(self.next_transfer_from_where, config.ha_transfer_batch_size)
+            if view is None:
+                await service.wait_for_data(POLL_INTERVAL_S)
+                continue
+            try:
+                body = bytes(view)  # the transport may keep what it cannot send at once: no mmap views
+            finally:
+                view.release()
+            offset = self.next_transfer_from_where
+            self.next_transfer_from_where = offset + len(body)
+            writer.writelines((encode_transfer_header(offset, len(body)), body))
+            await self._drained()
+
+    async def _drained(self) -> None:
+        await self._writer.drain()
+        self._last_write = time.monotonic()
+
+
+class HAService:
+    """Accepts slaves on haListenPort and tracks what they hold. Java DefaultHAService (master part).
+
+    ``push2slave_max_offset`` is the highest offset any slave acknowledged; SYNC_MASTER waits on
+    it through ``wait_for_transfer`` (Java GroupTransferService with one ack).
+    """
+
+    def __init__(self, store: MessageStore, host: str = "0.0.0.0") -> None:
+        self.store = store
+        self.host = host
+        self.connections: list[HAConnection] = []
+        self.push2slave_max_offset = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._data = asyncio.Event()
+        self._transfer_waiters: list[tuple[int, asyncio.Future[bool]]] = []
+
+    @property
+    def port(self) -> int:
+        return self.store.config.ha_listen_port
+
+    async def start(self) -> None:
+        """Listen; port 0 lets the OS pick and writes the port back to haListenPort (Java
+        AcceptSocketService#beginAccept)."""
+        self._server = await asyncio.start_server(
+            self._accept, self.host, self.store.config.ha_listen_port, reuse_address=True
+        )
+        if self.store.config.ha_listen_port == 0:
+            self.store.config.ha_listen_port = self._server.sockets[0].getsockname()[1]
+        log.info("HAService listening on %s:%d", self.host, self.store.config.ha_listen_port)
+
+    async def shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        for conn in list(self.connections):
+            conn.close()  # its read loop sees the end and the connection task returns
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        for _, fut in self._transfer_waiters:
+            if not fut.done():
+                fut.set_result(False)
+        self._transfer_waiters.clear()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = HAConnection(self, reader, writer)
+        log.info("HAService receive new connection, %s", conn.client_address)
+        self.connections.append(conn)
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await conn.run()
+        finally:
+            self.connections.remove(conn)
+            if task is not None:
+                self._tasks.discard(task)
+
+    # --- data and acknowledgements ---------------------------------------------------------------
+    def wakeup(self) -> None:
+        """New data in the commit log: every connection waiting for some looks at once."""
+        event, self._data = self._data, asyncio.Event()
+        event.set()
+
+    async def wait_for_data(self, timeout_s: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._data.wait(), timeout_s)
+
+    def notify_transfer_some(self, offset: int) -> None:
+        """A slave acknowledged ``offset``. Java DefaultHAService#notifyTransferSome."""
+        if offset <= self.push2slave_max_offset:
+            return
+        self.push2slave_max_offset = offset
+        waiters = self._transfer_waiters
+        if waiters:
+            keep = []
+            for want, fut in waiters:
+                if fut.done():
+                    continue
+                if want <= offset:
+                    fut.set_result(True)
+                else:
+                    keep.append((want, fut))
+            self._transfer_waiters = keep
+
+    async def wait_for_transfer(self, next_offset: int, timeout_s: float) -> bool:
+        """True once a slave holds the commit log up to ``next_offset``, False after ``timeout_s``.
+        Java GroupTransferService#doWaitTransfer (ackNums <= 1)."""
+        if self.push2slave_max_offset >= next_offset:
+            return True
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._transfer_waiters.append((next_offset, fut))
+        self.wakeup()
+        try:
+            return await asyncio.wait_for(fut, timeout_s)
+        except TimeoutError:
+            return False
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        """A slave is connected and at most haMaxGapNotInSync behind. Java DefaultHAService#isSlaveOK."""
+        return (
+            bool(self.connections)
+            and master_put_where - self.push2slave_max_offset < self.store.config.ha_max_gap_not_in_sync
+        )
+
+    def is_in_sync_slave(self, master_put_where: int, conn: HAConnection) -> bool:
+        return master_put_where - conn.slave_ack_offset < self.store.config.ha_max_gap_not_in_sync
+
+    def in_sync_replicas_nums(self, master_put_where: int) -> int:
+        """The master plus every in-sync slave. Java DefaultHAService#inSyncReplicasNums."""
+        return 1 + sum(1 for c in self.connections if self.is_in_sync_slave(master_put_where, c))
+
+    def runtime_info(self, master_put_where: int) -> list[HAConnectionRuntimeInfo]:
+        """Per slave, what HARuntimeInfo shows (Java DefaultHAService#getRuntimeInfo, master side)."""
+        return [
+            HAConnectionRuntimeInfo(
+                c.client_address,
+                c.slave_ack_offset,
+                master_put_where - c.slave_ack_offset,
+                self.is_in_sync_slave(master_put_where, c),
+                c.next_transfer_from_where,
+            )
+            for c in self.connections
+        ]
+
+
+__all__ = ["HAConnection", "HAConnectionRuntimeInfo", "HAService"]

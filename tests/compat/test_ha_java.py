@@ -1,0 +1,199 @@
+"""Classic HA between pyrmq and the official Java 5.5.0 broker, each direction in its own test:
+a Java slave (brokerRole=SLAVE, brokerId=1, same brokerName) replicates from a pyrmq master, and
+a pyrmq slave replicates from a Java master. Both learn the master's HA address from the (pyrmq)
+name server's REGISTER_BROKER answer. Messages are sent to the master with pyrmq's raw remoting
+client; the two commit logs must then be byte-identical file for file (the log rolls), and the
+slave serves the messages through its own consume queue (slaveReadEnable)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.broker import CreateTopicRequestHeader
+from pyrmq.remoting.client import RemotingClient
+from pyrmq.store import message as m
+
+pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
+
+CL_SIZE = 256 * 1024  # small commit-log files, so the replicated log rolls
+TOPIC = "HaJavaT"
+GROUP = "HaJavaG"
+N = 300
+
+
+def _bodies() -> list[bytes]:
+    return [f"ha-{i:04d}-".encode() * 3 * (1 + i % 200) for i in range(N)]  # ~720 KiB: three files
+
+
+def _send(broker_name: str, body: bytes) -> RemotingCommand:
+    ext = {
+        "a": "HaJavaPG",
+        "b": TOPIC,
+        "c": "TBW102",
+        "d": "1",
+        "e": "0",
+        "f": "0",
+        "g": str(int(time.time() * 1000)),
+        "h": "0",
+        "i": m.message_properties_to_string({"TAGS": "TagA", "WAIT": "true"}),
+        "j": "0",
+        "k": "false",
+        "m": "false",
+        "n": broker_name,
+    }
+    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+
+
+def _pull(offset: int) -> RemotingCommand:
+    ext = {
+        "consumerGroup": GROUP,
+        "topic": TOPIC,
+        "queueId": "0",
+        "queueOffset": str(offset),
+        "maxMsgNums": "32",
+        "sysFlag": "4",  # FLAG_SUBSCRIPTION
+        "commitOffset": "0",
+        "suspendTimeoutMillis": "0",
+        "subscription": "*",
+        "subVersion": "0",
+        "expressionType": "TAG",
+    }
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
+
+
+async def _create_topic(c: RemotingClient, addr: str) -> None:
+    header = CreateTopicRequestHeader(topic=TOPIC, read_queue_nums=1, write_queue_nums=1).to_ext_fields()
+    r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header), 10)
+    assert r.code == ResponseCode.SUCCESS, r
+
+
+async def _send_all(
+    c: RemotingClient, master_addr: str, broker_name: str, bodies: list[bytes], master_store: Path, slave_store: Path
+) -> None:
+    """The first message, then (once the slave holds it) the rest: a slave that connects with an
+    empty store gets only the master's last file (Java's rule), so the log must not roll before."""
+    for i, body in enumerate(bodies):
+        r = await c.invoke(master_addr, _send(broker_name, body), 10)
+        assert r.code == ResponseCode.SUCCESS, r
+        if i == 0:
+            _wait_identical(master_store, slave_store)
+
+
+async def _pull_all(c: RemotingClient, slave_addr: str, n: int, timeout: float = 60) -> list[bytes]:
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    last = None
+    while len(got) < n:
+        assert time.monotonic() < deadline, f"the slave served {len(got)} of {n}; last answer {last}"
+        last = await c.invoke(slave_addr, _pull(len(got)), 10)
+        if last.code == ResponseCode.SUCCESS:
+            got += [x.body for x in m.decode_messages(last.body)]
+        else:
+            await asyncio.sleep(0.2)
+    return got
+
+
+def _commit_log_files(store: Path) -> dict[str, bytes]:
+    d = store / "commitlog"
+    return {name: (d / name).read_bytes() for name in sorted(os.listdir(d))} if d.is_dir() else {}
+
+
+def _differences(want: dict[str, bytes], got: dict[str, bytes]) -> list[str]:
+    """Files that differ. Unwritten tails are zero on both sides (files are created sparse); a file
+    only one side has must be all zeros: Java's AllocateMappedFileService creates the next file
+    before it is needed."""
+    out = []
+    for name in sorted(set(want) | set(got)):
+        a, b = want.get(name), got.get(name)
+        if a is None or b is None:
+            if (a or b or b"").count(0) != len(a or b or b""):
+                out.append(f"{name} (only on the {'master' if b is None else 'slave'}, not empty)")
+        elif a != b:
+            out.append(name)
+    return out
+
+
+def _wait_identical(master_store: Path, slave_store: Path, timeout: float = 60) -> dict[str, bytes]:
+    """Until the slave's commit log is the master's, byte for byte, file for file."""
+    deadline = time.monotonic() + timeout
+    while True:
+        want, got = _commit_log_files(master_store), _commit_log_files(slave_store)
+        differ = _differences(want, got)
+        if want and not differ:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"master files {sorted(want)}, slave files {sorted(got)}, differing {differ}")
+        time.sleep(0.3)
+
+
+def test_java_slave_replicates_from_pyrmq_master(pyrmq_namesrv, pyrmq_broker, java_broker):
+    name = "ha-pyrmq-master"
+    master = pyrmq_broker(
+        pyrmq_namesrv.addr, name=name, brokerRole="ASYNC_MASTER", mappedFileSizeCommitLog=CL_SIZE, fresh=True
+    )
+    slave = java_broker(
+        pyrmq_namesrv.addr,
+        name=name,
+        brokerId=1,
+        brokerRole="SLAVE",
+        slaveReadEnable="true",
+        mappedFileSizeCommitLog=CL_SIZE,
+        fresh=True,
+    )
+    bodies = _bodies()
+
+    async def scenario() -> None:
+        async with RemotingClient() as c:
+            await _create_topic(c, master.addr)
+            await _send_all(c, master.addr, name, bodies, master.store_dir, slave.store_dir)
+            _wait_identical(master.store_dir, slave.store_dir)
+            await _create_topic(c, slave.addr)  # SlaveSynchronize would bring it within a minute
+            assert await _pull_all(c, slave.addr, N) == bodies
+
+    asyncio.run(scenario())
+    files = _commit_log_files(slave.store_dir)
+    assert sum(1 for b in files.values() if b.count(0) != len(b)) >= 3, sorted(files)  # the log rolled
+
+
+def test_pyrmq_slave_replicates_from_java_master(pyrmq_namesrv, pyrmq_broker, java_broker):
+    name = "ha-java-master"
+    master = java_broker(
+        pyrmq_namesrv.addr,
+        name=name,
+        brokerRole="ASYNC_MASTER",
+        brokerIP2="127.0.0.1",  # its haServerAddr (brokerIP2 defaults to the host's first address)
+        mappedFileSizeCommitLog=CL_SIZE,
+        fresh=True,
+    )
+    slave = pyrmq_broker(
+        pyrmq_namesrv.addr,
+        name=name,
+        brokerId=1,
+        brokerRole="SLAVE",
+        slaveReadEnable="true",
+        mappedFileSizeCommitLog=CL_SIZE,
+        fresh=True,
+    )
+    bodies = _bodies()
+
+    async def scenario() -> None:
+        async with RemotingClient() as c:
+            await _create_topic(c, master.addr)
+            await _send_all(c, master.addr, name, bodies, master.store_dir, slave.store_dir)
+            _wait_identical(master.store_dir, slave.store_dir)
+            await _create_topic(c, slave.addr)  # pyrmq has no SlaveSynchronize yet
+            assert await _pull_all(c, slave.addr, N) == bodies
+            # the pyrmq slave refuses sends as the Java one does
+            r = await c.invoke(slave.addr, _send(name, b"to the slave"), 10)
+            assert r.code == ResponseCode.SYSTEM_BUSY, r
+
+    asyncio.run(scenario())
+    files = _commit_log_files(slave.store_dir)
+    assert sum(1 for b in files.values() if b.count(0) != len(b)) >= 3, sorted(files)  # the log rolled
