@@ -300,6 +300,7 @@ class BrokerController:
             self.config.resolve_ha_listen_port()
             self.ha_service = HAService(self.message_store, self.host)
             await self.ha_service.start()
+            self.message_store.ha_service = self.ha_service  # SYNC_MASTER puts wait for its acks
             return
         self.ha_client = HAClient(self.message_store, clock=self.now)
         addr = self.store_config.ha_master_address
@@ -314,6 +315,7 @@ class BrokerController:
             await self.ha_client.shutdown()
             self.ha_client = None
         if self.ha_service is not None:
+            self.message_store.ha_service = None
             await self.ha_service.shutdown()
             self.ha_service = None
 

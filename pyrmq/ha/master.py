@@ -7,7 +7,7 @@ threads; the store is read on the event loop, which is also where the broker put
 never sees a half-written record past the write position.
 
 The master learns of new data by polling every 100 ms (Java: WaitNotifyObject#allWaitForRunning(100)
-for an ASYNC_MASTER) or at once through ``wakeup()``; the put path does no HA work.
+for an ASYNC_MASTER) or at once through ``wakeup()``; the put path of an ASYNC_MASTER (or of a put that does not wait) does no HA work.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
 
 from pyrmq.ha.protocol import HAConnectionState, ReportDecoder, encode_transfer_header, first_transfer_offset
 from pyrmq.store.message_store import MessageStore
+from pyrmq.store.results import PutMessageStatus
 
 log = logging.getLogger("pyrmq.ha")
 
@@ -143,11 +145,26 @@ class HAConnection:
         self._last_write = time.monotonic()
 
 
+@dataclass(slots=True)
+class GroupTransferRequest:
+    """One waiting put. Java CommitLog.GroupCommitRequest as the HA service holds it."""
+
+    next_offset: int
+    ack_nums: int
+    future: Future[PutMessageStatus]
+    timer: asyncio.TimerHandle | None = field(default=None)
+
+
+def _complete(fut: Future[PutMessageStatus], status: PutMessageStatus) -> None:
+    with contextlib.suppress(InvalidStateError):
+        fut.set_result(status)
+
+
 class HAService:
     """Accepts slaves on haListenPort and tracks what they hold. Java DefaultHAService (master part).
 
-    ``push2slave_max_offset`` is the highest offset any slave acknowledged; SYNC_MASTER waits on
-    it through ``wait_for_transfer`` (Java GroupTransferService with one ack).
+    ``push2slave_max_offset`` is the highest offset any slave acknowledged. A SYNC_MASTER's
+    waiting puts ask ``request`` (the store's ReplicaAcks) for acks (Java GroupTransferService).
     """
 
     def __init__(self, store: MessageStore, host: str = "0.0.0.0") -> None:
@@ -158,7 +175,8 @@ class HAService:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._data = asyncio.Event()
-        self._transfer_waiters: list[tuple[int, asyncio.Future[bool]]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._requests: list[GroupTransferRequest] = []
 
     @property
     def port(self) -> int:
@@ -167,6 +185,7 @@ class HAService:
     async def start(self) -> None:
         """Listen; port 0 lets the OS pick and writes the port back to haListenPort (Java
         AcceptSocketService#beginAccept)."""
+        self._loop = asyncio.get_running_loop()
         self._server = await asyncio.start_server(
             self._accept, self.host, self.store.config.ha_listen_port, reuse_address=True
         )
@@ -183,10 +202,9 @@ class HAService:
             conn.close()  # its read loop sees the end and the connection task returns
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
-        for _, fut in self._transfer_waiters:
-            if not fut.done():
-                fut.set_result(False)
-        self._transfer_waiters.clear()
+        requests, self._requests = self._requests, []
+        for req in requests:
+            self._finish(req, PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HAConnection(self, reader, writer)
@@ -213,34 +231,73 @@ class HAService:
             await asyncio.wait_for(self._data.wait(), timeout_s)
 
     def notify_transfer_some(self, offset: int) -> None:
-        """A slave acknowledged ``offset``. Java DefaultHAService#notifyTransferSome."""
-        if offset <= self.push2slave_max_offset:
-            return
-        self.push2slave_max_offset = offset
-        waiters = self._transfer_waiters
-        if waiters:
+        """A slave acknowledged ``offset``: waiting puts it completes answer PUT_OK. Java
+        DefaultHAService#notifyTransferSome and GroupTransferService#doWaitTransfer."""
+        if offset > self.push2slave_max_offset:
+            self.push2slave_max_offset = offset
+        if self._requests:
             keep = []
-            for want, fut in waiters:
-                if fut.done():
-                    continue
-                if want <= offset:
-                    fut.set_result(True)
-                else:
-                    keep.append((want, fut))
-            self._transfer_waiters = keep
+            for req in self._requests:
+                if self._transfer_ok(req):
+                    self._finish(req, PutMessageStatus.PUT_OK)
+                elif not req.future.done():
+                    keep.append(req)
+            self._requests = keep
 
-    async def wait_for_transfer(self, next_offset: int, timeout_s: float) -> bool:
-        """True once a slave holds the commit log up to ``next_offset``, False after ``timeout_s``.
-        Java GroupTransferService#doWaitTransfer (ackNums <= 1)."""
-        if self.push2slave_max_offset >= next_offset:
-            return True
-        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._transfer_waiters.append((next_offset, fut))
-        self.wakeup()
+    def request(self, next_offset: int, ack_nums: int, timeout_ms: int) -> Future[PutMessageStatus]:
+        """The store's ReplicaAcks (pyrmq/store/replica.py): PUT_OK once ``ack_nums`` replicas,
+        the master included, hold the commit log up to ``next_offset``; FLUSH_SLAVE_TIMEOUT after
+        ``timeout_ms``. Any thread may call it; the future is completed on the event loop, by an
+        acknowledgement or by a timer. Java HAService#putRequest and GroupTransferService."""
+        fut: Future[PutMessageStatus] = Future()
+        req = GroupTransferRequest(next_offset, ack_nums, fut)
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            _complete(fut, PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+            return fut
         try:
-            return await asyncio.wait_for(fut, timeout_s)
-        except TimeoutError:
-            return False
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._add_request(req, timeout_ms)
+        else:
+            loop.call_soon_threadsafe(self._add_request, req, timeout_ms)
+        return fut
+
+    def _add_request(self, req: GroupTransferRequest, timeout_ms: int) -> None:
+        if self._transfer_ok(req):
+            self._finish(req, PutMessageStatus.PUT_OK)
+            return
+        if self._server is None or self._loop is None:  # shut down
+            self._finish(req, PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+            return
+        req.timer = self._loop.call_later(timeout_ms / 1000, self._expire, req)
+        self._requests.append(req)
+        self.wakeup()  # Java: haService.getWaitNotifyObject().wakeupAll()
+
+    def _expire(self, req: GroupTransferRequest) -> None:
+        if not req.future.done():
+            log.warning(
+                "transfer message to slave timeout, offset : %d, request acks: %d", req.next_offset, req.ack_nums
+            )
+        self._finish(req, PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        with contextlib.suppress(ValueError):
+            self._requests.remove(req)
+
+    def _transfer_ok(self, req: GroupTransferRequest) -> bool:
+        """One ack: some slave acknowledged it (push2SlaveMaxOffset); more: the master plus every
+        connection whose ack covers it. Java GroupTransferService#doWaitTransfer (not controller mode)."""
+        if req.ack_nums <= 1:
+            return self.push2slave_max_offset >= req.next_offset
+        acks = 1 + sum(1 for c in self.connections if c.slave_ack_offset >= req.next_offset)
+        return acks >= req.ack_nums
+
+    @staticmethod
+    def _finish(req: GroupTransferRequest, status: PutMessageStatus) -> None:
+        if req.timer is not None:
+            req.timer.cancel()
+        _complete(req.future, status)
 
     def is_slave_ok(self, master_put_where: int) -> bool:
         """A slave is connected and at most haMaxGapNotInSync behind. Java DefaultHAService#isSlaveOK."""
@@ -270,4 +327,4 @@ class HAService:
         ]
 
 
-__all__ = ["HAConnection", "HAConnectionRuntimeInfo", "HAService"]
+__all__ = ["GroupTransferRequest", "HAConnection", "HAConnectionRuntimeInfo", "HAService"]

@@ -21,6 +21,7 @@ from pyrmq.common.java_lang import java_string_hash
 from pyrmq.store import message as m
 from pyrmq.store.flush import FlushManager
 from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
+from pyrmq.store.replica import ReplicaAcks, combine_flush_and_ha, handle_ha, need_handle_ha
 from pyrmq.store.results import (
     AppendMessageResult,
     AppendMessageStatus,
@@ -29,7 +30,7 @@ from pyrmq.store.results import (
     PutMessageStatus,
     completed_put,
 )
-from pyrmq.store.store_config import MessageStoreConfig
+from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,8 @@ class CommitLog:
         self._topic_cache: dict[str, tuple[bytes, m.MessageVersion, bytes | None, bytes | None]] = {}
         self._host_cache: dict[m.Host, bytes] = {}
         self._msg_id_prefix: dict[bytes, str] = {}
+        # a SYNC_MASTER's puts wait for replicas through it (MessageStore.ha_service)
+        self.ha_service: ReplicaAcks | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -179,20 +182,35 @@ class CommitLog:
         follows the config, so updateBrokerConfig flushDiskType=ASYNC_FLUSH ends it at once, as
         Java's DefaultFlushManager#handleDiskFlush does. Java CommitLog#asyncPutMessage."""
         result, req = self._append_message(msg)
-        flush = self.flush_manager
-        if req is None or not flush.sync_flush:
+        if req is None:
+            return completed_put(result)
+        if not (self.flush_manager.sync_flush or self.config.broker_role == BrokerRole.SYNC_MASTER):
             return completed_put(result)
         props = msg.properties if msg.properties_string is None else req.properties or {}
-        return flush.handle_disk_flush(result, is_wait_store_msg_ok(props) and self.config.sync_flush)
+        return self._handle_disk_flush_and_ha(result, is_wait_store_msg_ok(props))
 
     def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
         """One record per element of a client batch, contiguous in one file, then the flush wait.
         Java CommitLog#asyncPutMessages."""
         result, reqs = self._append_messages(batch)
-        flush = self.flush_manager
-        if not reqs or not flush.sync_flush:
+        if not reqs:
             return completed_put(result)
-        return flush.handle_disk_flush(result, batch.wait_store_msg_ok and self.config.sync_flush)
+        if not (self.flush_manager.sync_flush or self.config.broker_role == BrokerRole.SYNC_MASTER):
+            return completed_put(result)
+        return self._handle_disk_flush_and_ha(result, batch.wait_store_msg_ok)
+
+    def _handle_disk_flush_and_ha(self, result: PutMessageResult, wait: bool) -> Future[PutMessageResult]:
+        """The flush wait (SYNC_FLUSH) and, for a SYNC_MASTER put that waits, the replica wait,
+        combined. Java CommitLog#handleDiskFlushAndHA."""
+        flush = self.flush_manager
+        if flush.sync_flush:
+            flushed = flush.handle_disk_flush(result, wait and self.config.sync_flush)
+        else:
+            flushed = completed_put(result)
+        replica = handle_ha(self.config, self.ha_service, result) if need_handle_ha(self.config, wait) else None
+        if replica is None:
+            return flushed
+        return combine_flush_and_ha(flushed, replica)
 
     def message_properties(self, msg: m.MessageExtBrokerInner) -> tuple[str, dict[str, str]]:
         """(properties string as stored, the dict a decode of that string gives back).

@@ -29,6 +29,7 @@ from pyrmq.store.dispatch import (
 )
 from pyrmq.store.index import IndexService
 from pyrmq.store.mapped_file import SyncFn
+from pyrmq.store.replica import ReplicaAcks
 from pyrmq.store.results import (
     DispatchRequest,
     GetMessageResult,
@@ -379,6 +380,16 @@ class MessageStore:
     def disk_util(self) -> str:
         """What a SERVICE_NOT_AVAILABLE send answer shows: ``CL: 0.95 CQ: 0.95 INDEX: 0.95``."""
         return self.cleaner.disk_util()
+
+    @property
+    def ha_service(self) -> ReplicaAcks | None:
+        """What a SYNC_MASTER's waiting puts ask for replica acks; the broker sets its HAService
+        (Java DefaultMessageStore#getHaService)."""
+        return self.commit_log.ha_service
+
+    @ha_service.setter
+    def ha_service(self, acks: ReplicaAcks | None) -> None:
+        self.commit_log.ha_service = acks
 
     def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future[PutMessageResult]:
         """Checks and hooks, then the commit log (which dispatches the record and waits for the

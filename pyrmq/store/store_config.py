@@ -92,6 +92,11 @@ class MessageStoreConfig:
     ha_transfer_batch_size: int = 1024 * 32
     ha_master_address: str | None = None
     ha_max_gap_not_in_sync: int = 1024 * 1024 * 256
+    # SYNC_MASTER (pyrmq/store/replica.py): replicas a waiting put needs (the master counts), ms
+    in_sync_replicas: int = 1
+    min_in_sync_replicas: int = 1
+    slave_timeout: int = 3000
+    all_ack_in_sync_state_set: bool = False
 
     @property
     def commit_log_dir(self) -> str:

@@ -7,10 +7,12 @@ logs are byte-identical."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import filecmp
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from pyrmq.broker.processor import REJECT_REQUEST_REMARK
 from pyrmq.protocol.bodies.namesrv import ClusterInfo
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.headers.broker import CreateTopicRequestHeader
+from pyrmq.protocol.headers.broker import CreateTopicRequestHeader, SendMessageResponseHeader
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
 
@@ -71,9 +73,9 @@ def _broker(tmp_path: Path, name: str, ns_port: int, port: int, **conf: object) 
     return proc, store
 
 
-@pytest.fixture
-def pair(tmp_path):
-    """(namesrv addr, master addr, slave addr, master store, slave store)."""
+@contextlib.contextmanager
+def _pair(tmp_path: Path, **master_conf: object) -> Iterator[tuple[str, str, str, Path, Path, ManagedProcess]]:
+    """(namesrv addr, master addr, slave addr, master store, slave store, slave process)."""
     ns_port = free_port()
     m_port = free_port_block((-2, 0, 1))  # the master's HA port is listenPort + 1
     s_port = free_port_block((-2, 0))
@@ -88,7 +90,8 @@ def pair(tmp_path):
     procs = [ns]
     try:
         ns.wait_port(ns_port, 20)
-        master, m_store = _broker(tmp_path, "master", ns_port, m_port, brokerId=0, brokerRole="ASYNC_MASTER")
+        master_conf.setdefault("brokerRole", "ASYNC_MASTER")
+        master, m_store = _broker(tmp_path, "master", ns_port, m_port, brokerId=0, **master_conf)
         procs.append(master)
         _wait_line(master, f"The broker[ha-broker, 127.0.0.1:{m_port}] boot success.")
         slave, s_store = _broker(
@@ -96,10 +99,17 @@ def pair(tmp_path):
         )
         procs.append(slave)
         _wait_line(slave, f"The broker[ha-broker, 127.0.0.1:{s_port}] boot success.")
-        yield f"127.0.0.1:{ns_port}", f"127.0.0.1:{m_port}", f"127.0.0.1:{s_port}", m_store, s_store
+        yield f"127.0.0.1:{ns_port}", f"127.0.0.1:{m_port}", f"127.0.0.1:{s_port}", m_store, s_store, slave
     finally:
         for p in reversed(procs):
             p.stop(10)
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """(namesrv addr, master addr, slave addr, master store, slave store)."""
+    with _pair(tmp_path) as p:
+        yield p[:5]
 
 
 def _send(topic: str, body: bytes) -> RemotingCommand:
@@ -179,6 +189,50 @@ def test_master_slave_pair(pair):
     assert len(names) >= 2 and names == sorted(os.listdir(m_store / "commitlog"))
     match, mismatch, errors = filecmp.cmpfiles(m_store / "commitlog", s_store / "commitlog", names, shallow=False)
     assert (match, mismatch, errors) == (names, [], [])
+
+
+def test_sync_master_waits_for_the_slave(tmp_path):
+    """SYNC_MASTER with inSyncReplicas=2: SEND_OK only once the slave holds the message (it
+    serves it at once); with the slave gone, FLUSH_SLAVE_TIMEOUT after slaveTimeout (Java
+    CommitLog#handleHA, GroupTransferService)."""
+    slave_timeout = 1500
+    with _pair(tmp_path, brokerRole="SYNC_MASTER", inSyncReplicas=2, slaveTimeout=slave_timeout) as p:
+        _, master_addr, slave_addr, _, _, slave = p
+
+        async def scenario() -> None:
+            async with RemotingClient() as c:
+                create = CreateTopicRequestHeader(topic=TOPIC, read_queue_nums=1, write_queue_nums=1).to_ext_fields()
+                for addr in (master_addr, slave_addr):
+                    r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5)
+                    assert r.code == ResponseCode.SUCCESS, r
+                # the slave connects to the master's HA port after its first registration
+                deadline = time.monotonic() + 20
+                sent = 0
+                while True:
+                    r = await c.invoke(master_addr, _send(TOPIC, b"first"), 5)
+                    sent += 1
+                    if r.code == ResponseCode.SUCCESS:
+                        break
+                    assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT, r
+                    assert time.monotonic() < deadline, "the slave never acknowledged"
+                for i in range(20):
+                    body = f"sync-{i}".encode()
+                    r = await c.invoke(master_addr, _send(TOPIC, body), 5)
+                    assert r.code == ResponseCode.SUCCESS, r
+                    offset = SendMessageResponseHeader.from_ext_fields(r.ext_fields).queue_offset
+                    got = await c.invoke(slave_addr, _pull(TOPIC, offset), 5)  # no retry: it is there
+                    assert got.code == ResponseCode.SUCCESS, got
+                    assert next(iter(m.decode_messages(got.body))).body == body
+                slave.stop(10)
+                t0 = time.monotonic()
+                r = await c.invoke(master_addr, _send(TOPIC, b"no slave"), 10)
+                took = time.monotonic() - t0
+                assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT, r
+                header = SendMessageResponseHeader.from_ext_fields(r.ext_fields)
+                assert header.msg_id and header.queue_offset == sent + 20  # written, with the normal header
+                assert slave_timeout / 1000 - 0.1 <= took <= slave_timeout / 1000 + 1.5, took
+
+        asyncio.run(scenario())
 
 
 def test_slave_needs_a_broker_id(tmp_path):

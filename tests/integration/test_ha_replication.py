@@ -19,7 +19,7 @@ from pyrmq.ha.protocol import encode_report, encode_transfer_header
 from pyrmq.ha.slave import HAClient
 from pyrmq.store.message import MessageExtBrokerInner
 from pyrmq.store.message_store import MessageStore
-from pyrmq.store.results import GetMessageStatus
+from pyrmq.store.results import GetMessageStatus, PutMessageStatus
 from pyrmq.store.store_config import MessageStoreConfig
 
 FILE = 8192
@@ -109,14 +109,22 @@ def test_slave_replicates_byte_for_byte_and_resumes_after_restart(tmp_path):
             [conn] = service.connections
             assert conn.slave_request_offset == 0 and conn.slave_ack_offset == master.get_max_phy_offset()
             assert service.is_slave_ok(master.get_max_phy_offset())
-            assert await service.wait_for_transfer(master.get_max_phy_offset(), 1.0)
+            assert (
+                await asyncio.wrap_future(service.request(master.get_max_phy_offset(), 1, 1000))
+                is PutMessageStatus.PUT_OK
+            )
+            assert (
+                await asyncio.wrap_future(service.request(master.get_max_phy_offset(), 2, 1000))
+                is PutMessageStatus.PUT_OK
+            )
             # the slave goes away; the master goes on
             await client.shutdown()
             held = slave.get_max_phy_offset()
             slave.shutdown()
             await until(lambda: not service.connections)
             put(master, 150, 60)
-            assert not await service.wait_for_transfer(master.get_max_phy_offset(), 0.2)
+            timeout = PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+            assert await asyncio.wrap_future(service.request(master.get_max_phy_offset(), 1, 200)) is timeout
             # restarted, it reports its own max offset and gets the rest only
             slave = open_store(tmp_path / "s")
             assert slave.get_max_phy_offset() == held
