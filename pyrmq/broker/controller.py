@@ -36,6 +36,7 @@ from pyrmq.broker.processor.query import QueryMessageProcessor
 from pyrmq.broker.processor.reply import ReplyMessageProcessor
 from pyrmq.broker.processor.send import SendMessageProcessor
 from pyrmq.broker.processor.send_msg_back import ConsumerSendMsgBackProcessor
+from pyrmq.broker.processor.slave_sync import SlaveSyncProcessor
 from pyrmq.broker.put_message_hook import register_message_store_hook
 from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
@@ -81,6 +82,7 @@ PROCESSORS: tuple[type, ...] = (
     ClientForwardProcessor,
     ConsumerSendMsgBackProcessor,
     ReplyMessageProcessor,
+    SlaveSyncProcessor,
 )
 
 #: Java ClientHousekeepingService: scan every 10 s
@@ -228,6 +230,8 @@ class BrokerController:
             "uniq_id_generator": self.uniq_id_generator,
             "pending_topic_registrations": self.pending_topic_registrations,
             "config_data_version": self.config_data_version,
+            "schedule_message_service": self.schedule_message_service,
+            "timer_message_store": self.timer_message_store,
             "now": self.now,
             "update_config": self.update_config,
             "register_increment_broker_data": self.register_increment_broker_data,

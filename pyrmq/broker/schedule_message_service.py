@@ -128,14 +128,17 @@ class ScheduleMessageService:
                 log.error("correct delay offset [ delayLevel %d ] from %d to %d", level, cur, fixed)
                 self.offset_table[level] = fixed
 
+    def build_serialize_wrapper(self) -> DelayOffsetSerializeWrapper:
+        """delayOffset.json's content; also the GET_ALL_DELAY_OFFSET body (Java ScheduleMessageService#encode)."""
+        return DelayOffsetSerializeWrapper(
+            offset_table=dict(sorted(self.offset_table.items())), data_version=self.data_version
+        )
+
     def persist(self) -> None:
         if self.offset_table != self._persisted:
             self.data_version.next_version(self.now())
             self._persisted = dict(self.offset_table)
-        wrapper = DelayOffsetSerializeWrapper(
-            offset_table=dict(sorted(self.offset_table.items())), data_version=self.data_version
-        )
-        persist_config(self._root, wrapper)
+        persist_config(self._root, self.build_serialize_wrapper())
 
     # ------------------------------------------------------------------ lifecycle
 
