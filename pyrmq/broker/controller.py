@@ -40,6 +40,7 @@ from pyrmq.broker.processor.slave_sync import SlaveSyncProcessor
 from pyrmq.broker.put_message_hook import register_message_store_hook
 from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
+from pyrmq.broker.slave_synchronize import SlaveSynchronize
 from pyrmq.broker.stats import BrokerStatsManager
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
 from pyrmq.broker.timer_message_store import TimerMessageStore
@@ -186,6 +187,19 @@ class BrokerController:
         self.server: RemotingServer | None = None
         self.fast_server: RemotingServer | None = None
         self.outer_client = RemotingClient()
+        # a slave copies its master's metadata (Java SlaveSynchronize); the master address comes
+        # with each REGISTER_BROKER answer
+        self.slave_synchronize = SlaveSynchronize(
+            client=self.outer_client,
+            broker_addr=lambda: self.broker_addr,
+            topic_config_manager=self.topic_config_manager,
+            subscription_group_manager=self.subscription_group_manager,
+            consumer_offset_manager=self.consumer_offset_manager,
+            schedule_message_service=self.schedule_message_service,
+            timer_message_store=self.timer_message_store,
+            timer_wheel_enable=lambda: bool(self.config["timerWheelEnable"]),
+            now=clock,
+        )
         self._tasks: list[asyncio.Task] = []
         self._register_lock: asyncio.Lock | None = None
         self._started = False
@@ -295,6 +309,8 @@ class BrokerController:
             loop.create_task(self._housekeeping_loop(), name="broker-housekeeping"),
             loop.create_task(self._stats_loop(), name="broker-stats"),
         ]
+        if not self.config.is_master:
+            self._tasks.append(loop.create_task(self.slave_synchronize.run(), name="broker-slave-synchronize"))
 
     async def _start_ha(self) -> None:
         """Java DefaultHAService#start and BrokerController#initialize (slave part): a master
@@ -545,6 +561,7 @@ class BrokerController:
         if self.ha_client is not None and self._update_master_ha_addr_periodically and result.ha_server_addr:
             self.ha_client.update_ha_master_address(result.ha_server_addr)
             self.ha_client.update_master_address(result.master_addr)
+        self.slave_synchronize.master_addr = result.master_addr
 
     async def unregister_broker_all(self) -> None:
         header = UnRegisterBrokerRequestHeader(

@@ -24,7 +24,15 @@ from pyrmq.broker.put import await_put
 from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC, MessageConst
 from pyrmq.remoting.loop import call_on_loop
 from pyrmq.store import message as m
-from pyrmq.store.config import DataVersion, DelayOffsetSerializeWrapper, load_config, persist_config
+from pyrmq.store.config import (
+    DataVersion,
+    DelayOffsetSerializeWrapper,
+    config_path,
+    decode_config,
+    load_config,
+    persist_config,
+    persist_config_text,
+)
 from pyrmq.store.results import PutMessageStatus
 
 if TYPE_CHECKING:
@@ -114,6 +122,16 @@ class ScheduleMessageService:
                 self.data_version = wrapper.data_version
             self._persisted = dict(self.offset_table)
         self.correct_delay_offset()
+
+    def load_when_sync_delay_offset(self, text: str) -> None:
+        """A slave takes its master's delayOffset.json as it came: written, then read over the
+        table without clamping. Java ScheduleMessageService#loadWhenSyncDelayOffset."""
+        wrapper = decode_config(DelayOffsetSerializeWrapper, text)
+        persist_config_text(config_path(self._root, DelayOffsetSerializeWrapper), text)
+        self.offset_table.update({int(k): int(v) for k, v in wrapper.offset_table.items()})
+        if wrapper.data_version is not None:
+            self.data_version = wrapper.data_version
+        self._persisted = dict(self.offset_table)
 
     def correct_delay_offset(self) -> None:
         store = self.message_store

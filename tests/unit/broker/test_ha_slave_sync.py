@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import struct
 
+import pytest
 from support.fakes import FakeChannel
 
+from pyrmq.broker.controller import BrokerController
+from pyrmq.broker.subscription_group_manager import SubscriptionGroupConfig
+from pyrmq.protocol.bodies.common import TopicConfig
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store.config import ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper
+
+from .conftest import Broker, make_config
 
 
 def call(broker, code):
@@ -69,3 +76,86 @@ def test_all_message_request_mode(broker):
     r = call(broker, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
     assert r.code == ResponseCode.SUCCESS
     assert json.loads(r.body) == {"messageRequestModeMap": {}}
+
+
+class RoutedClient:
+    """RemotingClient.invoke answered by the master's processors (no sockets)."""
+
+    def __init__(self, master) -> None:
+        self.master = master
+        self.asked: list[int] = []
+
+    async def invoke(self, addr, cmd, timeout_s=3):
+        assert addr == "10.0.0.1:10911"
+        self.asked.append(cmd.code)
+        return await self.master.call(cmd, FakeChannel("127.0.0.1:2"))
+
+
+@pytest.fixture
+def master_and_slave(tmp_path, clock):
+    made = []
+
+    def one(name, **props):
+        c = BrokerController(make_config(tmp_path / name, **props), clock=clock)
+        c.load()
+        c.message_store.start()
+        made.append(c)
+        return c
+
+    master = Broker(one("m"))
+    slave = one("s", brokerId=1, brokerRole="SLAVE")
+    yield master, slave
+    for c in made:
+        c.pull_request_hold_service.shutdown()
+        c.message_store.shutdown()
+
+
+def test_slave_takes_the_masters_metadata(master_and_slave):
+    master, slave = master_and_slave
+    m = master.c
+    m.topic_config_manager.update_topic_config(
+        TopicConfig(topic_name="OnMaster", read_queue_nums=3, write_queue_nums=3)
+    )
+    m.subscription_group_manager.update_subscription_group_config(SubscriptionGroupConfig(group_name="gm"))
+    m.consumer_offset_manager.commit_offset("h", "gm", "OnMaster", 1, 33)
+    m.schedule_message_service.offset_table[2] = 4
+    cp = m.timer_message_store.checkpoint
+    cp.last_read_time_ms, cp.master_timer_queue_offset, cp.counter = 1_700_000_001_000, 12, 5
+    slave.slave_synchronize.client = client = RoutedClient(master)
+    slave.slave_synchronize.master_addr = "10.0.0.1:10911"
+
+    async def sync():
+        await slave.slave_synchronize.sync_all()
+        await slave.slave_synchronize.sync_timer_check_point()
+
+    asyncio.run(sync())
+    assert client.asked == [
+        RequestCode.GET_ALL_TOPIC_CONFIG,
+        RequestCode.GET_ALL_CONSUMER_OFFSET,
+        RequestCode.GET_ALL_DELAY_OFFSET,
+        RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        RequestCode.GET_TIMER_CHECK_POINT,
+    ]
+    s = slave
+    assert s.topic_config_manager.select_topic_config("OnMaster").read_queue_nums == 3
+    assert set(s.topic_config_manager.topic_config_table) == set(m.topic_config_manager.topic_config_table)
+    # the master's version, bumped once (Java assignNewOne then updateDataVersion)
+    assert s.topic_config_manager.data_version.counter == m.topic_config_manager.data_version.counter + 1
+    assert s.subscription_group_manager.contains("gm")
+    assert s.consumer_offset_manager.query_offset("gm", "OnMaster", 1) == 33
+    assert s.schedule_message_service.offset_table[2] == 4
+    scp = s.timer_message_store.checkpoint
+    assert (scp.last_read_time_ms, scp.master_timer_queue_offset, scp.counter) == (1_700_000_001_000, 12, 5)
+    # persisted: a restarted slave has them
+    with open(s.consumer_offset_manager.path) as f:
+        assert '"OnMaster@gm"' in f.read()
+    with open(os.path.join(s.store_config.store_path_root_dir, "config", "delayOffset.json")) as f:
+        assert DelayOffsetSerializeWrapper.decode(f.read()).offset_table == {2: 4}
+
+
+def test_slave_does_not_sync_from_itself(master_and_slave):
+    master, slave = master_and_slave
+    slave.slave_synchronize.client = client = RoutedClient(master)
+    slave.slave_synchronize.master_addr = slave.broker_addr
+    asyncio.run(slave.slave_synchronize.sync_all())
+    assert client.asked == []
