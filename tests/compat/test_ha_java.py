@@ -3,7 +3,9 @@ a Java slave (brokerRole=SLAVE, brokerId=1, same brokerName) replicates from a p
 a pyrmq slave replicates from a Java master. Both learn the master's HA address from the (pyrmq)
 name server's REGISTER_BROKER answer. Messages are sent to the master with pyrmq's raw remoting
 client; the two commit logs must then be byte-identical file for file (the log rolls), and the
-slave serves the messages through its own consume queue (slaveReadEnable)."""
+slave serves the messages through its own consume queue (slaveReadEnable). Topics and consumer
+offsets reach the slave only through SlaveSynchronize (its first run is 10 s after the start); the
+Java slave logs no SlaveSynchronize error against the pyrmq master."""
 
 from __future__ import annotations
 
@@ -16,7 +18,11 @@ import pytest
 
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.headers.broker import CreateTopicRequestHeader
+from pyrmq.protocol.headers.broker import (
+    CreateTopicRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
 
@@ -26,6 +32,17 @@ CL_SIZE = 256 * 1024  # small commit-log files, so the replicated log rolls
 TOPIC = "HaJavaT"
 GROUP = "HaJavaG"
 N = 300
+COMMITTED = 123  # a consumer offset committed on the master
+#: what Java's SlaveSynchronize logs when a master's answer fails (broker.log)
+SYNC_ERRORS = (
+    "SyncTopicConfig Exception",
+    "SyncConsumerOffset Exception",
+    "SyncDelayOffset Exception",
+    "SyncSubscriptionGroup Exception",
+    "SyncMessageRequestMode Exception",
+    "syncTimerCheckPoint Exception",
+    "SyncTimerMetrics Exception",
+)
 
 
 def _bodies() -> list[bytes]:
@@ -72,6 +89,25 @@ async def _create_topic(c: RemotingClient, addr: str) -> None:
     header = CreateTopicRequestHeader(topic=TOPIC, read_queue_nums=1, write_queue_nums=1).to_ext_fields()
     r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header), 10)
     assert r.code == ResponseCode.SUCCESS, r
+
+
+async def _commit_offset(c: RemotingClient, addr: str) -> None:
+    h = UpdateConsumerOffsetRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=0, commit_offset=COMMITTED)
+    r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, h.to_ext_fields()), 10)
+    assert r.code == ResponseCode.SUCCESS, r
+
+
+async def _wait_synced_offset(c: RemotingClient, addr: str, timeout: float = 40) -> None:
+    """Until the slave answers the master's committed offset: SlaveSynchronize brought it. Before,
+    it answers QUERY_NOT_FOUND, or 0 when its queue starts at 0 (Java's rule)."""
+    h = QueryConsumerOffsetRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=0)
+    deadline = time.monotonic() + timeout
+    while True:
+        r = await c.invoke(addr, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, h.to_ext_fields()), 10)
+        if r.code == ResponseCode.SUCCESS and (r.ext_fields or {}).get("offset") == str(COMMITTED):
+            return
+        assert time.monotonic() < deadline, f"the slave never had offset {COMMITTED} after {timeout}s: {r}"
+        await asyncio.sleep(0.5)
 
 
 async def _send_all(
@@ -152,10 +188,18 @@ def test_java_slave_replicates_from_pyrmq_master(pyrmq_namesrv, pyrmq_broker, ja
     async def scenario() -> None:
         async with RemotingClient() as c:
             await _create_topic(c, master.addr)
+            await _commit_offset(c, master.addr)
             await _send_all(c, master.addr, name, bodies, master.store_dir, slave.store_dir)
             _wait_identical(master.store_dir, slave.store_dir)
-            await _create_topic(c, slave.addr)  # SlaveSynchronize would bring it within a minute
+            # the topic comes from the master (SlaveSynchronize), not from us
             assert await _pull_all(c, slave.addr, N) == bodies
+            await _wait_synced_offset(c, slave.addr)
+        log = (slave.home / "logs/rocketmqlogs/broker.log").read_text(errors="replace")
+        assert "Update slave consumer offset from master" in log
+        assert "Update slave delay offset from master" in log
+        assert "Update slave Message Request Mode from master" in log
+        errors = [line for line in log.splitlines() if any(e in line for e in SYNC_ERRORS)]
+        assert not errors, errors[:5]
 
     asyncio.run(scenario())
     files = _commit_log_files(slave.store_dir)
@@ -186,10 +230,12 @@ def test_pyrmq_slave_replicates_from_java_master(pyrmq_namesrv, pyrmq_broker, ja
     async def scenario() -> None:
         async with RemotingClient() as c:
             await _create_topic(c, master.addr)
+            await _commit_offset(c, master.addr)
             await _send_all(c, master.addr, name, bodies, master.store_dir, slave.store_dir)
             _wait_identical(master.store_dir, slave.store_dir)
-            await _create_topic(c, slave.addr)  # pyrmq has no SlaveSynchronize yet
+            # the topic and the offset come from the Java master (SlaveSynchronize), not from us
             assert await _pull_all(c, slave.addr, N) == bodies
+            await _wait_synced_offset(c, slave.addr)
             # the pyrmq slave refuses sends as the Java one does
             r = await c.invoke(slave.addr, _send(name, b"to the slave"), 10)
             assert r.code == ResponseCode.SYSTEM_BUSY, r
