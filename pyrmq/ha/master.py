@@ -262,7 +262,10 @@ class HAService:
         if running is loop:
             self._add_request(req, timeout_ms)
         else:
-            loop.call_soon_threadsafe(self._add_request, req, timeout_ms)
+            try:
+                loop.call_soon_threadsafe(self._add_request, req, timeout_ms)
+            except RuntimeError:  # the loop closed meanwhile: nobody will acknowledge
+                _complete(fut, PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
         return fut
 
     def _add_request(self, req: GroupTransferRequest, timeout_ms: int) -> None:
