@@ -25,6 +25,7 @@ from pyrmq.protocol.headers.broker import (
 )
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
+from pyrmq.store.config import SubscriptionGroupConfig
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
@@ -92,6 +93,10 @@ async def _create_topic(c: RemotingClient, addr: str) -> None:
 
 
 async def _commit_offset(c: RemotingClient, addr: str) -> None:
+    """Creates the group (brokers refuse offsets of an unknown group), then commits COMMITTED."""
+    body = SubscriptionGroupConfig(group_name=GROUP).encode()
+    r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body), 10)
+    assert r.code == ResponseCode.SUCCESS, r
     h = UpdateConsumerOffsetRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=0, commit_offset=COMMITTED)
     r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, h.to_ext_fields()), 10)
     assert r.code == ResponseCode.SUCCESS, r
@@ -191,8 +196,10 @@ def test_java_slave_replicates_from_pyrmq_master(pyrmq_namesrv, pyrmq_broker, ja
             await _commit_offset(c, master.addr)
             await _send_all(c, master.addr, name, bodies, master.store_dir, slave.store_dir)
             _wait_identical(master.store_dir, slave.store_dir)
-            # the topic comes from the master (SlaveSynchronize), not from us
-            assert await _pull_all(c, slave.addr, N) == bodies
+            # the topic comes from the master (SlaveSynchronize), not from us. The Java slave's
+            # first full sync runs 10 s after its initialize, often before its first registration
+            # told it the master's address; the next one comes 60 s later
+            assert await _pull_all(c, slave.addr, N, timeout=100) == bodies
             await _wait_synced_offset(c, slave.addr)
         log = (slave.home / "logs/rocketmqlogs/broker.log").read_text(errors="replace")
         assert "Update slave consumer offset from master" in log
