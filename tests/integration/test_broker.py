@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from support.ports import free_port, free_port_block
 from support.procs import ManagedProcess
+from support.pyrmq_proc import venv_python
 from support.servers import write_properties
 
 from pyrmq.protocol.bodies.namesrv import TopicRouteData
@@ -28,21 +28,6 @@ from pyrmq.store import message as m
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _python() -> str:
-    p = ROOT / ".venv" / "bin" / "python"
-    return str(p) if p.exists() else sys.executable
-
-
-def _wait_line(proc: ManagedProcess, text: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in proc.log.read_text(errors="replace"):
-            return
-        assert proc.alive(), proc.tail()
-        time.sleep(0.05)
-    raise AssertionError(f"{text!r} not printed in {timeout}s\n{proc.tail()}")
-
-
 @pytest.fixture
 def cluster(tmp_path):
     """(namesrv addr, broker addr, broker process, store dir); everything is stopped at teardown."""
@@ -51,7 +36,7 @@ def cluster(tmp_path):
     conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": ns_port, "kvConfigPath": tmp_path / "kv.json"})
     ns = ManagedProcess(
         "namesrv",
-        [_python(), "-m", "pyrmq", "namesrv", "-c", str(conf), "--host", "127.0.0.1"],
+        [venv_python(), "-m", "pyrmq", "namesrv", "-c", str(conf), "--host", "127.0.0.1"],
         tmp_path / "namesrv.out",
         cwd=ROOT,
         env=dict(os.environ, HOME=str(tmp_path)),
@@ -78,13 +63,13 @@ def cluster(tmp_path):
         )
         broker = ManagedProcess(
             "broker",
-            [_python(), "-m", "pyrmq", "broker", "-c", str(bconf)],
+            [venv_python(), "-m", "pyrmq", "broker", "-c", str(bconf)],
             tmp_path / "broker.out",
             cwd=ROOT,
             env=dict(os.environ, HOME=str(tmp_path)),
         )
         procs.append(broker)
-        _wait_line(broker, f"The broker[it-broker, 127.0.0.1:{b_port}] boot success.")
+        broker.wait_line(f"The broker[it-broker, 127.0.0.1:{b_port}] boot success.")
         yield f"127.0.0.1:{ns_port}", f"127.0.0.1:{b_port}", broker, store
     finally:
         for p in reversed(procs):
@@ -197,7 +182,7 @@ def test_dev_starts_both_servers(tmp_path):
     dev = ManagedProcess(
         "dev",
         [
-            _python(),
+            venv_python(),
             "-m",
             "pyrmq",
             "dev",
@@ -213,7 +198,7 @@ def test_dev_starts_both_servers(tmp_path):
         env=dict(os.environ, HOME=str(tmp_path)),
     )
     try:
-        _wait_line(dev, f"namesrv 127.0.0.1:{ns_port}  broker 127.0.0.1:{b_port}")
+        dev.wait_line(f"namesrv 127.0.0.1:{ns_port}  broker 127.0.0.1:{b_port}")
         ready = time.monotonic() - t0
 
         async def scenario():

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import filecmp
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 from support.ports import free_port, free_port_block
 from support.procs import ManagedProcess
+from support.pyrmq_proc import venv_python
 from support.servers import write_properties
 
 from pyrmq.broker.processor import REJECT_REQUEST_REMARK
@@ -30,21 +30,6 @@ from pyrmq.store import message as m
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "HaT"
-
-
-def _python() -> str:
-    p = ROOT / ".venv" / "bin" / "python"
-    return str(p) if p.exists() else sys.executable
-
-
-def _wait_line(proc: ManagedProcess, text: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in proc.log.read_text(errors="replace"):
-            return
-        assert proc.alive(), proc.tail()
-        time.sleep(0.05)
-    raise AssertionError(f"{text!r} not printed in {timeout}s\n{proc.tail()}")
 
 
 def _broker(tmp_path: Path, name: str, ns_port: int, port: int, **conf: object) -> tuple[ManagedProcess, Path]:
@@ -65,7 +50,7 @@ def _broker(tmp_path: Path, name: str, ns_port: int, port: int, **conf: object) 
     )
     proc = ManagedProcess(
         name,
-        [_python(), "-m", "pyrmq", "broker", "-c", str(path)],
+        [venv_python(), "-m", "pyrmq", "broker", "-c", str(path)],
         tmp_path / f"{name}.out",
         cwd=ROOT,
         env=dict(os.environ, HOME=str(tmp_path)),
@@ -82,7 +67,7 @@ def _pair(tmp_path: Path, **master_conf: object) -> Iterator[tuple[str, str, str
     conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": ns_port, "kvConfigPath": tmp_path / "kv.json"})
     ns = ManagedProcess(
         "namesrv",
-        [_python(), "-m", "pyrmq", "namesrv", "-c", str(conf), "--host", "127.0.0.1"],
+        [venv_python(), "-m", "pyrmq", "namesrv", "-c", str(conf), "--host", "127.0.0.1"],
         tmp_path / "namesrv.out",
         cwd=ROOT,
         env=dict(os.environ, HOME=str(tmp_path)),
@@ -93,12 +78,12 @@ def _pair(tmp_path: Path, **master_conf: object) -> Iterator[tuple[str, str, str
         master_conf.setdefault("brokerRole", "ASYNC_MASTER")
         master, m_store = _broker(tmp_path, "master", ns_port, m_port, brokerId=0, **master_conf)
         procs.append(master)
-        _wait_line(master, f"The broker[ha-broker, 127.0.0.1:{m_port}] boot success.")
+        master.wait_line(f"The broker[ha-broker, 127.0.0.1:{m_port}] boot success.")
         slave, s_store = _broker(
             tmp_path, "slave", ns_port, s_port, brokerId=1, brokerRole="SLAVE", slaveReadEnable="true"
         )
         procs.append(slave)
-        _wait_line(slave, f"The broker[ha-broker, 127.0.0.1:{s_port}] boot success.")
+        slave.wait_line(f"The broker[ha-broker, 127.0.0.1:{s_port}] boot success.")
         yield f"127.0.0.1:{ns_port}", f"127.0.0.1:{m_port}", f"127.0.0.1:{s_port}", m_store, s_store, slave
     finally:
         for p in reversed(procs):

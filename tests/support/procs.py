@@ -86,6 +86,16 @@ class ManagedProcess:
         self._close()
         return self.proc.returncode
 
+    def wait_line(self, text: str, timeout: float = 20) -> None:
+        """Until ``text`` appears in the process's output; fails at once if the process died."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log.read_text(errors="replace"):
+                return
+            assert self.alive(), self.tail()
+            time.sleep(0.05)
+        raise AssertionError(f"{text!r} not printed in {timeout}s\n{self.tail()}")
+
     def kill9(self) -> None:
         """SIGKILL: the process dies without closing anything itself (the kernel resets its sockets)."""
         self._signal_group(signal.SIGKILL)
