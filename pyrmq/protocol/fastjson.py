@@ -407,7 +407,8 @@ def _coerce(tp: Any, raw: Any, where: str) -> Any:
         if not isinstance(raw, list):
             raise BodyDecodeError(f"{where}: expected an array")
         (item,) = typing.get_args(tp)[:1] or (Any,)
-        return [_coerce(item, x, where) for x in raw]
+        items = [_coerce(item, x, where) for x in raw]
+        return set(items) if origin is set else frozenset(items) if origin is frozenset else items
     if origin is dict:
         if not isinstance(raw, dict):
             raise BodyDecodeError(f"{where}: expected an object")
