@@ -1,6 +1,6 @@
 """Name servers and brokers for the compat suites, each a real process.
 
-- JavaNamesrv / JavaBroker: the official 5.5.0 servers (module `servers`),
+- JavaNamesrv / JavaBroker / JavaController: the official 5.5.0 servers (module `servers`),
   loopback only, small heaps, ROCKETMQ_HOME and user.home in the test's
   directory (logs in <home>/logs/rocketmqlogs, shown on failure).
 - PyrmqNamesrv: `python -m pyrmq namesrv -c <file>` from this checkout.
@@ -154,6 +154,59 @@ class PyrmqNamesrv(_Server):
                 workdir / f"pyrmq-namesrv-{self.port}.out",
                 env=env,
                 cwd=ROOT,
+            )
+            try:
+                self.managed.wait_port(self.port, start_timeout)
+                return
+            except ProcessFailed:
+                self.managed.kill9()
+                if attempt == 2 or not _bind_race(self.managed):
+                    raise
+
+
+class JavaController(_Server):
+    """org.apache.rocketmq.controller.ControllerStartup 5.5.0, a DLedger controller group of one.
+
+    Java serves the CONTROLLER_* requests on the DLedger peer port, so `.addr` is
+    what brokers take as controllerAddr and mqadmin as -a. `conf` extends controller.conf.
+    """
+
+    def __init__(self, workdir: Path, start_timeout: float = 60, **conf):
+        self.workdir = workdir
+        self.home = prepare_home(workdir / "home")
+        self.name = f"java-controller-{next(_seq)}"
+        for attempt in range(3):
+            self.port = free_port()
+            props = {
+                "controllerDLegerGroup": "group1",
+                "controllerDLegerPeers": f"n0-127.0.0.1:{self.port}",
+                "controllerDLegerSelfId": "n0",
+                "controllerStorePath": workdir / "controller-store",
+                "configStorePath": workdir / "controller.properties.store",
+                "mappedFileSize": 4 * 1024 * 1024,
+                "scanNotActiveBrokerInterval": 1000,
+                "listenPort": free_port(),
+                **conf,
+            }
+            cfg = write_properties(workdir / "controller.conf", props)
+            argv = java_argv(
+                "servers",
+                "org.apache.rocketmq.controller.ControllerStartup",
+                ["-c", str(cfg)],
+                self.home,
+                {
+                    "rmq.logback.configurationFile": "rmq.controller.logback.xml",
+                    "logback.statusListenerClass": _LOGBACK_QUIET,
+                },
+                heap=SERVER_HEAP,
+            )
+            self.managed = ManagedProcess(
+                self.name,
+                argv,
+                workdir / f"controller-{self.port}.out",
+                env=java_env(self.home),
+                cwd=workdir,
+                extra_logs=[self.home / "logs/rocketmqlogs/controller.log"],
             )
             try:
                 self.managed.wait_port(self.port, start_timeout)
