@@ -14,7 +14,7 @@ from pyrmq.broker.filter.consumer_filter_manager import is_tag_type
 from pyrmq.broker.filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
 from pyrmq.broker.processor import REJECT_REQUEST_REMARK
 from pyrmq.broker.pull_request_hold_service import PullRequest, PullRequestHoldService
-from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, is_readable
+from pyrmq.common.constants import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, is_readable
 from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import FLAG_RESPONSE, RemotingCommand
@@ -22,6 +22,7 @@ from pyrmq.protocol.errors import SystemBusy
 from pyrmq.protocol.headers.broker import PullMessageRequestHeader
 from pyrmq.remoting.channel import error_response
 from pyrmq.remoting.server import RequestContext, handles
+from pyrmq.store.config import SubscriptionGroupConfig
 from pyrmq.store.results import GetMessageStatus
 
 log = logging.getLogger("pyrmq.broker.pull")
@@ -72,6 +73,9 @@ class PullMessageProcessor:
         self.consumer_filter_manager = consumer_filter_manager
         self.broker_stats = broker_stats
         self.now = now
+        #: Java BrokerController#minBrokerIdInGroup: the lowest live broker id of this group. It
+        #: only moves with enableSlaveActingMaster; otherwise a slave always sees its master as 0.
+        self.min_broker_id_in_group = MASTER_ID
         # Java: the hold service re-runs held pulls through this processor
         self.pull_request_hold_service = PullRequestHoldService(
             self.execute_request_when_wakeup, message_store.get_max_offset_in_queue
@@ -206,16 +210,17 @@ class PullMessageProcessor:
             filter_cls(sub, filter_data, self.consumer_filter_manager),
         )
         status = result.status
-        code = _STATUS_CODE.get(status)
         next_begin = result.next_begin_offset
+        code = _STATUS_CODE.get(status)
         if code is None:  # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
             code = ResponseCode.PULL_OFFSET_MOVED if h.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
         if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
             min_off, max_off = 0, 0
         else:
             min_off, max_off = result.min_offset, result.max_offset
+        suggest, code = self._suggest_which_broker_id(result.suggest_pulling_from_slave, sg, status, code)
         ext = {
-            "suggestWhichBrokerId": "0",
+            "suggestWhichBrokerId": str(suggest),
             "nextBeginOffset": str(next_begin),
             "minOffset": str(min_off),
             "maxOffset": str(max_off),
@@ -255,6 +260,28 @@ class PullMessageProcessor:
                 ctx.channel.remote_addr, h.consumer_group, h.topic, h.queue_id, h.commit_offset
             )
         return response
+
+    def _suggest_which_broker_id(
+        self, pull_from_slave: bool, sg: SubscriptionGroupConfig, status: GetMessageStatus, code: ResponseCode
+    ) -> tuple[int, ResponseCode]:
+        """Which broker the client should pull from next, and the response code (Java
+        PullMessageProcessor#composeResponseHeader).
+
+        With slaveReadEnable a consumer far behind (the store's accessMessageInMemoryMaxRatio test)
+        is sent to the group's whichBrokerWhenConsumeSlowly, otherwise to the group's brokerId. A
+        slave sends a consumer that is not behind back to a live master, and answers anything but
+        FOUND with PULL_RETRY_IMMEDIATELY so the client asks the master at once.
+        """
+        cfg = self.config
+        if cfg["slaveReadEnable"]:
+            suggest = sg.which_broker_when_consume_slowly if pull_from_slave else sg.broker_id
+        else:
+            suggest = MASTER_ID
+        if int(cfg["brokerId"]) != MASTER_ID and not pull_from_slave and self.min_broker_id_in_group == MASTER_ID:
+            suggest = MASTER_ID
+            if status is not GetMessageStatus.FOUND:
+                code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        return suggest, code
 
     def execute_request_when_wakeup(self, request: PullRequest) -> None:
         """Re-run a held pull (never suspending again) and send its answer (Java, same name)."""

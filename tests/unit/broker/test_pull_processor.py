@@ -208,3 +208,31 @@ def test_long_poll_not_woken_by_unmatched_tag_and_times_out(broker):
     # the re-run at timeout scans the unmatched entry and answers without suspending again
     assert len(sent) == 1 and sent[0].code == ResponseCode.PULL_RETRY_IMMEDIATELY
     assert sent[0].ext_fields["nextBeginOffset"] == "2"
+
+
+def test_suggest_which_broker_id_on_a_master(make_broker):
+    """Java composeResponseHeader: slaveReadEnable sends the group to its brokerId, a consumer far behind
+    (accessMessageInMemoryMaxRatio 0 makes any lag 'far') to whichBrokerWhenConsumeSlowly."""
+    plain = make_broker()
+    put(plain, n=2)
+    assert pull(plain).ext_fields["suggestWhichBrokerId"] == "0"
+    reading = make_broker(slaveReadEnable="true", accessMessageInMemoryMaxRatio="0")
+    sg = reading.c.subscription_group_manager.find_subscription_group_config("cg")
+    sg.which_broker_when_consume_slowly = 2
+    r = pull(reading)
+    assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.SUCCESS, "2")
+    r = pull(reading, offset=2)  # caught up: no lag, so the group's own brokerId
+    assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.PULL_NOT_FOUND, "0")
+    sg.broker_id = 1
+    assert pull(reading, offset=2).ext_fields["suggestWhichBrokerId"] == "1"
+
+
+def test_slave_sends_a_caught_up_consumer_back_to_its_master(make_broker):
+    """A slave (slaveReadEnable) answers FOUND data but suggests the master; anything else is
+    PULL_RETRY_IMMEDIATELY instead of a held pull, so the client turns to the master at once."""
+    slave = make_broker(brokerRole="SLAVE", brokerId="1", slaveReadEnable="true")
+    r = pull(slave, topic="TBW102", suspend_ms=1000, sys_flag=0x4 | 0x2)
+    assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.PULL_RETRY_IMMEDIATELY, "0")
+    slave.c.pull_processor.min_broker_id_in_group = 1  # the master is gone (acting-master bookkeeping)
+    r = pull(slave, topic="TBW102", sys_flag=0x4)
+    assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.PULL_NOT_FOUND, "0")
