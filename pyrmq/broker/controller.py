@@ -31,6 +31,7 @@ from pyrmq.broker.processor.client_manage import ClientManageProcessor
 from pyrmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from pyrmq.broker.processor.end_transaction import EndTransactionProcessor
 from pyrmq.broker.processor.group_admin import GroupAdminProcessor
+from pyrmq.broker.processor.ha_status import HAStatusProcessor
 from pyrmq.broker.processor.pull import PullMessageProcessor
 from pyrmq.broker.processor.query import QueryMessageProcessor
 from pyrmq.broker.processor.reply import ReplyMessageProcessor
@@ -52,6 +53,7 @@ from pyrmq.common.clock import now_ms
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 from pyrmq.ha.master import HAService
 from pyrmq.ha.slave import HAClient
+from pyrmq.protocol.bodies.admin import HAClientRuntimeInfo, HARuntimeInfo
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfig, TopicConfigAndMappingSerializeWrapper
 from pyrmq.protocol.bodies.namesrv import RegisterBrokerBody
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -84,6 +86,7 @@ PROCESSORS: tuple[type, ...] = (
     ConsumerSendMsgBackProcessor,
     ReplyMessageProcessor,
     SlaveSyncProcessor,
+    HAStatusProcessor,
 )
 
 #: Java ClientHousekeepingService: scan every 10 s
@@ -249,6 +252,7 @@ class BrokerController:
             "now": self.now,
             "update_config": self.update_config,
             "register_increment_broker_data": self.register_increment_broker_data,
+            "ha_runtime_info": self.ha_runtime_info,
         }
 
     def build(self, cls: type[P], deps: dict[str, Any] | None = None) -> P:
@@ -329,6 +333,32 @@ class BrokerController:
         else:
             self._update_master_ha_addr_periodically = True
         self.ha_client.start()
+
+    def ha_runtime_info(self) -> HARuntimeInfo | None:
+        """What haStatus shows (Java DefaultHAService#getRuntimeInfo): a master lists its slaves, a
+        slave its client; None before the HA side started."""
+        max_offset = self.message_store.get_max_phy_offset()
+        if self.ha_service is not None:
+            slaves = self.ha_service.runtime_info(max_offset)
+            return HARuntimeInfo(
+                master=True,
+                master_commit_log_max_offset=max_offset,
+                in_sync_slave_nums=sum(1 for c in slaves if c.in_sync),
+                ha_connection_info=slaves,
+            )
+        client = self.ha_client
+        if client is None:
+            return None
+        return HARuntimeInfo(
+            master=False,
+            ha_client_runtime_info=HAClientRuntimeInfo(
+                master_addr=client.master_ha_address,
+                transferred_byte_in_second=client.flow.transferred_byte_in_second(),
+                max_offset=max_offset,
+                last_read_timestamp=client.last_read_timestamp,
+                last_write_timestamp=client.last_write_timestamp,
+            ),
+        )
 
     async def _shutdown_ha(self) -> None:
         if self.ha_client is not None:

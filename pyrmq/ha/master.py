@@ -19,7 +19,9 @@ import time
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
+from pyrmq.ha.flow import FlowMonitor
 from pyrmq.ha.protocol import HAConnectionState, ReportDecoder, encode_transfer_header, first_transfer_offset
+from pyrmq.protocol.bodies.admin import HAConnectionRuntimeInfo
 from pyrmq.store.message_store import MessageStore
 from pyrmq.store.results import PutMessageStatus
 
@@ -28,17 +30,6 @@ log = logging.getLogger("pyrmq.ha")
 #: WaitNotifyObject#allWaitForRunning(100): how long a connection with nothing to send sleeps
 POLL_INTERVAL_S = 0.1
 _READ_SIZE = 64 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class HAConnectionRuntimeInfo:
-    """One slave as HARuntimeInfo.HAConnectionRuntimeInfo reports it."""
-
-    addr: str
-    slave_ack_offset: int
-    diff: int
-    in_sync: bool
-    transfer_from_where: int
 
 
 class HAConnection:
@@ -59,6 +50,7 @@ class HAConnection:
         self.slave_request_offset = -1
         self.slave_ack_offset = -1
         self.next_transfer_from_where = -1
+        self.flow = FlowMonitor()
         self._requested = asyncio.Event()
         self._last_write = time.monotonic()
 
@@ -138,6 +130,7 @@ class HAConnection:
             offset = self.next_transfer_from_where
             self.next_transfer_from_where = offset + len(body)
             writer.writelines((encode_transfer_header(offset, len(body)), body))
+            self.flow.add(len(body))
             await self._drained()
 
     async def _drained(self) -> None:
@@ -320,14 +313,15 @@ class HAService:
         """Per slave, what HARuntimeInfo shows (Java DefaultHAService#getRuntimeInfo, master side)."""
         return [
             HAConnectionRuntimeInfo(
-                c.client_address,
-                c.slave_ack_offset,
-                master_put_where - c.slave_ack_offset,
-                self.is_in_sync_slave(master_put_where, c),
-                c.next_transfer_from_where,
+                addr=c.client_address,
+                slave_ack_offset=c.slave_ack_offset,
+                diff=master_put_where - c.slave_ack_offset,
+                in_sync=self.is_in_sync_slave(master_put_where, c),
+                transferred_byte_in_second=c.flow.transferred_byte_in_second(),
+                transfer_from_where=c.next_transfer_from_where,
             )
             for c in self.connections
         ]
 
 
-__all__ = ["GroupTransferRequest", "HAConnection", "HAConnectionRuntimeInfo", "HAService"]
+__all__ = ["GroupTransferRequest", "HAConnection", "HAService"]

@@ -16,6 +16,7 @@ import logging
 import time
 
 from pyrmq.common.clock import Clock, now_ms
+from pyrmq.ha.flow import FlowMonitor
 from pyrmq.ha.protocol import (
     CommitLogStreamCheck,
     HAConnectionState,
@@ -59,6 +60,7 @@ class HAClient:
         self.current_reported_offset = 0
         self.last_read_timestamp = 0  # epoch ms, for runtime info
         self.last_write_timestamp = 0
+        self.flow = FlowMonitor()
         self._check: CommitLogStreamCheck | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -184,6 +186,7 @@ class HAClient:
         if not store.append_to_commit_log(frame.physical_offset, frame.body):
             check.undo()
             raise HAProtocolError(f"the store refused {len(frame.body)} bytes at {frame.physical_offset}")
+        self.flow.add(len(frame.body))
 
     async def _report_plus(self) -> None:
         """Report again when the store grew. Java DefaultHAClient#reportSlaveMaxOffsetPlus."""

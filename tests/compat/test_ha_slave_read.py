@@ -13,7 +13,7 @@ import asyncio
 import time
 
 import pytest
-from support.java import run_junit
+from support.java import mqadmin, run_junit
 
 from pyrmq.protocol.bodies.namesrv import TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -63,6 +63,21 @@ def _wait_replicated(master_store, slave_store, timeout: float = 60) -> None:
         time.sleep(0.3)
 
 
+def _ha_status(addr: str, java_home) -> dict[str, str]:
+    out = mqadmin("5.5.0", "haStatus", "-b", addr, home=java_home)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return {k: v.strip() for k, _, v in (line.partition("\t") for line in out.stdout.splitlines() if "\t" in line)}
+
+
+def _check_ha_status(master_addr: str, slave_addr: str, java_home) -> None:
+    """The official `mqadmin haStatus` on both: one slave, in sync, at the master's max offset."""
+    on_master = _ha_status(master_addr, java_home)
+    assert (on_master["#MasterAddr"], on_master["#SlaveNum"], on_master["#InSyncSlaveNum"]) == (master_addr, "1", "1")
+    on_slave = _ha_status(slave_addr, java_home)
+    assert on_slave["#CommitLogMaxOffset"] == on_master["#MasterCommitLogMaxOffset"], (on_master, on_slave)
+    assert on_slave["#MasterAddr"].startswith("127.0.0.1:"), on_slave
+
+
 def _scenario(namesrv, master, slave, java_home, tmp_path) -> None:
     asyncio.run(_create_topic(master.addr))
     ids = tmp_path / "ids.txt"
@@ -70,6 +85,7 @@ def _scenario(namesrv, master, slave, java_home, tmp_path) -> None:
     run_junit("5.5.0", "SlaveReadTest", "produce", props=props, home=java_home, timeout=180)
     assert len(ids.read_text().split()) == COUNT
     _wait_replicated(master.store_dir, slave.store_dir)
+    _check_ha_status(master.addr, slave.addr, java_home)
     master.kill9()
     _wait_route(namesrv.addr, {1})
     run_junit("5.5.0", "SlaveReadTest", "consume", props={**props, "timeoutSec": 90}, home=java_home, timeout=180)

@@ -21,6 +21,7 @@ from support.pyrmq_proc import venv_python
 from support.servers import write_properties
 
 from pyrmq.broker.processor import REJECT_REQUEST_REMARK
+from pyrmq.protocol.bodies.admin import HARuntimeInfo
 from pyrmq.protocol.bodies.namesrv import ClusterInfo
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -169,6 +170,23 @@ def test_master_slave_pair(pair):
             assert info.broker_addr_table is not None and info.cluster_addr_table is not None
             assert info.cluster_addr_table["HaCluster"] == ["ha-broker"]
             assert info.broker_addr_table["ha-broker"].broker_addrs == {0: master_addr, 1: slave_addr}
+            # haStatus from both sides (Java DefaultHAService#getRuntimeInfo)
+            ha = RemotingCommand.request(RequestCode.GET_BROKER_HA_STATUS)
+            r = await c.invoke(master_addr, ha, 5)
+            assert r.code == ResponseCode.SUCCESS, r
+            on_master = HARuntimeInfo.decode(r.body)
+            assert on_master.master and on_master.in_sync_slave_nums == 1
+            (slave_conn,) = on_master.ha_connection_info
+            assert slave_conn.slave_ack_offset == on_master.master_commit_log_max_offset > 0
+            assert (slave_conn.diff, slave_conn.in_sync) == (0, True)
+            assert slave_conn.addr is not None and slave_conn.addr.startswith("127.0.0.1:")
+            r = await c.invoke(slave_addr, RemotingCommand.request(RequestCode.GET_BROKER_HA_STATUS), 5)
+            on_slave = HARuntimeInfo.decode(r.body)
+            assert not on_slave.master
+            client = on_slave.ha_client_runtime_info
+            assert client.master_addr == f"127.0.0.1:{int(master_addr.rsplit(':', 1)[1]) + 1}"
+            assert client.max_offset == on_master.master_commit_log_max_offset
+            assert client.last_read_timestamp > 0 and client.last_write_timestamp > 0
 
     asyncio.run(scenario())
     # the replicated range is byte for byte the master's

@@ -174,3 +174,39 @@ def consume_stats(body: bytes | None) -> ConsumeStats:
 
 def reset_offset_body(body: bytes | None) -> ResetOffsetBody:
     return ResetOffsetBody(_table(_obj(body), int))
+
+
+@dataclass(slots=True)
+class HAConnectionRuntimeInfo(FastJsonBody):
+    """One slave as its master sees it. Java HARuntimeInfo.HAConnectionRuntimeInfo."""
+
+    addr: str | None = None
+    slave_ack_offset: int = 0
+    diff: int = 0
+    in_sync: bool = False
+    transferred_byte_in_second: int = 0
+    transfer_from_where: int = 0
+
+
+@dataclass(slots=True)
+class HAClientRuntimeInfo(FastJsonBody):
+    """A slave's replication client. Java HARuntimeInfo.HAClientRuntimeInfo."""
+
+    master_addr: str | None = None
+    transferred_byte_in_second: int = 0
+    max_offset: int = 0
+    last_read_timestamp: int = 0
+    last_write_timestamp: int = 0
+    master_flush_offset: int = 0
+    activated: bool = False
+
+
+@dataclass(slots=True)
+class HARuntimeInfo(FastJsonBody):
+    """GET_BROKER_HA_STATUS answer (mqadmin haStatus). Java body/HARuntimeInfo."""
+
+    master: bool = False
+    master_commit_log_max_offset: int = 0
+    in_sync_slave_nums: int = 0
+    ha_connection_info: list[HAConnectionRuntimeInfo] = field(default_factory=list)
+    ha_client_runtime_info: HAClientRuntimeInfo = field(default_factory=HAClientRuntimeInfo)

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from pyrmq.ha.flow import FlowMonitor
 from pyrmq.ha.protocol import (
     MAX_TRANSFER_BODY_SIZE,
     CommitLogStreamCheck,
@@ -220,3 +221,16 @@ def test_stream_check_undo_forgets_the_last_frame():
     assert check.stream_end == 50
     check.check(50, stream[50:300])
     assert check.stream_end == 300
+
+
+def test_flow_monitor_reports_the_last_whole_second() -> None:
+    now = [100.2]
+    flow = FlowMonitor(lambda: now[0])
+    flow.add(10)
+    flow.add(5)
+    assert flow.transferred_byte_in_second() == 0  # the current second is not over
+    now[0] = 101.0
+    assert flow.transferred_byte_in_second() == 15
+    flow.add(7)
+    now[0] = 103.5  # a silent second in between
+    assert flow.transferred_byte_in_second() == 0
