@@ -50,6 +50,8 @@ class HAConnection:
         self.slave_request_offset = -1
         self.slave_ack_offset = -1
         self.next_transfer_from_where = -1
+        #: why this slave gets heartbeats only (see _check_request); None for a normal slave
+        self.diverged: str | None = None
         self.flow = FlowMonitor()
         self._requested = asyncio.Event()
         self._last_write = time.monotonic()
@@ -95,8 +97,34 @@ class HAConnection:
             if self.slave_request_offset < 0:
                 self.slave_request_offset = offset
                 log.info("slave[%s] request offset %d", self.client_address, offset)
+                self._check_request(offset)
                 self._requested.set()
-            self.service.notify_transfer_some(offset)
+            if self.diverged is None:
+                self.service.notify_transfer_some(offset)
+
+    @property
+    def acked_offset(self) -> int:
+        """What this slave holds of the master's log: -1 for a diverged slave, whatever it reports."""
+        return -1 if self.diverged is not None else self.slave_ack_offset
+
+    def _check_request(self, offset: int) -> None:
+        """Stricter than Java, which streams from any requested offset: a slave ahead of the master
+        holds records the master never wrote (say the master lost unflushed data in a crash), and
+        one below the master's first file asks for data already cleaned. Java would ack the first
+        falsely and later send it data that does not line up; it would keep the second waiting.
+        pyrmq keeps both connected on heartbeats only, never counts their acks, and says why."""
+        store = self.service.store
+        max_offset, min_offset = store.get_max_phy_offset(), store.get_min_phy_offset()
+        if offset > max_offset:
+            self.diverged = f"its commit log ends at {offset}, beyond the master's {max_offset}"
+        elif 0 < offset < min_offset:
+            self.diverged = f"it asks for {offset}, before the master's first offset {min_offset} (cleaned)"
+        if self.diverged is not None:
+            log.error(
+                "slave[%s] cannot replicate: %s; it gets heartbeats only and its acks do not count",
+                self.client_address,
+                self.diverged,
+            )
 
     async def _write_loop(self) -> None:
         """Java WriteSocketService: once the slave asked, frames of at most haTransferBatchSize from
@@ -115,6 +143,10 @@ class HAConnection:
             self.slave_request_offset,
         )
         writer = self._writer
+        while self.diverged is not None:
+            writer.write(encode_transfer_header(self.next_transfer_from_where, 0))
+            await self._drained()
+            await asyncio.sleep(config.ha_send_heartbeat_interval / 1000)
         while True:
             if time.monotonic() - self._last_write > config.ha_send_heartbeat_interval / 1000:
                 writer.write(encode_transfer_header(self.next_transfer_from_where, 0))
@@ -286,7 +318,7 @@ class HAService:
         connection whose ack covers it. Java GroupTransferService#doWaitTransfer (not controller mode)."""
         if req.ack_nums <= 1:
             return self.push2slave_max_offset >= req.next_offset
-        acks = 1 + sum(1 for c in self.connections if c.slave_ack_offset >= req.next_offset)
+        acks = 1 + sum(1 for c in self.connections if c.acked_offset >= req.next_offset)
         return acks >= req.ack_nums
 
     @staticmethod
@@ -303,7 +335,10 @@ class HAService:
         )
 
     def is_in_sync_slave(self, master_put_where: int, conn: HAConnection) -> bool:
-        return master_put_where - conn.slave_ack_offset < self.store.config.ha_max_gap_not_in_sync
+        return (
+            conn.diverged is None
+            and master_put_where - conn.slave_ack_offset < self.store.config.ha_max_gap_not_in_sync
+        )
 
     def in_sync_replicas_nums(self, master_put_where: int) -> int:
         """The master plus every in-sync slave. Java DefaultHAService#inSyncReplicasNums."""

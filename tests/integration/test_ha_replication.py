@@ -336,3 +336,83 @@ def test_slave_reconnects_when_the_master_comes_back(tmp_path):
             master.shutdown()
 
     run(main)
+
+
+def test_a_slave_ahead_of_its_master_gets_heartbeats_only_and_never_acks(tmp_path):
+    """The slave's log ends beyond the master's (a master that lost unflushed data, say). Java would
+    stream from the slave's offset once the master grows past it and count the slave's acks; pyrmq
+    keeps the connection on heartbeats, writes nothing to the slave, and a put that needs its ack
+    times out instead of a false SEND_OK."""
+
+    async def main() -> None:
+        master = open_store(tmp_path / "m", ha_send_heartbeat_interval=100)
+        put(master, 0, 3)
+        slave = open_store(tmp_path / "s")
+        put(slave, 100, 8)
+        held = slave.get_max_phy_offset()
+        assert held > master.get_max_phy_offset()
+        service = HAService(master, "127.0.0.1")
+        await service.start()
+        client = HAClient(slave, retry_interval_s=0.05)
+        client.update_ha_master_address(f"127.0.0.1:{service.port}")
+        client.start()
+        try:
+            await until(lambda: bool(service.connections) and service.connections[0].slave_request_offset == held)
+            (conn,) = service.connections
+            await until(lambda: conn.diverged is not None)
+            put(master, 3, 20)  # the master now grows past the slave's end
+            await asyncio.sleep(0.5)
+            assert slave.get_max_phy_offset() == held
+            assert service.connections == [conn] and conn.slave_ack_offset == held  # still connected
+            assert not service.runtime_info(master.get_max_phy_offset())[0].in_sync
+            future = service.request(master.get_max_phy_offset(), 2, 300)
+            assert await asyncio.wrap_future(future) is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+            # heartbeats keep coming: the slave's last read is recent
+            before = client.last_read_timestamp
+            await until(lambda: client.last_read_timestamp > before, 3)
+        finally:
+            await client.shutdown()
+            await service.shutdown()
+            slave.shutdown()
+            master.shutdown()
+
+    run(main)
+
+
+def test_a_slave_behind_the_masters_cleaned_files_is_told_and_kept_waiting(tmp_path):
+    """The slave reconnects after the master rolled and deleted the files it still needed: no data
+    can be sent from its offset; it stays connected on heartbeats, writes nothing, acks nothing."""
+
+    async def main() -> None:
+        master = open_store(tmp_path / "m", ha_send_heartbeat_interval=100)
+        put(master, 0, 4)
+        slave = open_store(tmp_path / "s")
+        service = HAService(master, "127.0.0.1")
+        await service.start()
+        client = HAClient(slave, retry_interval_s=0.05)
+        client.update_ha_master_address(f"127.0.0.1:{service.port}")
+        client.start()
+        await until(lambda: slave.get_max_phy_offset() == master.get_max_phy_offset())
+        await client.shutdown()
+        held = slave.get_max_phy_offset()
+        put(master, 4, 200)  # several files
+        queue = master.commit_log.mapped_file_queue
+        assert len(queue.mapped_files) >= 3
+        queue.delete_expired_file_by_time(0, 0, True, delete_file_batch_max=2)
+        assert master.get_min_phy_offset() > held
+        client = HAClient(slave, retry_interval_s=0.05)
+        client.update_ha_master_address(f"127.0.0.1:{service.port}")
+        client.start()
+        try:
+            await until(lambda: any(c.diverged for c in service.connections))
+            await asyncio.sleep(0.4)
+            assert slave.get_max_phy_offset() == held
+            future = service.request(master.get_max_phy_offset(), 2, 200)
+            assert await asyncio.wrap_future(future) is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+        finally:
+            await client.shutdown()
+            await service.shutdown()
+            slave.shutdown()
+            master.shutdown()
+
+    run(main)
