@@ -27,25 +27,25 @@ TOPIC = "SlaveReadT"
 COUNT = 200
 
 
-async def _create_topic(addr: str) -> None:
-    header = CreateTopicRequestHeader(topic=TOPIC, read_queue_nums=4, write_queue_nums=4).to_ext_fields()
+async def _create_topic(addr: str, topic: str) -> None:
+    header = CreateTopicRequestHeader(topic=topic, read_queue_nums=4, write_queue_nums=4).to_ext_fields()
     async with RemotingClient() as c:
         r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header), 10)
     assert r.code == ResponseCode.SUCCESS, r
 
 
-async def _route_brokers(namesrv: str) -> dict[int, str]:
+async def _route_brokers(namesrv: str, topic: str) -> dict[int, str]:
     async with RemotingClient() as c:
-        r = await c.invoke(namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}), 10)
+        r = await c.invoke(namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), 10)
     if r.code != ResponseCode.SUCCESS:
         return {}
     route = TopicRouteData.decode(r.body)
     return dict(route.broker_datas[0].broker_addrs) if route.broker_datas else {}
 
 
-def _wait_route(namesrv: str, want: set[int], timeout: float = 60) -> None:
+def _wait_route(namesrv: str, topic: str, want: set[int], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
-    while set(asyncio.run(_route_brokers(namesrv))) != want:
+    while set(asyncio.run(_route_brokers(namesrv, topic))) != want:
         assert time.monotonic() < deadline, f"route never listed exactly broker ids {want}"
         time.sleep(0.5)
 
@@ -79,16 +79,24 @@ def _check_ha_status(master_addr: str, slave_addr: str, java_home) -> None:
 
 
 def _scenario(namesrv, master, slave, java_home, tmp_path) -> None:
-    asyncio.run(_create_topic(master.addr))
-    ids = tmp_path / "ids.txt"
-    props = {"namesrv": namesrv.addr, "topic": TOPIC, "ids": ids, "count": COUNT}
-    run_junit("5.5.0", "SlaveReadTest", "produce", props=props, home=java_home, timeout=180)
-    assert len(ids.read_text().split()) == COUNT
-    _wait_replicated(master.store_dir, slave.store_dir)
-    _check_ha_status(master.addr, slave.addr, java_home)
-    master.kill9()
-    _wait_route(namesrv.addr, {1})
-    run_junit("5.5.0", "SlaveReadTest", "consume", props={**props, "timeoutSec": 90}, home=java_home, timeout=180)
+    """One topic and group per test, and the group stopped at the end: the consumer must see this
+    group's messages only."""
+    topic = f"{TOPIC}_{master.name}"
+    try:
+        asyncio.run(_create_topic(master.addr, topic))
+        ids = tmp_path / "ids.txt"
+        props = {"namesrv": namesrv.addr, "topic": topic, "ids": ids, "count": COUNT, "group": f"cg_{master.name}"}
+        run_junit("5.5.0", "SlaveReadTest", "produce", props=props, home=java_home, timeout=180)
+        assert len(ids.read_text().split()) == COUNT
+        _wait_replicated(master.store_dir, slave.store_dir)
+        _check_ha_status(master.addr, slave.addr, java_home)
+        master.kill9()
+        _wait_route(namesrv.addr, topic, {1})
+        props["timeoutSec"] = 90
+        run_junit("5.5.0", "SlaveReadTest", "consume", props=props, home=java_home, timeout=180)
+    finally:
+        slave.stop()
+        master.stop()
 
 
 def test_official_consumer_reads_the_pyrmq_slave_of_a_killed_pyrmq_master(

@@ -369,7 +369,9 @@ def test_master_paused_then_resumed(tmp_path):
             got: list[bytes] = []
             async with RemotingClient() as c:
                 create = CreateTopicRequestHeader(topic=TOPIC, read_queue_nums=1, write_queue_nums=1).to_ext_fields()
-                r = await c.invoke(p.slave_addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5)
+                r = await c.invoke(
+                    p.slave_addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5
+                )
                 assert r.code == ResponseCode.SUCCESS, r
                 while True:
                     r = await c.invoke(p.slave_addr, _pull(TOPIC, len(got)), 5)
