@@ -97,7 +97,8 @@ def build_runtime_info(
     out["consumeQueueDiskRatio"] = double_to_string(_disk_ratio(os.path.join(sc.store_path_root_dir, "consumequeue")))
     out["commitLogMinOffset"] = str(store.get_min_phy_offset())
     out["commitLogMaxOffset"] = str(store.get_max_phy_offset())
-    out["brokerActive"] = "true"
+    # Java isSpecialServiceRunning: the delay and transaction-check services run on the master only
+    out["brokerActive"] = "true" if config.is_master else "false"
     out["msgPutTotalYesterdayMorning"] = str(st.put_yesterday_morning)
     out["msgPutTotalTodayMorning"] = str(st.put_morning)
     out["msgPutTotalTodayNow"] = str(st.broker_put_nums)
