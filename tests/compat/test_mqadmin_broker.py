@@ -165,6 +165,9 @@ def _scenario(version: str):
         f"updateTopic -b $B -t AdmTrace{v} -r 1 -w 1",           # 26 for queryMsgTraceById in phase B
         "@sleep 1500",                                           # 27
         f"@trace-producer AdmTraceP{v} {BROKER} AdmTrace{v} TK{v}",  # 28 traces flushed at batch end
+        # the client's trace dispatcher gives its queue only 500 ms at shutdown; on a loaded machine the
+        # trace was once still queued then (and lost): let the dispatcher send it while the batch lives
+        "@sleep 3000",                                           # 29
     ]
     return t, g, pg, phase_a
 
