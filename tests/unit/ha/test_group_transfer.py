@@ -24,18 +24,18 @@ def test_acks_are_counted_with_the_master(tmp_path):
         s = service(tmp_path)
         await s.start()
         try:
-            a, b = SimpleNamespace(slave_ack_offset=0), SimpleNamespace(slave_ack_offset=0)
+            a, b = SimpleNamespace(acked_offset=0), SimpleNamespace(acked_offset=0)
             s.connections += [a, b]
             three = asyncio.wrap_future(s.request(100, 3, 5000))
             two = asyncio.wrap_future(s.request(100, 2, 5000))
             await asyncio.sleep(0.01)
             assert not two.done()
-            a.slave_ack_offset = 100
+            a.acked_offset = 100
             s.notify_transfer_some(100)
             assert await two is OK  # the master and one slave
             await asyncio.sleep(0.01)
             assert not three.done()
-            b.slave_ack_offset = 120
+            b.acked_offset = 120
             s.notify_transfer_some(120)
             assert await three is OK
             # already covered: answered at once
