@@ -16,9 +16,10 @@ class MQVersion(enum.IntEnum):
     V3_4_9 = 86  # maxReconsumeTimes honoured from here
     V4_9_4 = 401  # route data with quoted (standard JSON) brokerAddrs keys
     V5_0_0 = 413  # compressed RegisterBrokerBody carries topic queue mapping infos
-    V5_3_3 = 479  # what pyrmq says it is
+    V5_5_0 = 513  # the release whose protocol pyrmq follows, and what it says it is
 
 
-#: the version pyrmq puts in every command it sends: at least 232 (Java SQL92 consumers check
-#: it, spec §1.3) and within int16 (the Go client)
-PYRMQ_VERSION = MQVersion.V5_3_3.value
+#: the version pyrmq puts in every command it sends and reports as broker and name server (Java
+#: 5.5.0's MQVersion.CURRENT_VERSION): at least 232 (Java SQL92 consumers check it, spec §1.3)
+#: and within int16 (the Go client)
+PYRMQ_VERSION = MQVersion.V5_5_0.value

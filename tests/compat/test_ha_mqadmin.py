@@ -30,15 +30,14 @@ def _run(java_home, *args: str) -> str:
 
 
 def _cluster_rows(text: str, master_addr: str, slave_addr: str) -> list[str]:
-    """Cluster, broker name, BID, role by address, ACTIVATED; TPS, hours and space move, and the
-    version differs on purpose (docs/admin.md)."""
+    """Cluster, broker name, BID, role by address, version, ACTIVATED; TPS, hours and space move."""
     rows = []
     for line in text.splitlines():
         cols = line.split()
         if len(cols) < 6 or cols[0] != CLUSTER:
             continue
         who = {master_addr: "<master>", slave_addr: "<slave>"}.get(cols[3], cols[3])
-        rows.append(" ".join([cols[0], cols[1], cols[2], who, cols[-1]]))
+        rows.append(" ".join([cols[0], cols[1], cols[2], who, cols[4], cols[-1]]))
     return sorted(rows)
 
 

@@ -12,7 +12,7 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-from pyrmq.protocol.version import PYRMQ_VERSION
+from pyrmq.protocol.version import PYRMQ_VERSION, MQVersion
 
 if TYPE_CHECKING:
     from pyrmq.broker.config import BrokerConfig
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 #: pyrmq emulates the 5.3.3 broker (MQVersion ordinal 479)
 BROKER_VERSION = PYRMQ_VERSION
-BROKER_VERSION_DESC = "V5_3_3"
+BROKER_VERSION_DESC = MQVersion.V5_5_0.name
 
 
 def human_bytes(n: int) -> str:

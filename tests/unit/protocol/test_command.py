@@ -47,6 +47,7 @@ def test_spec_1_5_rocketmq_example():
         opaque=1,
         ext_fields={"topic": "TopicTest"},
         serialize_type=SerializeType.ROCKETMQ,
+        version=479,  # the spec's example is a 5.3.3 client's request
     )
     got = encode(cmd)
     assert got == SPEC_1_5_FRAME, show(got)
@@ -54,12 +55,14 @@ def test_spec_1_5_rocketmq_example():
 
 
 def test_spec_1_4_json_examples():
-    req = RemotingCommand(code=105, opaque=7, ext_fields={"topic": "TopicTest"})
+    req = RemotingCommand(code=105, opaque=7, ext_fields={"topic": "TopicTest"}, version=479)
     assert encode_header(req) == (
         b'{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":7,'
         b'"serializeTypeCurrentRPC":"JSON","version":479}'
     )
-    resp = RemotingCommand(code=17, flag=1, opaque=7, remark="No topic route info in name server for the topic: X")
+    resp = RemotingCommand(
+        code=17, flag=1, opaque=7, remark="No topic route info in name server for the topic: X", version=479
+    )
     assert encode_header(resp) == (
         b'{"code":17,"flag":1,"language":"JAVA","opaque":7,'
         b'"remark":"No topic route info in name server for the topic: X",'
@@ -236,7 +239,7 @@ def test_request_response_helpers():
     req2 = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2)
     assert req2.opaque != req.opaque
     assert not req.is_response and not req.is_oneway
-    assert req.version == PYRMQ_VERSION == 479 and req.language == LanguageCode.JAVA
+    assert req.version == PYRMQ_VERSION == 513 and req.language == LanguageCode.JAVA
     ow = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, oneway=True)
     assert ow.is_oneway and ow.flag == FLAG_ONEWAY
 
