@@ -13,6 +13,7 @@ from pyrmq.admin.base import Ctx, PrintHelp, command, java_bool, java_int
 from pyrmq.admin.client import AdminError, ok, select_addr
 from pyrmq.admin.javafmt import human_millis, jstr
 from pyrmq.admin.options import Opt, OptionSet
+from pyrmq.common.attributes import AttributeModificationError, parse_to_map, parse_to_string
 from pyrmq.common.constants import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     DLQ_GROUP_TOPIC_PREFIX,
@@ -36,29 +37,11 @@ from pyrmq.protocol.headers.namesrv import DeleteKVConfigRequestHeader, DeleteTo
 
 
 def parse_attributes(text: str) -> dict[str, str]:
-    """AttributeParser.parseToMap: ``+a=b,+c=d,-e``."""
-    out: dict[str, str] = {}
-    if not text:
-        return out
-    for kv in text.split(","):
-        if kv.startswith("+"):
-            k, sep, v = kv[1:].partition("=")
-            if not sep or not k:
-                raise AdminError(f"add/alter attribute format is wrong: {kv}")
-            out["+" + k] = v
-        elif kv.startswith("-"):
-            if "=" in kv:
-                raise AdminError(f"delete attribute format is wrong: {kv}")
-            out[kv] = ""
-        else:
-            raise AdminError(f"attribute format is wrong: {kv}")
-    return out
-
-
-def _attrs_header(attrs: dict[str, str]) -> str | None:
-    if not attrs:
-        return None
-    return ",".join(k if k.startswith("-") else f"{k}={v}" for k, v in attrs.items())
+    """AttributeParser.parseToMap (``+a=b,+c=d,-e``), its refusal as the tool's error."""
+    try:
+        return parse_to_map(text)
+    except AttributeModificationError as e:
+        raise AdminError(str(e)) from None
 
 
 async def create_topic(ctx: Ctx, addr: str, tc: TopicConfig) -> None:
@@ -74,7 +57,7 @@ async def create_topic(ctx: Ctx, addr: str, tc: TopicConfig) -> None:
         topic_filter_type=tc.topic_filter_type,
         topic_sys_flag=tc.topic_sys_flag,
         order=tc.order,
-        attributes=_attrs_header(tc.attributes),
+        attributes=parse_to_string(tc.attributes) or None,
     )
     await ctx.client.broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, h)
 

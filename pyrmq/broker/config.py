@@ -127,6 +127,7 @@ def _defaults() -> dict[str, Any]:
         "retryQueueNums": 1,  # pyrmq: Java hard-codes PermName/retry queue 1 (MixAll)
         "consumeBroadcastEnable": True,
         "slaveReadEnable": False,  # a slave serves pulls only with it (Java PullMessageProcessor#rejectRequest)
+        "enableMixedMessageType": False,  # a topic's +message.type=MIXED is refused without it
         "useTLS": False,  # NettyClientConfig; reported only, mqadmin exportConfigs reads it
         # NettyServerConfig
         "bindAddress": "0.0.0.0",

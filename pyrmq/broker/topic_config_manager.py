@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable
 
 from pyrmq.broker.config_manager import ConfigManager
+from pyrmq.common.attributes import TOPIC_ATTRIBUTES, alter_current_attributes
 from pyrmq.common.constants import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     PERM_INHERIT,
@@ -100,6 +101,9 @@ class TopicConfigManager(ConfigManager):
         for name, tc in wrapper.topic_config_table.items():
             if tc.topic_name is None:
                 tc.topic_name = name
+            if tc.attributes and any(k[:1] in "+-" for k in tc.attributes):
+                # pyrmq before 2026-11 stored the request's "+key" modifications as they came
+                tc.attributes = {k.lstrip("+"): v for k, v in tc.attributes.items() if not k.startswith("-")}
             self.topic_config_table[name] = tc
         self.data_version = wrapper.data_version
 
@@ -180,12 +184,15 @@ class TopicConfigManager(ConfigManager):
         return tc
 
     def update_topic_config(self, tc: TopicConfig) -> None:
-        """UPDATE_AND_CREATE_TOPIC: put (replacing), bump the version, persist, register."""
+        """UPDATE_AND_CREATE_TOPIC: put (replacing), bump the version, persist, register.
+
+        ``tc.attributes`` holds the request's modifications (``+key``/``-key``); the stored map is
+        what they make of the current one (Java updateSingleTopicConfigWithoutPersist). Raises
+        AttributeModificationError with Java's text when Java refuses them."""
         old = self.topic_config_table.get(tc.topic_name or "")
-        if old is not None and tc.attributes is not None and old.attributes:
-            merged = dict(old.attributes)
-            merged.update(tc.attributes)
-            tc.attributes = {k: v for k, v in merged.items() if not k.startswith("-")}
+        tc.attributes = alter_current_attributes(
+            old is None, TOPIC_ATTRIBUTES, (old.attributes or {}) if old is not None else {}, tc.attributes or {}
+        )
         self.topic_config_table[tc.topic_name or ""] = tc
         self._changed([tc])
 

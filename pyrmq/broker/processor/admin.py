@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 
 from pyrmq.broker.processor.runtime_info import build_runtime_info
+from pyrmq.common.attributes import MESSAGE_TYPE, AttributeModificationError, parse_to_map
 from pyrmq.common.constants import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPIC_SET, TIMER_TOPIC, validate_topic
 from pyrmq.common.properties import load_properties
 from pyrmq.protocol.bodies.admin import (
@@ -57,24 +58,6 @@ log = logging.getLogger("pyrmq.broker.admin")
 
 
 #: keys UPDATE_BROKER_CONFIG refuses (Java AdminBrokerProcessor#configBlackList + BrokerConfig#configBlackList)
-def parse_attributes(text: str | None) -> dict[str, str]:
-    """Java AttributeParser#parseToMap: ``+a=b,-c`` -> {"+a": "b", "-c": ""}."""
-    out: dict[str, str] = {}
-    if not text:
-        return out
-    for kv in text.split(","):
-        if not kv:
-            continue
-        if kv.startswith("+"):
-            k, _, v = kv.partition("=")
-            out[k] = v
-        elif kv.startswith("-"):
-            out[kv] = ""
-        else:
-            raise InvalidParameter(f"add/alter attribute format is wrong: {kv}")
-    return out
-
-
 def _language_name(code: int) -> str:
     from pyrmq.protocol.codes import LanguageCode
 
@@ -197,6 +180,12 @@ class AdminBrokerProcessor:
             raise InvalidParameter(bad)
         if self._is_system_topic(h.topic):
             raise InvalidParameter(f"The topic[{h.topic}] is conflict with system topic.")
+        try:
+            modifications = parse_to_map(h.attributes)
+        except AttributeModificationError as e:  # Java: caught around the whole update, SYSTEM_ERROR
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, str(e))
+        if not self.config["enableMixedMessageType"] and modifications.get("+" + MESSAGE_TYPE) == "MIXED":
+            raise InvalidParameter("MIXED message type is not supported.")
         tc = TopicConfig(
             topic_name=h.topic,
             read_queue_nums=h.read_queue_nums,
@@ -205,12 +194,16 @@ class AdminBrokerProcessor:
             topic_filter_type=h.topic_filter_type or "SINGLE_TAG",
             topic_sys_flag=h.topic_sys_flag or 0,
             order=bool(h.order),
-            attributes=parse_attributes(h.attributes),
+            attributes=modifications,
         )
         tcm = self.topic_config_manager
         if tcm.select_topic_config(h.topic) == tc:
             return cmd.make_response(ResponseCode.SUCCESS)
-        tcm.update_topic_config(tc)
+        try:
+            tcm.update_topic_config(tc)
+        except AttributeModificationError as e:
+            log.error("Update / create topic failed for [%s]: %s", h.topic, e)
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, str(e))
         await self._register_now([tc])
         return cmd.make_response(ResponseCode.SUCCESS)
 
@@ -232,7 +225,7 @@ class AdminBrokerProcessor:
         tc = self.topic_config_manager.select_topic_config(h.topic)
         if tc is None:
             raise TopicNotExist(f"No topic in this broker. topic: {h.topic}")
-        body = b'{"topicConfig":' + tc.encode() + b"}"  # TopicConfigAndQueueMapping without mapping
+        body = tc.encode()  # Java TopicConfigAndQueueMapping extends TopicConfig: flat, no mappingDetail
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
 
     @handles(RequestCode.GET_CONSUMER_CONNECTION_LIST)

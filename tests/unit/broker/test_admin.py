@@ -369,3 +369,46 @@ def test_broker_consume_stats(admin):
     obj = lenient_loads(r.body)
     assert obj["totalDiff"] == 1 and obj["brokerAddr"] == b.c.broker_addr
     assert '"cg":[{"consumeTps":' in text
+
+
+def _topic_request(topic: str, attributes: str | None) -> dict[str, str]:
+    ext = {"topic": topic, "readQueueNums": "4", "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG"}
+    if attributes is not None:
+        ext["attributes"] = attributes
+    return ext
+
+
+def test_topic_attributes_are_stored_without_their_sign_and_get_topic_config_is_flat(admin):
+    """The dashboard's NORMAL topic showed as UNSPECIFIED: the stored map kept "+message.type"."""
+    b = admin()
+    r = call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, _topic_request("AttrT", "+message.type=NORMAL"))
+    assert r.code == ResponseCode.SUCCESS, r
+    assert b.c.topic_config_manager.select_topic_config("AttrT").attributes == {"message.type": "NORMAL"}
+    r = call(b, RequestCode.GET_TOPIC_CONFIG, {"topic": "AttrT"})
+    got = orjson.loads(r.body)  # Java TopicConfigAndQueueMapping: the TopicConfig fields at the top level
+    assert (got["topicName"], got["readQueueNums"], got["attributes"]) == ("AttrT", 4, {"message.type": "NORMAL"})
+    r = call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, _topic_request("AttrT", "+queue.type=BatchCQ"))
+    assert (r.code, r.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "attempt to update an unchangeable attribute. key: queue.type",
+    )
+    r = call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, _topic_request("AttrT", "message.type=FIFO"))
+    assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "add/alter attribute format is wrong: message.type")
+    r = call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, _topic_request("AttrT", "-message.type"))
+    assert r.code == ResponseCode.SUCCESS and b.c.topic_config_manager.select_topic_config("AttrT").attributes == {}
+    r = call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, _topic_request("MixedT", "+message.type=MIXED"))
+    assert (r.code, r.remark) == (ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+    assert b.c.topic_config_manager.select_topic_config("MixedT") is None
+    mixed = admin(enableMixedMessageType="true")
+    r = call(mixed, RequestCode.UPDATE_AND_CREATE_TOPIC, _topic_request("MixedT", "+message.type=MIXED"))
+    assert r.code == ResponseCode.SUCCESS, r
+
+
+def test_signed_attribute_keys_from_older_stores_are_read_plain(admin, tmp_path):
+    b = admin()
+    tcm = b.c.topic_config_manager
+    call(b, RequestCode.UPDATE_AND_CREATE_TOPIC, _topic_request("OldT", None))
+    tcm.select_topic_config("OldT").attributes = {"+message.type": "FIFO", "-reserve.time": ""}
+    tcm.persist()
+    again = admin()
+    assert again.c.topic_config_manager.select_topic_config("OldT").attributes == {"message.type": "FIFO"}
