@@ -6,10 +6,12 @@ Java: ``store/stats/BrokerStatsManager`` + ``common/stats/{StatsItem,StatsItemSe
 ``store/stats/BrokerStats`` (msgPutTotal*/msgGetTotal* morning values).
 
 Sampling is driven by ``tick(now_ms)``: the controller calls it every second
-and every query calls it first, so tests can drive it with a fake clock. Java
-takes the minute/hour/day snapshots on timers; here a snapshot is taken on the
-first tick at or after the interval, which gives the same numbers to within
-one tick.
+and every query calls it first, so tests can drive it with a fake clock. Java's
+StatsItemSet samples every item on fixed-rate timers started with the broker
+(every 10 s, 10 min and 1 h, the first run at start); here the same schedule
+runs from the first tick at or after each due time. An item's first sample in
+a list is preceded by a zero sample one interval back (StatsItem#samplingIn*),
+so before the first hourly run an item's day figures are 0, as in Java.
 """
 
 from __future__ import annotations
@@ -67,28 +69,24 @@ def _compute(samples: deque[_Sample]) -> StatsSnapshot:
 
 @dataclass(slots=True)
 class StatsItem:
-    """One counter (value, times) with minute/hour/day snapshot lists, each seeded backdated by one interval."""
+    """One counter (value, times) with minute/hour/day snapshot lists (Java StatsItem)."""
 
-    created: int
     value: int = 0
     times: int = 0
     minute: deque = field(default_factory=lambda: deque(maxlen=MINUTE_KEEP))
     hour: deque = field(default_factory=lambda: deque(maxlen=HOUR_KEEP))
     day: deque = field(default_factory=lambda: deque(maxlen=DAY_KEEP))
 
-    def __post_init__(self) -> None:
-        self.minute.append(_Sample(self.created - MINUTE_MS, 0, 0))
-        self.hour.append(_Sample(self.created - HOUR_MS, 0, 0))
-        self.day.append(_Sample(self.created - DAY_MS, 0, 0))
-
     def add(self, value: int, times: int = 1) -> None:
         self.value += value
         self.times += times
 
-    def tick(self, now: int) -> None:
-        for lst, interval in ((self.minute, MINUTE_MS), (self.hour, HOUR_MS), (self.day, DAY_MS)):
-            if now - lst[-1].ts >= interval:
-                lst.append(_Sample(now, self.value, self.times))
+    def sample(self, samples: deque[_Sample], interval: int, now: int) -> None:
+        """StatsItem#samplingIn{Seconds,Minutes,Hour}: a first sample comes after a zero one back-dated
+        by the interval."""
+        if not samples:
+            samples.append(_Sample(now - interval, 0, 0))
+        samples.append(_Sample(now, self.value, self.times))
 
     def in_minute(self) -> StatsSnapshot:
         return _compute(self.minute)
@@ -137,6 +135,8 @@ class BrokerStatsManager:
         self.put_morning = self.put_yesterday_morning = 0
         self.get_morning = self.get_yesterday_morning = 0
         self._midnight = _local_midnight(self.boot_timestamp)
+        #: StatsItemSet#init: fixed-rate sampling from the start, first run at once
+        self._next_sample = {MINUTE_MS: self.boot_timestamp, HOUR_MS: self.boot_timestamp, DAY_MS: self.boot_timestamp}
         self._samples: deque[tuple[int, int, int, int, int]] = deque(maxlen=TPS_WINDOWS_S[-1] + 1)
         self._last_sample = 0
         self.tick()
@@ -147,7 +147,7 @@ class BrokerStatsManager:
         table = self.items.setdefault(name, {})
         it = table.get(key)
         if it is None:
-            it = table[key] = StatsItem(self.now())
+            it = table[key] = StatsItem()
         return it
 
     def on_put(self, topic: str, msgs: int, size: int, elapsed_ms: int = 0, *, system: bool = False) -> None:
@@ -197,9 +197,14 @@ class BrokerStatsManager:
 
     def tick(self, now: int | None = None) -> None:
         now = self.now() if now is None else now
-        for table in self.items.values():
-            for it in table.values():
-                it.tick(now)
+        for interval, due in self._next_sample.items():
+            if now < due:
+                continue
+            for table in self.items.values():
+                for it in table.values():
+                    samples = it.minute if interval == MINUTE_MS else it.hour if interval == HOUR_MS else it.day
+                    it.sample(samples, interval, now)
+            self._next_sample[interval] = due + ((now - due) // interval + 1) * interval
         if now - self._last_sample >= 1000 or not self._samples:
             self._samples.append(
                 (
