@@ -119,7 +119,9 @@ class EscapeBridge:
         """Java putMessageToRemoteBroker(msg, null): a queue of another broker name, picked round
         robin, gets the message as a SEND_MESSAGE_V2 that does not wait for the store (WAIT=false)."""
         own = self.config["brokerName"]
-        props = dict(msg.get_properties())
+        # the property map, not the stored string: a due delayed message's string still has DELAY
+        # (Java messageTimeUp), its map does not (BrokerOuterAPI sends the map)
+        props = dict(msg.properties)
         props[MessageConst.WAIT_STORE_MSG_OK] = "false"
         info = await self.publish_info(msg.topic)
         queues = [q for q in info.queues if q.broker_name != own] if info else []
