@@ -24,7 +24,7 @@ from support.pyrmq_proc import venv_python
 from support.servers import PyrmqNamesrv, write_properties
 
 from pyrmq.common.constants import MessageConst, is_writeable
-from pyrmq.protocol.bodies.namesrv import TopicRouteData
+from pyrmq.protocol.bodies.namesrv import ClusterInfo, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.broker import CreateTopicRequestHeader, SendMessageRequestHeaderV2
@@ -136,8 +136,12 @@ def test_slave_acts_as_master_and_hands_back(tmp_path):
     timings: dict[str, float] = {}
     try:
         a0 = start("a0", "ga", a0_port, **master_conf)
-        start("a1", "ga", a1_port, brokerId=1, brokerRole="SLAVE", slaveReadEnable="true")
-        start("b0", "gb", b0_port, brokerId=0, brokerRole="ASYNC_MASTER", skipPreOnline="true")
+        # a1 and b0 use BROKER_HEARTBEAT and GET_BROKER_MEMBER_GROUP, a0 Java's default
+        # (QUERY_DATA_VERSION and the rmq_sys_SYNC_BROKER_MEMBER_ route)
+        new_ns = {"compatibleWithOldNameSrv": "false"}
+        start("a1", "ga", a1_port, brokerId=1, brokerRole="SLAVE", slaveReadEnable="true", **new_ns)
+        start("b0", "gb", b0_port, brokerId=0, brokerRole="ASYNC_MASTER", skipPreOnline="true", **new_ns)
+        b0_registered = time.monotonic()
 
         async def before_kill() -> None:
             async with RemotingClient() as c:
@@ -263,6 +267,14 @@ def test_slave_acts_as_master_and_hands_back(tmp_path):
                 await _until("the slave to stop acting", 20, handed_back)
                 r = await c.invoke(a0_addr, _send("ga", b"after"), 5)
                 assert r.code == ResponseCode.SUCCESS, r
+                # b0 registered once (registerNameServerPeriod is 30 s); its heartbeats keep it
+                # past brokerNotActiveTimeoutMillis (10 s) at a name server scanning every second
+                await asyncio.sleep(max(0.0, 12 - (time.monotonic() - b0_registered)))
+                r = await c.invoke(ns.addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5)
+                info = ClusterInfo.decode(r.body)
+                assert info.broker_addr_table is not None
+                assert info.broker_addr_table["gb"].broker_addrs == {0: b0_addr}
+                assert info.broker_addr_table["ga"].broker_addrs == {0: a0_addr, 1: a1_addr}
 
         asyncio.run(after_return())
         print("acting-master timings (s):", {k: round(v, 2) for k, v in timings.items() if k != "delayed_sent"})

@@ -407,3 +407,95 @@ def test_special_services_follow_the_role_at_start(tmp_path, role):
 
     c.load()
     asyncio.run(scenario())
+
+
+# ---------------------------------------------------------------------- name-server side
+
+
+class RecordingClient:
+    def __init__(self, answer: RemotingCommand | None = None) -> None:
+        self.oneway: list[tuple[str, RemotingCommand]] = []
+        self.invoked: list[tuple[str, RemotingCommand]] = []
+        self.answer = answer or RemotingCommand(code=ResponseCode.SUCCESS)
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        self.oneway.append((addr, cmd))
+
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        self.invoked.append((addr, cmd))
+        return self.answer
+
+
+def _controller(tmp_path, **props):
+    from pyrmq.broker.controller import BrokerController
+
+    base = {"brokerRole": "SLAVE", "brokerId": 1, "enableSlaveActingMaster": "true", "namesrvAddr": "n1:1;n2:2"}
+    base.update(props)
+    return BrokerController(make_config(tmp_path, **base))
+
+
+def test_registration_carries_acting_master_and_the_heartbeat_timeout(tmp_path):
+    c = _controller(tmp_path, brokerNotActiveTimeoutMillis=7000)
+    c.outer_client = client = RecordingClient()  # type: ignore[assignment]
+
+    async def scenario() -> None:
+        c._register_lock = asyncio.Lock()
+        await c.register_broker_all()
+
+    asyncio.run(scenario())
+    assert [a for a, _ in client.invoked] == ["n1:1", "n2:2"]
+    ext = client.invoked[0][1].ext_fields
+    assert (ext["enableActingMaster"], ext["heartbeatTimeoutMillis"], ext["brokerId"]) == ("true", "7000", "1")
+    plain = _controller(tmp_path, enableSlaveActingMaster="false")
+    plain.outer_client = client = RecordingClient()  # type: ignore[assignment]
+
+    async def scenario2() -> None:
+        plain._register_lock = asyncio.Lock()
+        await plain.register_broker_all()
+
+    asyncio.run(scenario2())
+    ext = client.invoked[0][1].ext_fields
+    assert ext["enableActingMaster"] == "false" and "heartbeatTimeoutMillis" not in ext
+
+
+def test_an_isolated_broker_does_not_register(tmp_path):
+    c = _controller(tmp_path, brokerRole="ASYNC_MASTER", brokerId=0, totalReplicas=2)
+    c.outer_client = client = RecordingClient()  # type: ignore[assignment]
+
+    async def scenario() -> None:
+        c._register_lock = asyncio.Lock()
+        await c.register_broker_all()
+
+    asyncio.run(scenario())
+    assert client.invoked == []
+
+
+@pytest.mark.parametrize("compatible", [True, False])
+def test_heartbeat_and_member_group_requests(tmp_path, compatible):
+    c = _controller(tmp_path, compatibleWithOldNameSrv=str(compatible).lower())
+    group = GetBrokerMemberGroupResponseBody(BrokerMemberGroup("TestCluster", "broker-t", {1: S1}))
+    route = TopicRouteData(
+        queue_datas=[QueueData("broker-t", 1, 1, 1, 0)], broker_datas=[BrokerData("TestCluster", "broker-t", {1: S1})]
+    )
+    body = route.encode() if compatible else group.encode()
+    svc = c.acting_master_service
+    svc.client = client = RecordingClient(RemotingCommand(code=ResponseCode.SUCCESS, body=body))
+    asyncio.run(svc.send_heartbeat())
+    assert [a for a, _ in client.oneway] == ["n1:1", "n2:2"]
+    hb = client.oneway[0][1]
+    assert hb.is_oneway
+    if compatible:  # Java sendHeartbeatViaDataVersion
+        assert hb.code == RequestCode.QUERY_DATA_VERSION and hb.body == c.topic_config_manager.data_version.encode()
+        assert (hb.ext_fields["brokerName"], hb.ext_fields["brokerId"]) == ("broker-t", "1")
+    else:
+        assert hb.code == RequestCode.BROKER_HEARTBEAT and hb.body is None
+        assert hb.ext_fields["clusterName"] == "TestCluster" and hb.ext_fields["brokerAddr"] == "127.0.0.1:10911"
+    assert asyncio.run(svc.fetch_broker_member_group()) == {1: S1}
+    (addr, ask), *_ = client.invoked
+    assert addr == "n1:1"  # the first name server that answers
+    if compatible:
+        assert ask.code == RequestCode.GET_ROUTEINFO_BY_TOPIC
+        assert ask.ext_fields["topic"] == "rmq_sys_SYNC_BROKER_MEMBER_broker-t"
+    else:
+        assert ask.code == RequestCode.GET_BROKER_MEMBER_GROUP
+        assert (ask.ext_fields["clusterName"], ask.ext_fields["brokerName"]) == ("TestCluster", "broker-t")
