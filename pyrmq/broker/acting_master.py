@@ -28,6 +28,7 @@ from pyrmq.common.constants import MASTER_ID, TIMER_TOPIC
 from pyrmq.protocol.bodies.namesrv import GetBrokerMemberGroupResponseBody, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.broker import ExchangeHAInfoRequestHeader
 from pyrmq.protocol.headers.namesrv import (
     BrokerHeartbeatRequestHeader,
     GetBrokerMemberGroupRequestHeader,
@@ -362,17 +363,32 @@ class ActingMasterService:
         log.info("master %s offline: slave synchronize and HA client stopped", addr)
 
     def on_master_online(self, master_addr: str | None, master_ha_addr: str | None) -> None:
-        """Java onMasterOnline: follow the master again. Without the HA address in the
-        notification the next REGISTER_BROKER answer brings it (Java asks the master with
-        EXCHANGE_BROKER_HA_INFO; pyrmq's slaves learn it from the name server)."""
+        """Java onMasterOnline: follow the master again. Without its HA address (a polled change)
+        the slave asks the master for it with EXCHANGE_BROKER_HA_INFO (Java retrieveBrokerHaInfo)."""
         client = self.ha_client()
         if client is not None and master_ha_addr:
             client.update_ha_master_address(master_ha_addr)
+            client.wakeup()
         self.slave_synchronize.master_addr = master_addr
         log.info("master %s online (HA %s)", master_addr, master_ha_addr)
-        if master_ha_addr is None:
-            task = asyncio.get_running_loop().create_task(self.register_broker_all())
+        if master_ha_addr is None and master_addr:
+            task = asyncio.get_running_loop().create_task(self.retrieve_broker_ha_info(master_addr))
             task.add_done_callback(_log_task_error)
+
+    async def retrieve_broker_ha_info(self, master_addr: str) -> None:
+        try:
+            r = await self.client.invoke(
+                master_addr, RemotingCommand.request(RequestCode.EXCHANGE_BROKER_HA_INFO, {}), MEMBER_GROUP_TIMEOUT_S
+            )
+            info = ExchangeHAInfoRequestHeader.from_ext_fields(r.ext_fields)
+        except Exception as e:
+            log.error("retrieve master ha info exception, %s", e)
+            return
+        client = self.ha_client()
+        if client is not None and info.master_ha_address:
+            client.update_ha_master_address(info.master_ha_address)
+            client.update_master_address(info.master_address)
+            client.wakeup()
 
     # ------------------------------------------------------------------ isolation
 

@@ -150,9 +150,15 @@ def test_special_services_start_once_and_stop():
 
 def test_apply_master_offline_then_online(tmp_path):
     cfg = make_config(tmp_path, brokerRole="SLAVE", brokerId=1, enableSlaveActingMaster="true")
-    closed, ha_addrs, woken = [], [], []
-    client = SimpleNamespace(close_channel=closed.append)
-    ha = SimpleNamespace(update_ha_master_address=ha_addrs.append)
+    closed, ha_addrs, woken, asked = [], [], [], []
+    answer = ExchangeHAInfoRequestHeader(master_ha_address="10.0.0.1:20912", master_address=M, master_flush_offset=9)
+
+    async def invoke(addr, cmd, timeout):
+        asked.append((addr, cmd.code))
+        return RemotingCommand(code=ResponseCode.SUCCESS, ext_fields=answer.to_ext_fields())
+
+    client = SimpleNamespace(close_channel=closed.append, invoke=invoke)
+    ha = SimpleNamespace(update_ha_master_address=ha_addrs.append, update_master_address=print, wakeup=lambda: None)
     pull = SimpleNamespace(
         min_broker_id_in_group=0,
         pull_request_hold_service=SimpleNamespace(notify_master_online=lambda: woken.append(1)),
@@ -191,7 +197,16 @@ def test_apply_master_offline_then_online(tmp_path):
         await svc.notify_min_broker_id_change(0, M, None, "10.0.0.1:10912")
         assert pull.min_broker_id_in_group == 0 and changes == [True, False]
         assert ha_addrs == [None, "10.0.0.1:10912"] and sync.master_addr == M and woken == [1]
-        assert registered == []  # the HA address came with the notification
+        assert asked == []  # the HA address came with the notification
+        # lost again, then back by a poll: the slave asks the master for its HA address
+        await svc.notify_min_broker_id_change(1, S1, M, None)
+        change = svc.view.on_member_group({0: M, 1: S1})
+        assert change is not None and change.master_ha_addr is None
+        await svc.apply(change)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert asked == [(M, RequestCode.EXCHANGE_BROKER_HA_INFO)] and ha_addrs[-1] == "10.0.0.1:20912"
+        assert registered == []
 
     asyncio.run(scenario())
 
