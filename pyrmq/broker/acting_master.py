@@ -128,9 +128,9 @@ class MinBrokerView:
 
 class SpecialServices:
     """The services only the lowest live broker of a group runs. Java
-    BrokerController#changeSpecialServiceStatus: the delay levels (ScheduleMessageService) and
-    the timer's delivery (TimerMessageStore#setShouldRunningDequeue); the transaction check is
-    the master's only here (see docs/ha.md)."""
+    BrokerController#changeSpecialServiceStatus: the delay levels (ScheduleMessageService), the
+    timer's delivery (TimerMessageStore#setShouldRunningDequeue) and the transaction check (on an
+    acting slave it hands open half messages to another group)."""
 
     def __init__(
         self,
@@ -159,8 +159,7 @@ class SpecialServices:
             schedule.start()
             if self.config["timerWheelEnable"]:
                 timer.start()
-            if self.config.is_master:
-                self.transactional_message_check_service.start()
+            self.transactional_message_check_service.start()
         else:
             await schedule.shutdown()
             await timer.shutdown()

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyrmq.broker.put import await_put
-from pyrmq.common.constants import AUTO_CREATE_TOPIC_KEY_TOPIC, MASTER_ID, MessageConst, is_writeable
+from pyrmq.common.constants import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    MASTER_ID,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    MessageConst,
+    is_writeable,
+)
 from pyrmq.protocol.bodies.namesrv import TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -49,6 +55,38 @@ _SEND_STATUS = {
     ResponseCode.FLUSH_SLAVE_TIMEOUT: PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
     ResponseCode.SLAVE_NOT_AVAILABLE: PutMessageStatus.SLAVE_NOT_AVAILABLE,
 }
+
+
+#: PutMessageResult#isOk for a remote put
+_REMOTE_OK = frozenset(
+    {
+        PutMessageStatus.PUT_OK,
+        PutMessageStatus.FLUSH_DISK_TIMEOUT,
+        PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus.SLAVE_NOT_AVAILABLE,
+    }
+)
+
+
+def build_transactional_message_from_half(half: m.MessageExtBrokerInner) -> m.MessageExtBrokerInner:
+    """Java TransactionalMessageUtil#buildTransactionalMessageFromHalfMessage: a half message back
+    to its real topic and queue as a prepared message (TRAN_MSG=true, the prepared sys flag)."""
+    props = dict(half.properties)
+    props[MessageConst.TRANSACTION_PREPARED] = "true"
+    props[MessageConst.WAIT_STORE_MSG_OK] = "false"
+    props.pop(MessageConst.TRANSACTION_PREPARED_QUEUE_OFFSET, None)
+    qid = props.pop(MessageConst.REAL_QUEUE_ID, "")
+    return m.MessageExtBrokerInner(
+        topic=props.get(MessageConst.REAL_TOPIC, ""),
+        body=half.body,
+        queue_id=int(qid) if qid.isdigit() else 0,
+        flag=half.flag,
+        properties=props,
+        sys_flag=half.sys_flag | m.MessageSysFlag.TRANSACTION_PREPARED_TYPE,
+        born_timestamp=half.born_timestamp,
+        born_host=half.born_host,
+        reconsume_times=half.reconsume_times,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +153,22 @@ class EscapeBridge:
         )
         return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
 
+    async def escape_message(self, msg: m.MessageExtBrokerInner) -> bool:
+        """Java TransactionalMessageBridge#escapeMessage: put, and tell whether it went through."""
+        result = await self.put_message(msg)
+        if result.remote_put and result.put_message_status in _REMOTE_OK:
+            return True
+        if result.is_ok():
+            return True
+        log.error("Escaping message failed, topic: %s, queueId: %d", msg.topic, msg.queue_id)
+        return False
+
     async def put_message_to_remote_broker(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
         """Java putMessageToRemoteBroker(msg, null): a queue of another broker name, picked round
-        robin, gets the message as a SEND_MESSAGE_V2 that does not wait for the store (WAIT=false)."""
+        robin, gets the message as a SEND_MESSAGE_V2 that does not wait for the store (WAIT=false).
+        A half message goes as the prepared message it was sent as."""
+        if msg.topic == RMQ_SYS_TRANS_HALF_TOPIC:
+            msg = build_transactional_message_from_half(msg)
         own = self.config["brokerName"]
         # the property map, not the stored string: a due delayed message's string still has DELAY
         # (Java messageTimeUp), its map does not (BrokerOuterAPI sends the map)

@@ -139,10 +139,9 @@ def test_special_services_start_once_and_stop():
     svc, (schedule, timer, tx) = _services(is_master=False)
     asyncio.run(svc.change(True))
     asyncio.run(svc.change(True))
-    assert schedule.calls == ["correct_delay_offset", "start"] and timer.calls == ["start"]
-    assert tx.calls == []  # the transaction check stays a master's job
+    assert schedule.calls == ["correct_delay_offset", "start"] and timer.calls == ["start"] and tx.calls == ["start"]
     asyncio.run(svc.change(False))
-    assert schedule.calls[-1] == "shutdown" and timer.calls[-1] == "shutdown" and tx.calls == ["shutdown"]
+    assert schedule.calls[-1] == "shutdown" and timer.calls[-1] == "shutdown" and tx.calls == ["start", "shutdown"]
     svc, (schedule, _, tx) = _services(is_master=True)
     asyncio.run(svc.change(True))
     assert schedule.calls == ["start"] and tx.calls == ["start"]
@@ -514,3 +513,75 @@ def test_heartbeat_and_member_group_requests(tmp_path, compatible):
     else:
         assert ask.code == RequestCode.GET_BROKER_MEMBER_GROUP
         assert (ask.ext_fields["clusterName"], ask.ext_fields["brokerName"]) == ("TestCluster", "broker-t")
+
+
+# ---------------------------------------------------------------------- transactions on an acting slave
+
+
+def test_a_half_message_escapes_as_the_prepared_message_it_was():
+    from pyrmq.broker.escape_bridge import build_transactional_message_from_half
+
+    half = m.MessageExtBrokerInner(
+        topic="RMQ_SYS_TRANS_HALF_TOPIC",
+        body=b"tx",
+        queue_id=0,
+        flag=3,
+        properties={
+            "REAL_TOPIC": "TxT",
+            "REAL_QID": "2",
+            "TRAN_PREPARED_QUEUE_OFFSET": "7",
+            "PGROUP": "txg",
+            "UNIQ_KEY": "U",
+        },
+        sys_flag=0,
+        born_timestamp=42,
+    )
+    out = build_transactional_message_from_half(half)
+    assert (out.topic, out.queue_id, out.flag, out.born_timestamp, out.body) == ("TxT", 2, 3, 42, b"tx")
+    assert out.sys_flag & m.MessageSysFlag.TRANSACTION_PREPARED_TYPE
+    assert out.properties == {
+        "REAL_TOPIC": "TxT",
+        "PGROUP": "txg",
+        "UNIQ_KEY": "U",
+        "TRAN_MSG": "true",
+        "WAIT": "false",
+    }
+
+
+def test_an_acting_slaves_check_escapes_open_half_messages(make_broker):
+    from .test_transactions import check, half_send
+
+    b = make_broker(transactionTimeOut=0)
+    assert half_send(b, body=b"open").code == ResponseCode.SUCCESS
+    svc = b.c.transactional_message_service
+    escaped: list[m.MessageExtBrokerInner] = []
+    answers = [False, True]
+
+    async def escape(msg: m.MessageExtBrokerInner) -> bool:
+        escaped.append(msg)
+        return answers.pop(0)
+
+    svc.escape_message = escape
+    svc.acting_slave = lambda: True
+    check(b)
+    # a failed escape is retried, then the half queue moves on; no check-back was sent
+    assert [x.body for x in escaped] == [b"open", b"open"] and escaped[0].topic == "RMQ_SYS_TRANS_HALF_TOPIC"
+    assert svc.fetch_consume_offset("RMQ_SYS_TRANS_HALF_TOPIC", 0) == 1
+    check(b)
+    assert len(escaped) == 2  # nothing is escaped twice
+
+
+def test_the_bridge_sends_a_half_message_to_its_real_topic(tmp_path):
+    route = _route()
+    client = FakeClient(route=route)
+    bridge = _bridge(tmp_path, client, enableSlaveActingMaster="true", enableRemoteEscape="true")
+    half = _inner("RMQ_SYS_TRANS_HALF_TOPIC")
+    half.properties.update({"REAL_TOPIC": "T", "REAL_QID": "1"})
+    assert asyncio.run(bridge.escape_message(half))
+    (_, ask), (addr, send) = client.sent
+    assert ask.ext_fields["topic"] == "T" and addr == "10.0.1.1:10911"
+    h = SendMessageRequestHeaderV2.from_ext_fields(send.ext_fields)
+    assert h.b == "T" and h.f & m.MessageSysFlag.TRANSACTION_PREPARED_TYPE
+    assert m.string_to_message_properties(h.i or "")["TRAN_MSG"] == "true"
+    failing = _bridge(tmp_path, FakeClient(), enableSlaveActingMaster="true", enableRemoteEscape="true")
+    assert not asyncio.run(failing.escape_message(half))
