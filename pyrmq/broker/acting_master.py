@@ -24,7 +24,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyrmq.common.constants import MASTER_ID, TIMER_TOPIC
+from pyrmq.common.constants import MASTER_ID
 from pyrmq.protocol.bodies.namesrv import GetBrokerMemberGroupResponseBody, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -155,7 +155,7 @@ class SpecialServices:
         if should_start:
             if not self.config.is_master:
                 schedule.correct_delay_offset()
-                take_master_timer_offset(timer)
+                timer.take_master_offset()
             schedule.start()
             if self.config["timerWheelEnable"]:
                 timer.start()
@@ -164,18 +164,6 @@ class SpecialServices:
             await schedule.shutdown()
             await timer.shutdown()
             await self.transactional_message_check_service.shutdown()
-
-
-def take_master_timer_offset(timer: Any) -> None:
-    """A slave about to deliver timer messages starts where its master's checkpoint (copied by
-    SlaveSynchronize) says the master got to (Java syncLastReadTimeMs before the dequeue runs)."""
-    cq = timer.message_store.get_consume_queue(TIMER_TOPIC, 0)
-    lo = cq.get_min_offset_in_queue() if cq else 0
-    hi = cq.get_max_offset_in_queue() if cq else 0
-    start = min(max(timer.checkpoint.master_timer_queue_offset, lo, timer.low_water), hi)
-    timer.low_water = timer.read_offset = start
-    timer._heap.clear()
-    timer._delivered.clear()
 
 
 class ActingMasterService:

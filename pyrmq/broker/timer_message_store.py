@@ -166,6 +166,17 @@ class TimerMessageStore:
             start = lo
         self.low_water = self.read_offset = min(max(start, lo), hi)
 
+    def take_master_offset(self) -> None:
+        """A slave about to deliver starts where its master's checkpoint (copied by
+        SlaveSynchronize) says the master got to, never before its own low water (Java
+        syncLastReadTimeMs before an acting slave's dequeue runs). Call while stopped."""
+        cq = self.message_store.get_consume_queue(TIMER_TOPIC, 0)
+        lo = cq.get_min_offset_in_queue() if cq else 0
+        hi = cq.get_max_offset_in_queue() if cq else 0
+        self.low_water = self.read_offset = min(max(self.checkpoint.master_timer_queue_offset, lo, self.low_water), hi)
+        self._heap.clear()
+        self._delivered.clear()
+
     def _java_timer_log_has_files(self) -> bool:
         try:
             return any(

@@ -126,10 +126,6 @@ def _services(is_master: bool):
     cfg = Cfg(timerWheelEnable=True)
     cfg.is_master = is_master  # type: ignore[attr-defined]
     schedule, timer, tx = Recorder(), Recorder(), Recorder()
-    timer.message_store = SimpleNamespace(get_consume_queue=lambda *a: None)
-    timer.checkpoint = SimpleNamespace(master_timer_queue_offset=0)
-    timer.low_water = timer.read_offset = 0
-    timer._heap, timer._delivered = [], set()
     return SpecialServices(
         config=cfg, schedule_message_service=schedule, timer_message_store=timer, transactional_message_check_service=tx
     ), (schedule, timer, tx)
@@ -139,7 +135,8 @@ def test_special_services_start_once_and_stop():
     svc, (schedule, timer, tx) = _services(is_master=False)
     asyncio.run(svc.change(True))
     asyncio.run(svc.change(True))
-    assert schedule.calls == ["correct_delay_offset", "start"] and timer.calls == ["start"] and tx.calls == ["start"]
+    assert schedule.calls == ["correct_delay_offset", "start"] and tx.calls == ["start"]
+    assert timer.calls == ["take_master_offset", "start"]
     asyncio.run(svc.change(False))
     assert schedule.calls[-1] == "shutdown" and timer.calls[-1] == "shutdown" and tx.calls == ["start", "shutdown"]
     svc, (schedule, _, tx) = _services(is_master=True)
@@ -585,3 +582,25 @@ def test_the_bridge_sends_a_half_message_to_its_real_topic(tmp_path):
     assert m.string_to_message_properties(h.i or "")["TRAN_MSG"] == "true"
     failing = _bridge(tmp_path, FakeClient(), enableSlaveActingMaster="true", enableRemoteEscape="true")
     assert not asyncio.run(failing.escape_message(half))
+
+
+def test_a_slave_timer_starts_at_its_masters_checkpoint(make_broker):
+    from pyrmq.broker.put import await_put
+    from pyrmq.common.constants import TIMER_TOPIC
+
+    b = make_broker()
+    store, timer = b.c.message_store, b.c.timer_message_store
+    for _ in range(3):
+        msg = _inner("TimerT")
+        msg.properties[MessageConst.TIMER_DELIVER_MS] = str(b.c.now() + 3_600_000)
+        assert asyncio.run(await_put(store.put_message_async(msg))).put_message_status is PutMessageStatus.PUT_OK
+    assert store.get_max_offset_in_queue(TIMER_TOPIC, 0) == 3
+    timer.checkpoint.master_timer_queue_offset = 2
+    timer.take_master_offset()
+    assert timer.low_water == timer.read_offset == 2
+    timer.checkpoint.master_timer_queue_offset = 9
+    timer.take_master_offset()
+    assert timer.low_water == timer.read_offset == 3  # never past the queue
+    timer.checkpoint.master_timer_queue_offset = 0
+    timer.take_master_offset()
+    assert timer.low_water == 3  # never back before what it delivered itself
