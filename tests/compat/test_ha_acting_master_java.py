@@ -14,7 +14,7 @@ import time
 
 import pytest
 from support.java import run_junit
-from support.servers import PyrmqNamesrv
+from support.servers import JavaNamesrv, PyrmqNamesrv
 
 from pyrmq.common.constants import is_writeable
 from pyrmq.protocol.bodies.namesrv import TopicRouteData
@@ -86,5 +86,44 @@ def test_official_push_consumer_retries_through_an_acting_slave(pyrmq_broker, ja
         )
         print(*(line for line in r.stdout.splitlines() if line.startswith("acting:")), sep="\n")
         print(f"acting: consumer done {time.monotonic() - killed:.1f} s after the master was killed")
+    finally:
+        ns.stop(10)
+
+
+def test_pyrmq_acting_slave_under_the_java_name_server(java_harness, pyrmq_broker, tmp_path):
+    """The official 5.5.0 name server with supportActingMaster and notifyMinBrokerIdChanged: it
+    pushes NOTIFY_MIN_BROKER_ID_CHANGE to the pyrmq slave when the master's connection closes and
+    again, with the master's HA address, when it registers; it answers the pyrmq brokers'
+    QUERY_DATA_VERSION heartbeats and the rmq_sys_SYNC_BROKER_MEMBER_ route (Java's defaults,
+    compatibleWithOldNameSrv=true) so they stay registered past brokerNotActiveTimeoutMillis."""
+    ns = JavaNamesrv(tmp_path / "jns", supportActingMaster="true", notifyMinBrokerIdChanged="true")
+    try:
+        acting = {"enableSlaveActingMaster": "true"}
+        master = pyrmq_broker(ns.addr, name="ga", brokerRole="ASYNC_MASTER", fresh=True, **acting)
+        slave = pyrmq_broker(
+            ns.addr, name="ga", brokerId=1, brokerRole="SLAVE", slaveReadEnable="true", fresh=True, **acting
+        )
+        for b in (master, slave):
+            asyncio.run(_create_topic(b.addr))
+        master.kill9()
+        t_kill = time.monotonic()
+        deadline = time.monotonic() + 30
+        while asyncio.run(_ga_route(ns.addr)) != ({0: slave.addr}, False):
+            assert time.monotonic() < deadline, asyncio.run(_ga_route(ns.addr))
+            time.sleep(0.3)
+        print(f"acting: Java name server shows the slave as broker 0 after {time.monotonic() - t_kill:.1f} s")
+        deadline = time.monotonic() + 20
+        while "min broker id changed, prev 0, new 1" not in slave.tail(400):  # the push, not a poll
+            assert time.monotonic() < deadline, slave.tail(80)
+            time.sleep(0.3)
+        master.restart()
+        ha = f"127.0.0.1:{master.port + 1}"
+        deadline = time.monotonic() + 30
+        while f"master {master.addr} online (HA {ha})" not in slave.tail(400):
+            assert time.monotonic() < deadline, slave.tail(80)
+            time.sleep(0.3)
+        assert "min broker id changed, prev 1, new 0" in slave.tail(400)
+        time.sleep(12)  # past brokerNotActiveTimeoutMillis (10 s): heartbeats keep both registered
+        assert asyncio.run(_ga_route(ns.addr)) == ({0: master.addr, 1: slave.addr}, True)
     finally:
         ns.stop(10)
