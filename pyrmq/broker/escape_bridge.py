@@ -229,9 +229,10 @@ class EscapeBridge:
             except Exception as e:
                 log.warning("get route of %s from name server %s failed: %s", topic, addr, e)
                 continue
-            if resp.code != ResponseCode.SUCCESS or not resp.body:
-                return None
-            info = TopicPublishInfo.of(TopicRouteData.decode(resp.body), now)
+            if resp.code != ResponseCode.SUCCESS or not resp.body:  # no route: kept too, so a level
+                info = TopicPublishInfo([], {}, now)  # retrying every 100 ms does not ask each time
+            else:
+                info = TopicPublishInfo.of(TopicRouteData.decode(resp.body), now)
             self._routes[topic] = info
             return info
         return None

@@ -285,9 +285,12 @@ def test_escape_sends_to_another_groups_master_without_waiting(tmp_path):
 
 
 def test_escape_failures(tmp_path):
-    no_route = _bridge(tmp_path, FakeClient(), enableSlaveActingMaster="true", enableRemoteEscape="true")
-    r = asyncio.run(no_route.put_message(_inner()))
-    assert r.put_message_status is PutMessageStatus.PUT_TO_REMOTE_BROKER_FAIL
+    client = FakeClient()
+    no_route = _bridge(tmp_path, client, enableSlaveActingMaster="true", enableRemoteEscape="true")
+    for _ in range(2):
+        r = asyncio.run(no_route.put_message(_inner()))
+        assert r.put_message_status is PutMessageStatus.PUT_TO_REMOTE_BROKER_FAIL
+    assert len(client.sent) == 1  # the missing route is remembered for ROUTE_TTL_MS
     refused = _bridge(
         tmp_path,
         FakeClient(send_code=ResponseCode.SYSTEM_ERROR, route=_route()),
