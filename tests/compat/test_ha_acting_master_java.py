@@ -17,6 +17,7 @@ from support.java import run_junit
 from support.servers import JavaNamesrv, PyrmqNamesrv
 
 from pyrmq.common.constants import is_writeable
+from pyrmq.protocol.bodies.admin import HARuntimeInfo
 from pyrmq.protocol.bodies.namesrv import TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -51,6 +52,14 @@ async def _ga_route(namesrv: str) -> tuple[dict[int, str], bool] | None:
     return addrs["ga"], is_writeable(perms["ga"])
 
 
+async def _replicated(master: str) -> bool:
+    """The slave acknowledged the master's whole commit log (haStatus)."""
+    async with RemotingClient() as c:
+        r = await c.invoke(master, RemotingCommand.request(RequestCode.GET_BROKER_HA_STATUS), 10)
+    info = HARuntimeInfo.decode(r.body)
+    return [conn.slave_ack_offset for conn in info.ha_connection_info or []] == [info.master_commit_log_max_offset]
+
+
 def test_official_push_consumer_retries_through_an_acting_slave(pyrmq_broker, java_home, tmp_path):
     ns = PyrmqNamesrv(tmp_path / "ns", supportActingMaster="true")
     try:
@@ -67,7 +76,10 @@ def test_official_push_consumer_retries_through_an_acting_slave(pyrmq_broker, ja
         run_junit("5.5.0", "ActingMasterTest", "produce", props=props, home=java_home, timeout=180)
         lines = ids.read_text().split("\n")
         assert {line.split()[1] for line in lines if line} == {"ga", "gb"}
-        time.sleep(2)  # the slave has replicated (async master, loopback)
+        deadline = time.monotonic() + 20
+        while not asyncio.run(_replicated(master.addr)):
+            assert time.monotonic() < deadline, "the slave never acknowledged the master's commit log"
+            time.sleep(0.2)
         master.kill9()
         t_kill = time.monotonic()
         deadline = time.monotonic() + 30

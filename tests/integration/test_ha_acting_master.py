@@ -24,6 +24,7 @@ from support.pyrmq_proc import venv_python
 from support.servers import PyrmqNamesrv, write_properties
 
 from pyrmq.common.constants import MessageConst, is_writeable
+from pyrmq.protocol.bodies.admin import HARuntimeInfo
 from pyrmq.protocol.bodies.namesrv import ClusterInfo, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -160,9 +161,11 @@ def test_slave_acts_as_master_and_hands_back(tmp_path):
                 r = await c.invoke(a0_addr, _offset_cmd(RequestCode.UPDATE_CONSUMER_OFFSET, 5), 5)
                 assert r.code == ResponseCode.SUCCESS, r
 
-                async def replicated():  # the slave holds all 20 and the delayed one
-                    r = await c.invoke(a1_addr, _pull(19), 5)
-                    return r.code == ResponseCode.SUCCESS
+                async def replicated():  # the slave acknowledged the master's whole commit log
+                    r = await c.invoke(a0_addr, RemotingCommand.request(RequestCode.GET_BROKER_HA_STATUS), 5)
+                    info = HARuntimeInfo.decode(r.body)
+                    acks = [conn.slave_ack_offset for conn in info.ha_connection_info or []]
+                    return acks == [info.master_commit_log_max_offset]
 
                 await _until("replication", 20, replicated)
                 await asyncio.sleep(0.6)  # consumerOffset.json persisted (flushConsumerOffsetInterval 200)
