@@ -24,7 +24,9 @@ from pyrmq.broker.broker2client import Broker2Client
 from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
+from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
+from pyrmq.broker.processor.acting_master import ActingMasterProcessor
 from pyrmq.broker.processor.admin import AdminBrokerProcessor
 from pyrmq.broker.processor.client_forward import ClientForwardProcessor
 from pyrmq.broker.processor.client_manage import ClientManageProcessor
@@ -87,6 +89,7 @@ PROCESSORS: tuple[type, ...] = (
     ReplyMessageProcessor,
     SlaveSyncProcessor,
     HAStatusProcessor,
+    ActingMasterProcessor,
 )
 
 #: Java ClientHousekeepingService: scan every 10 s
@@ -203,6 +206,8 @@ class BrokerController:
             timer_wheel_enable=lambda: bool(self.config["timerWheelEnable"]),
             now=clock,
         )
+        # slave acting master (pyrmq/broker/failover.py): escape bridge, member-group view, pre-online
+        self.escape_bridge, self.acting_master_service, self.pre_online_service = wire_acting_master(self)
         self._tasks: list[asyncio.Task] = []
         self._register_lock: asyncio.Lock | None = None
         self._started = False
@@ -253,6 +258,7 @@ class BrokerController:
             "update_config": self.update_config,
             "register_increment_broker_data": self.register_increment_broker_data,
             "ha_runtime_info": self.ha_runtime_info,
+            "acting_master_service": getattr(self, "acting_master_service", None),  # built after the pull processor
         }
 
     def build(self, cls: type[P], deps: dict[str, Any] | None = None) -> P:
@@ -298,14 +304,13 @@ class BrokerController:
                 for processor in self.processors():
                     server.register(processor)
                 await server.start_serving()
-        self.schedule_message_service.start()
-        if self.config["timerWheelEnable"]:
-            self.timer_message_store.start()
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self._started = True
+        await self.acting_master_service.start()  # special services by role, member-group loops
         await self.register_broker_all()
-        self.transactional_message_check_service.start()
+        if self.pre_online_service is not None:
+            self.pre_online_service.start()
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._register_loop(), name="broker-register"),
@@ -370,6 +375,9 @@ class BrokerController:
             self.ha_service = None
 
     async def shutdown(self) -> None:
+        if self.pre_online_service is not None:
+            await self.pre_online_service.shutdown()
+        await self.acting_master_service.shutdown()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -550,7 +558,7 @@ class BrokerController:
 
     async def _register(self, table: dict[str, TopicConfig], data_version: DataVersion) -> None:
         addrs = self.config.namesrv_addrs
-        if not addrs:
+        if not addrs or self.acting_master_service.isolated:  # Java: "Skip register for broker is isolated"
             return
         wrapper = TopicConfigAndMappingSerializeWrapper(
             table, DataVersion(data_version.counter, data_version.state_version, data_version.timestamp)
@@ -562,7 +570,10 @@ class BrokerController:
             cluster_name=self.config["brokerClusterName"],
             ha_server_addr=self.config.ha_server_addr,
             broker_id=int(self.config["brokerId"]),
-            enable_acting_master=False,
+            enable_acting_master=bool(self.config["enableSlaveActingMaster"]),
+            heartbeat_timeout_millis=(
+                int(self.config["brokerNotActiveTimeoutMillis"]) if self.config["enableSlaveActingMaster"] else None
+            ),
             compressed=False,
             body_crc32=m.crc32(body),
         )

@@ -93,6 +93,13 @@ class PullRequestHoldService:
         if self.pull_request_table:
             call_on_loop(self._loop, self.notify_message_arriving, topic, queue_id, max_offset, tags_code)
 
+    def notify_master_online(self) -> None:
+        """Answer every held pull now (Java PullRequestHoldService#notifyMasterOnline): a slave
+        whose master is back sends its consumers there."""
+        for reqs in list(self.pull_request_table.values()):
+            for r in list(reqs):
+                self._fire(r)
+
     def drop_channel(self, channel: Any) -> None:
         """Forget the requests of a closed connection (nobody is left to answer)."""
         for key, reqs in list(self.pull_request_table.items()):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.put import await_put
@@ -33,7 +34,7 @@ from pyrmq.store.config import (
     persist_config,
     persist_config_text,
 )
-from pyrmq.store.results import PutMessageStatus
+from pyrmq.store.results import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from pyrmq.broker.config import BrokerConfig
@@ -99,6 +100,8 @@ class ScheduleMessageService:
         self.config = config
         self.message_store = message_store
         self.now = now
+        #: where due messages go; the broker puts its escape bridge here (Java EscapeBridge#putMessage)
+        self.put_message: Callable[[m.MessageExtBrokerInner], Awaitable[PutMessageResult]] = self._put_local
         self.delay_level_table: dict[int, int] = config.store.delay_level_table()
         self.max_delay_level = max(self.delay_level_table) if self.delay_level_table else 0
         self.offset_table: dict[int, int] = {}
@@ -157,6 +160,9 @@ class ScheduleMessageService:
             self.data_version.next_version(self.now())
             self._persisted = dict(self.offset_table)
         persist_config(self._root, self.build_serialize_wrapper())
+
+    async def _put_local(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
+        return await await_put(self.message_store.put_message_async(msg))
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -265,7 +271,7 @@ class ScheduleMessageService:
                 if inner.topic == RMQ_SYS_TRANS_HALF_TOPIC:
                     log.error("[BUG] the real topic of schedule msg is %s, discard the msg", inner.topic)
                 else:
-                    result = await await_put(self.message_store.put_message_async(inner))
+                    result = await self.put_message(inner)
                     if result.put_message_status is not PutMessageStatus.PUT_OK:
                         log.warning(
                             "ScheduleMessageService put message failed: %s (level %d, offset %d)",

@@ -26,6 +26,7 @@ import contextlib
 import heapq
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.put import await_put
@@ -33,7 +34,7 @@ from pyrmq.common.constants import TIMER_TOPIC, MessageConst
 from pyrmq.remoting.loop import call_on_loop
 from pyrmq.store import message as m
 from pyrmq.store.checkpoint import TimerCheckpoint
-from pyrmq.store.results import PutMessageStatus
+from pyrmq.store.results import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from pyrmq.broker.config import BrokerConfig
@@ -51,6 +52,7 @@ IDLE_RECHECK_S = 1.0
 _RETRY_STATUSES = frozenset(
     {
         PutMessageStatus.SERVICE_NOT_AVAILABLE,
+        PutMessageStatus.PUT_TO_REMOTE_BROKER_FAIL,  # Java retries it too (timerSkipUnknownError=false)
         PutMessageStatus.FLUSH_DISK_TIMEOUT,
         PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
         PutMessageStatus.OS_PAGE_CACHE_BUSY,
@@ -128,6 +130,8 @@ class TimerMessageStore:
         self.config = config
         self.message_store = message_store
         self.now = now
+        #: where due messages go; the broker puts its escape bridge here (Java EscapeBridge#putMessage)
+        self.put_message: Callable[[m.MessageExtBrokerInner], Awaitable[PutMessageResult]] = self._put_local
         root = config.store.store_path_root_dir
         self.checkpoint = TimerCheckpoint(os.path.join(root, "config", "timercheck"))
         self._java_timer_log = os.path.join(root, "timerlog")
@@ -145,6 +149,9 @@ class TimerMessageStore:
         self._dirty = False
         self.started = False
 
+    async def _put_local(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
+        return await await_put(self.message_store.put_message_async(msg))
+
     # ------------------------------------------------------------------ lifecycle
 
     def load(self) -> None:
@@ -158,6 +165,17 @@ class TimerMessageStore:
             log.warning("a Java timerlog exists: timer messages are re-read from queue offset %d", lo)
             start = lo
         self.low_water = self.read_offset = min(max(start, lo), hi)
+
+    def take_master_offset(self) -> None:
+        """A slave about to deliver starts where its master's checkpoint (copied by
+        SlaveSynchronize) says the master got to, never before its own low water (Java
+        syncLastReadTimeMs before an acting slave's dequeue runs). Call while stopped."""
+        cq = self.message_store.get_consume_queue(TIMER_TOPIC, 0)
+        lo = cq.get_min_offset_in_queue() if cq else 0
+        hi = cq.get_max_offset_in_queue() if cq else 0
+        self.low_water = self.read_offset = min(max(self.checkpoint.master_timer_queue_offset, lo, self.low_water), hi)
+        self._heap.clear()
+        self._delivered.clear()
 
     def _java_timer_log_has_files(self) -> bool:
         try:
@@ -269,7 +287,7 @@ class TimerMessageStore:
                 heapq.heappop(self._heap)
                 self._mark_delivered(qoff)
                 continue
-            result = await await_put(self.message_store.put_message_async(inner))
+            result = await self.put_message(inner)
             status = result.put_message_status
             if status is not PutMessageStatus.PUT_OK and status in _RETRY_STATUSES:
                 log.warning("timer put failed (%s), retrying queue offset %d", status.name, qoff)

@@ -97,6 +97,8 @@ class MessageStoreConfig:
     min_in_sync_replicas: int = 1
     slave_timeout: int = 3000
     all_ack_in_sync_state_set: bool = False
+    # slave acting master: > 1 makes a broker wait isolated at start (BrokerPreOnlineService)
+    total_replicas: int = 1
 
     @property
     def commit_log_dir(self) -> str:

@@ -254,8 +254,9 @@ class PullMessageProcessor:
                 PullRequest(ctx, cmd, h.topic, h.queue_id, h.queue_offset, self.now(), polling_ms, tags_codes)
             )
             response = None
-        # commit offset piggyback (first processing only, masters only)
-        if broker_allow_suspend and has_commit and self.config.is_master:
+        # commit offset piggyback (first processing only; masters, and slaves that may act as
+        # master: Java 5.x commits on any role since RIP-32)
+        if broker_allow_suspend and has_commit and (self.config.is_master or self.config["enableSlaveActingMaster"]):
             self.consumer_offset_manager.commit_offset(
                 ctx.channel.remote_addr, h.consumer_group, h.topic, h.queue_id, h.commit_offset
             )

@@ -281,8 +281,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
 
     @handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
     async def send_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        if not self.config.is_master:  # Java SendMessageProcessor#rejectRequest (no slave acting master)
-            raise SystemBusy(REJECT_REQUEST_REMARK)
+        if not self.config.is_master and not self.config["enableSlaveActingMaster"]:
+            raise SystemBusy(REJECT_REQUEST_REMARK)  # Java SendMessageProcessor#rejectRequest
         h = parse_send_header(cmd)
         refused = self._not_accepting_yet(cmd)
         if refused is not None:

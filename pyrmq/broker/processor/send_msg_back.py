@@ -54,7 +54,11 @@ class ConsumerSendMsgBackProcessor:
     @handles(RequestCode.CONSUMER_SEND_MSG_BACK)
     async def consumer_send_msg_back(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         if not self.config.is_master:  # Java: SendMessageProcessor#rejectRequest serves this code too
-            raise SystemBusy(REJECT_REQUEST_REMARK)
+            if not self.config["enableSlaveActingMaster"]:
+                raise SystemBusy(REJECT_REQUEST_REMARK)
+            # Java AbstractSendMessageProcessor#consumerSendMsgBack: no master in this process
+            # (peekMasterBroker); the client then sends the message to %RETRY% itself
+            raise SystemError_(f"no master available along with {self.config.broker_ip}")
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         sg = self.subscription_group_manager.find_subscription_group_config(h.group)
         if sg is None:

@@ -3,7 +3,7 @@
 Java: ``broker/transaction/TransactionalMessageCheckService`` (a ServiceThread
 whose ``waitForRunning(checkInterval)`` ends in ``onWaitEnd`` -> ``check``
 with ``transactionTimeOut`` and ``transactionCheckMax``). Only a master
-checks. The values are read at each round, so a config update applies.
+checks, or a slave acting as master (it escapes the half messages instead). The values are read at each round, so a config update applies.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class TransactionalMessageCheckService:
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
-        if self._task is None and self.config.is_master:
+        if self._task is None and (self.config.is_master or self.config["enableSlaveActingMaster"]):
             self._task = asyncio.get_running_loop().create_task(self._run(), name="TransactionalMessageCheckService")
 
     async def _run(self) -> None:

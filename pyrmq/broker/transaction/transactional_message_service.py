@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -60,6 +61,8 @@ log = logging.getLogger("pyrmq.broker.transaction")
 
 MAX_PROCESS_TIME_LIMIT_MS = 60_000
 MAX_RETRY_COUNT_WHEN_HALF_NULL = 1
+#: Java MAX_RETRY_TIMES_FOR_ESCAPE: an acting slave gives up escaping one half message after this
+MAX_RETRY_TIMES_FOR_ESCAPE = 10
 OP_MSG_PULL_NUMS = 32
 SLEEP_WHILE_NO_OP_S = 1.0
 
@@ -125,6 +128,10 @@ class TransactionalMessageService:
         self.topic_config_manager = topic_config_manager
         self.consumer_offset_manager = consumer_offset_manager
         self.now = now
+        #: slave acting master (pyrmq/broker/failover.py): whether this broker is an acting slave,
+        #: and how it hands a half message to another group (Java TransactionalMessageBridge#escapeMessage)
+        self.acting_slave: Callable[[], bool] = lambda: False
+        self.escape_message: Callable[[m.MessageExtBrokerInner], Awaitable[bool]] | None = None
 
     # ------------------------------------------------------------------ bridge: store access
 
@@ -332,6 +339,7 @@ class TransactionalMessageService:
         st = _CheckState()
         pull = self._fill_op_remove_map(st, qid, op_offset, half_offset)
         null_count = 1
+        escape_fail_count = 0
         new_offset = i = half_offset
         next_op_offset = pull.next_begin_offset
         while True:
@@ -359,6 +367,25 @@ class TransactionalMessageService:
                     i = new_offset = half.next_begin_offset
                     continue
                 props = dict(msg.properties)
+                if self.escape_message is not None and self.acting_slave():
+                    # Java: an acting slave checks nothing itself; every open half message goes
+                    # to another group, which asks the producer
+                    if await self.escape_message(renew_half_message_inner(msg, props)):
+                        escape_fail_count = 0
+                    elif escape_fail_count < MAX_RETRY_TIMES_FOR_ESCAPE:
+                        escape_fail_count += 1
+                        log.warning(
+                            "Escaping transactional message failed %d times! UNIQ_KEY(transactionId)=%s",
+                            escape_fail_count,
+                            props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                        )
+                        await asyncio.sleep(0.1 * (2 ^ escape_fail_count))  # Java's XOR, kept
+                        continue
+                    else:
+                        escape_fail_count = 0
+                    new_offset = i + 1
+                    i += 1
+                    continue
                 if self._need_discard(props, check_max) or self._need_skip(msg):
                     await listener.resolve_discard_msg(msg)
                     new_offset = i + 1

@@ -233,3 +233,25 @@ class ReplyMessageRequestHeader(RemotingHeader):
     properties: str | None = None
     reconsume_times: int | None = None
     unit_mode: bool = False
+
+
+@dataclass(slots=True)
+class NotifyMinBrokerIdChangeRequestHeader(RemotingHeader):
+    """NOTIFY_MIN_BROKER_ID_CHANGE (905), name server -> broker. Java:
+    remoting/protocol/header/NotifyMinBrokerIdChangeRequestHeader (every field nullable)."""
+
+    min_broker_id: int | None = None
+    broker_name: str | None = None
+    min_broker_addr: str | None = None
+    offline_broker_addr: str | None = None
+    ha_broker_addr: str | None = None
+
+
+@dataclass(slots=True)
+class ExchangeHAInfoRequestHeader(RemotingHeader):
+    """EXCHANGE_BROKER_HA_INFO (906) request; the answer has the same three fields. Java:
+    remoting/protocol/header/ExchangeHAInfoRequestHeader / ExchangeHAInfoResponseHeader."""
+
+    master_ha_address: str | None = None
+    master_flush_offset: int | None = None
+    master_address: str | None = None
