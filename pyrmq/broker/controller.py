@@ -259,6 +259,7 @@ class BrokerController:
             "register_increment_broker_data": self.register_increment_broker_data,
             "ha_runtime_info": self.ha_runtime_info,
             "acting_master_service": getattr(self, "acting_master_service", None),  # built after the pull processor
+            "special_services_running": self._special_services_running,
         }
 
     def build(self, cls: type[P], deps: dict[str, Any] | None = None) -> P:
@@ -338,6 +339,11 @@ class BrokerController:
         else:
             self._update_master_ha_addr_periodically = True
         self.ha_client.start()
+
+    def _special_services_running(self) -> bool:
+        """Java isSpecialServiceRunning (brokerActive): the role decides until the services started."""
+        running = self.acting_master_service.special_services.running
+        return self.config.is_master if running is None else running
 
     def ha_runtime_info(self) -> HARuntimeInfo | None:
         """What haStatus shows (Java DefaultHAService#getRuntimeInfo): a master lists its slaves, a

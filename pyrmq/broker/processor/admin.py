@@ -81,6 +81,7 @@ class AdminBrokerProcessor:
         config_data_version,
         update_config,
         register_increment_broker_data,
+        special_services_running,
         now,
     ) -> None:
         self.config = config
@@ -93,6 +94,7 @@ class AdminBrokerProcessor:
         self.config_data_version = config_data_version
         self.update_config = update_config
         self.register_increment_broker_data = register_increment_broker_data
+        self.special_services_running = special_services_running
         self.now = now
 
     # ------------------------------------------------------------ offsets by queue
@@ -312,7 +314,11 @@ class AdminBrokerProcessor:
 
     @handles(RequestCode.GET_BROKER_RUNTIME_INFO)
     async def get_broker_runtime_info(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        body = KVTable(build_runtime_info(self.config, self.message_store, self.broker_stats, self.now())).encode()
+        info = build_runtime_info(self.config, self.message_store, self.broker_stats, self.now())
+        # Java isSpecialServiceRunning: the delay and transaction-check services run on a master, or on
+        # a slave while it acts for its master
+        info["brokerActive"] = "true" if self.special_services_running() else "false"
+        body = KVTable(info).encode()
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
 
     @handles(RequestCode.GET_TOPIC_STATS_INFO)

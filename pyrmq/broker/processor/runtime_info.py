@@ -97,8 +97,7 @@ def build_runtime_info(
     out["consumeQueueDiskRatio"] = double_to_string(_disk_ratio(os.path.join(sc.store_path_root_dir, "consumequeue")))
     out["commitLogMinOffset"] = str(store.get_min_phy_offset())
     out["commitLogMaxOffset"] = str(store.get_max_phy_offset())
-    # Java isSpecialServiceRunning: the delay and transaction-check services run on the master only
-    out["brokerActive"] = "true" if config.is_master else "false"
+    out["brokerActive"] = "true" if config.is_master else "false"  # the caller knows an acting slave
     out["msgPutTotalYesterdayMorning"] = str(st.put_yesterday_morning)
     out["msgPutTotalTodayMorning"] = str(st.put_morning)
     out["msgPutTotalTodayNow"] = str(st.broker_put_nums)
