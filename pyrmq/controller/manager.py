@@ -22,7 +22,7 @@ from typing import Any
 
 from pyrmq.common.clock import now_ms
 from pyrmq.controller.config import ControllerConfig
-from pyrmq.controller.elect_policy import DefaultElectPolicy
+from pyrmq.controller.elect_policy import DefaultElectPolicy, ElectPolicy
 from pyrmq.controller.events import ControllerResult
 from pyrmq.controller.heartbeat import BrokerHeartbeatManager
 from pyrmq.controller.journal import EventJournal
@@ -59,7 +59,9 @@ class ControllerManager:
         self.replicas = ReplicasInfoManager(
             enable_elect_unclean_master=lambda: bool(self.config["enableElectUncleanMaster"])
         )
-        self.elect_policy = DefaultElectPolicy(self.heartbeat.is_broker_active, self.heartbeat.get_broker_live_info)
+        self.elect_policy: ElectPolicy = DefaultElectPolicy(
+            self.heartbeat.is_broker_active, self.heartbeat.get_broker_live_info
+        )
         self.journal = EventJournal(config.store_path())
         self.server: RemotingServer | None = None
         self.client: RemotingClient | None = None

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from pyrmq.common.properties import PropertiesError, load_properties, properties_text
 from pyrmq.controller.config import ControllerConfig
+from pyrmq.controller.elect_policy import ElectPolicy
 from pyrmq.controller.events import ControllerResult
 from pyrmq.controller.heartbeat import BrokerHeartbeatManager
 from pyrmq.controller.replicas_info import InvalidRequest, ReplicasInfoManager
@@ -50,7 +51,7 @@ class ControllerServices(Protocol):
 
     async def run(self, compute: Callable[[], ControllerResult]) -> ControllerResult: ...
 
-    async def elect_master(self, request: ElectMasterRequestHeader) -> ControllerResult: ...
+    elect_policy: ElectPolicy
 
     def is_alive(self, cluster_name: str | None, broker_name: str, broker_id: int) -> bool: ...
 
@@ -78,15 +79,18 @@ class ControllerRequestProcessor:
         self.manager = manager
         self.replicas = manager.replicas
 
-    async def _run(self, cmd: RemotingCommand, compute: Callable[[], ControllerResult]) -> RemotingCommand:
+    async def _result(self, compute: Callable[[], ControllerResult]) -> ControllerResult:
+        """One request through the manager's scheduler; Java's failures become SYSTEM_ERROR answers."""
         try:
-            result = await self.manager.run(compute)
+            return await self.manager.run(compute)
         except InvalidRequest as e:
             raise SystemError_(f"java.lang.NullPointerException: {e}") from None
         except OSError as e:
             log.error("controller journal append failed: %s", e)
             raise SystemError_(f"Failed to append event to the controller journal: {e}") from None
-        return _respond(cmd, result)
+
+    async def _run(self, cmd: RemotingCommand, compute: Callable[[], ControllerResult]) -> RemotingCommand:
+        return _respond(cmd, await self._result(compute))
 
     @handles(RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET)
     async def alter_sync_state_set(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -100,7 +104,7 @@ class ControllerRequestProcessor:
     @handles(RequestCode.CONTROLLER_ELECT_MASTER)
     async def elect_master(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = ElectMasterRequestHeader.from_command(cmd)
-        result = await self.manager.elect_master(h)
+        result = await self._result(lambda: self.replicas.elect_master(h, self.manager.elect_policy))
         if result.code == ResponseCode.SUCCESS and self.manager.config["notifyBrokerRoleChanged"]:
             self.manager.notify_broker_role_changed(result)
         return _respond(cmd, result)

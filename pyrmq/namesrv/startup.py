@@ -45,6 +45,12 @@ def print_config(cfg: NamesrvConfig) -> None:
     for key in NAMESRV_KEYS:
         value = cfg[key]
         print(f"{key}={'' if value is None else format_value(value)}")
+    if cfg["enableControllerInNamesrv"]:
+        # NamesrvStartup -p also prints the ControllerConfig read from the same file
+        from pyrmq.controller.config import ControllerConfig
+        from pyrmq.controller.startup import print_config as print_controller_config
+
+        print_controller_config(ControllerConfig.from_properties(cfg.file_properties))
 
 
 async def serve(cfg: NamesrvConfig, stop: asyncio.Event | None = None) -> int:
