@@ -72,7 +72,16 @@ class ControllerManager:
     # ------------------------------------------------------------------ the event scheduler
 
     async def run(self, compute: Callable[[], ControllerResult]) -> ControllerResult:
-        """Compute against the current state, persist the events, apply them (Java appendEvent + onApply)."""
+        """Compute against the current state, persist the events, apply them (Java appendEvent + onApply).
+
+        Shielded: a request whose connection drops (its handler task is cancelled) still
+        finishes, so an event that reached the journal is always applied in memory too."""
+        task = asyncio.ensure_future(self._run_locked(compute))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return await asyncio.shield(task)
+
+    async def _run_locked(self, compute: Callable[[], ControllerResult]) -> ControllerResult:
         async with self._lock:
             result = compute()
             if result.events:

@@ -274,6 +274,7 @@ def side_factory(java_harness, mqadmin, tmp_path):
         side.ns.stop()
 
 
+@pytest.mark.timeout(900)  # two whole scenarios, each 2-3 min on a loaded 2-core machine
 def test_java_brokers_fail_over_and_mqadmin_matches(side_factory):
     """The same scenario through pyrmq's controller and then Java's: both fail over, and every
     mqadmin output taken on the way is the same once addresses, ports and paths are normalised."""
