@@ -126,3 +126,36 @@ def test_a_failed_append_changes_nothing(tmp_path, monkeypatch):
     r = _ask(m, RequestCode.CONTROLLER_APPLY_BROKER_ID, ext)
     assert r.code == ResponseCode.SYSTEM_ERROR and "No space left on device" in r.remark
     assert m.replicas.replica_info_table == {}
+
+
+def test_a_cancelled_request_still_applies_what_it_journalled(tmp_path, monkeypatch):
+    """The connection drops while the journal fsyncs: the event is on disk, so it must be applied."""
+    import threading
+
+    from pyrmq.protocol.headers.controller import ApplyBrokerIdRequestHeader
+
+    m = _manager(tmp_path)
+    real_append = m.journal.append
+    started, release = threading.Event(), threading.Event()
+
+    def slow(events):
+        started.set()
+        release.wait(5)
+        real_append(events)
+
+    monkeypatch.setattr(m.journal, "append", slow)
+
+    async def main():
+        h = ApplyBrokerIdRequestHeader("c", "b", 1, "10.0.0.1:1;5")
+        request = asyncio.ensure_future(m.run(lambda: m.replicas.apply_broker_id(h)))
+        await asyncio.to_thread(started.wait, 5)
+        request.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        while m._background:  # the shielded part goes on
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert m.replicas.replica_info_table["b"].all_brokers() == {1}
+    assert len(EventJournal(str(tmp_path / "store")).replay()) == 1
