@@ -12,6 +12,7 @@ import sys
 #: subcommand -> (module with main(argv), one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "namesrv": ("pyrmq.namesrv.startup", "run a NameServer (Java NamesrvStartup)"),
+    "controller": ("pyrmq.controller.startup", "run a controller for 5.x controller mode (Java ControllerStartup)"),
     "store": ("pyrmq.store.cli", "inspect or verify a store directory"),
     "broker": ("pyrmq.broker.startup", "run a Broker (Java BrokerStartup)"),
     "dev": ("pyrmq.broker.dev", "NameServer + Broker in one process, embedded defaults"),

@@ -109,6 +109,16 @@ class NamesrvConfig(KeyedSettings):
     def defaults(cls) -> dict[str, Any]:
         return _defaults()
 
+    def is_known(self, key: str) -> bool:
+        """With enableControllerInNamesrv the same file configures the controller (NamesrvStartup)."""
+        if super().is_known(key):
+            return True
+        if self.values["enableControllerInNamesrv"]:
+            from pyrmq.controller.config import CONTROLLER_KEYS
+
+            return key in CONTROLLER_KEYS
+        return False
+
     def black_list(self) -> set[str]:
         keys = set(FIXED_BLACK_LIST)
         keys.update(k for k in str(self.values["configBlackList"]).split(";"))

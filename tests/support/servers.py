@@ -217,6 +217,51 @@ class JavaController(_Server):
                     raise
 
 
+class PyrmqController(_Server):
+    """pyrmq's controller: `<venv python> -m pyrmq controller -c <workdir>/controller.conf`.
+
+    Same properties as JavaController (a group of one; requests on the peer port, `.addr`).
+    """
+
+    def __init__(self, workdir: Path, start_timeout: float = 30, **conf):
+        self.workdir = workdir
+        self.home = workdir / "home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.name = f"pyrmq-controller-{next(_seq)}"
+        venv_python = ROOT / ".venv" / "bin" / "python"
+        python = str(venv_python) if venv_python.exists() else sys.executable
+        for attempt in range(3):
+            self.port = free_port()
+            props = {
+                "controllerDLegerGroup": "group1",
+                "controllerDLegerPeers": f"n0-127.0.0.1:{self.port}",
+                "controllerDLegerSelfId": "n0",
+                "controllerStorePath": workdir / "controller-store",
+                "configStorePath": workdir / "controller.properties.store",
+                "mappedFileSize": 4 * 1024 * 1024,
+                "scanNotActiveBrokerInterval": 1000,
+                "listenPort": free_port(),
+                "bindAddress": "127.0.0.1",
+                **conf,
+            }
+            cfg = write_properties(workdir / "controller.conf", props)
+            env = dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1")
+            self.managed = ManagedProcess(
+                self.name,
+                [python, "-m", "pyrmq", "controller", "-c", str(cfg)],
+                workdir / f"pyrmq-controller-{self.port}.out",
+                env=env,
+                cwd=ROOT,
+            )
+            try:
+                self.managed.wait_port(self.port, start_timeout)
+                return
+            except ProcessFailed:
+                self.managed.kill9()
+                if attempt == 2 or not _bind_race(self.managed):
+                    raise
+
+
 class JavaBroker(_Server):
     """org.apache.rocketmq.broker.BrokerStartup 5.5.0, registered at `namesrv_addr`.
 

@@ -17,6 +17,7 @@ PKG = Path(__file__).resolve().parents[2] / "pyrmq"
 
 _ABOVE_STORE = (
     "pyrmq.broker",
+    "pyrmq.controller",
     "pyrmq.namesrv",
     "pyrmq.admin",
     "pyrmq.spark",
@@ -35,6 +36,16 @@ RULES: dict[str, tuple[str, ...]] = {
     "admin": ("pyrmq.broker", "pyrmq.namesrv", "pyrmq.spark", "pyrmq.testing", "pyrmq.startup"),
     "spark": ("asyncio", "pyrmq.remoting", "pyrmq.broker", "pyrmq.namesrv", "pyrmq.admin", "pyrmq.testing"),
     "namesrv": ("pyrmq.broker", "pyrmq.admin", "pyrmq.spark", "pyrmq.testing"),
+    "controller": (
+        "pyrmq.store",
+        "pyrmq.ha",
+        "pyrmq.broker",
+        "pyrmq.namesrv",
+        "pyrmq.admin",
+        "pyrmq.spark",
+        "pyrmq.testing",
+        "pyrmq.cli",
+    ),
     "broker": ("pyrmq.admin", "pyrmq.spark", "pyrmq.testing"),
 }
 
