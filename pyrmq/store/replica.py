@@ -15,13 +15,20 @@ from typing import Protocol
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
 from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
 
+#: MixAll.ALL_ACK_IN_SYNC_STATE_SET
+ALL_ACK_IN_SYNC_STATE_SET = -1
+
 
 class ReplicaAcks(Protocol):
     """The HA service as the put path sees it. Java HAService#putRequest(GroupCommitRequest)."""
 
+    #: controller mode: allAckInSyncStateSet asks for every member of the sync state set
+    controller_mode: bool
+
     def request(self, next_offset: int, ack_nums: int, timeout_ms: int) -> Future[PutMessageStatus]:
-        """PUT_OK once ``ack_nums`` replicas (the master counts as one) hold the commit log up to
-        ``next_offset``, FLUSH_SLAVE_TIMEOUT after ``timeout_ms``. Callable from any thread."""
+        """PUT_OK once ``ack_nums`` replicas (the master counts as one; -1: every member of the
+        sync state set) hold the commit log up to ``next_offset``, FLUSH_SLAVE_TIMEOUT after
+        ``timeout_ms``. Callable from any thread."""
         ...
 
 
@@ -38,6 +45,8 @@ def handle_ha(
     (inSyncReplicas <= 1). Java CommitLog#handleHA. Without an HA service (a store used alone) no
     slave can ever acknowledge: FLUSH_SLAVE_TIMEOUT at once instead of after slaveTimeout."""
     need_ack_nums = config.in_sync_replicas
+    if config.all_ack_in_sync_state_set and acks is not None and acks.controller_mode:
+        need_ack_nums = ALL_ACK_IN_SYNC_STATE_SET  # Java CommitLog#asyncPutMessage, controller mode
     if 0 <= need_ack_nums <= 1:
         return None
     amr = result.append_message_result
@@ -75,4 +84,4 @@ def combine_flush_and_ha(
     return out
 
 
-__all__ = ["ReplicaAcks", "combine_flush_and_ha", "handle_ha", "need_handle_ha"]
+__all__ = ["ALL_ACK_IN_SYNC_STATE_SET", "ReplicaAcks", "combine_flush_and_ha", "handle_ha", "need_handle_ha"]
