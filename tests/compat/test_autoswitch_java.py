@@ -1,0 +1,167 @@
+"""Controller mode (AutoSwitch HA) against the official Java 5.5.0 controller.
+
+Two pyrmq brokers with enableControllerMode=true and the same brokerName get their ids from a
+JavaController (a DLedger group of one), one is elected master, the other replicates from it
+with the AutoSwitch protocol (handshake with the master's epoch list, epoch-tagged frames) and
+joins the sync state set. Sends go to the master with pyrmq's raw remoting client; the commit
+logs must be byte-identical file for file and both epoch files must hold the controller's epoch.
+Then the master is SIGKILLed: the controller elects the slave (it is in the sync state set),
+tells it (NOTIFY_BROKER_ROLE_CHANGED), and a send to it succeeds. The time from the kill to the
+first successful send is printed and asserted under a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from pyrmq.ha.broker_metadata import BrokerMetadata
+from pyrmq.ha.epoch import decode_checkpoint
+from pyrmq.protocol.bodies.controller import BrokerReplicasInfo
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.remoting.client import RemotingClient
+from pyrmq.store import message as m
+from support.servers import JavaController
+
+pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
+
+CL_SIZE = 256 * 1024
+TOPIC = "AutoSwitchT"
+HEARTBEAT_TIMEOUT_MS = 3000  # controllerHeartBeatTimeoutMills: how long the controller waits for a dead master
+
+
+@pytest.fixture
+def java_controller(java_harness, tmp_path_factory):
+    ctrl = JavaController(tmp_path_factory.mktemp("java-controller"))
+    yield ctrl
+    ctrl.stop()
+
+
+def _conf(controller_addr: str, name: str) -> dict[str, object]:
+    return {
+        "name": name,
+        "enableControllerMode": "true",
+        "controllerAddr": controller_addr,
+        "controllerHeartBeatTimeoutMills": HEARTBEAT_TIMEOUT_MS,
+        "mappedFileSizeCommitLog": CL_SIZE,
+        "slaveReadEnable": "true",
+        "fresh": True,
+    }
+
+
+def _send(broker_name: str, body: bytes) -> RemotingCommand:
+    ext = {
+        "a": "AutoSwitchPG",
+        "b": TOPIC,
+        "c": "TBW102",
+        "d": "4",
+        "e": "0",
+        "f": "0",
+        "g": str(int(time.time() * 1000)),
+        "h": "0",
+        "i": m.message_properties_to_string({"WAIT": "true"}),
+        "j": "0",
+        "k": "false",
+        "m": "false",
+        "n": broker_name,
+    }
+    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+
+
+def _commit_log_files(store: Path) -> dict[str, bytes]:
+    d = store / "commitlog"
+    return {name: (d / name).read_bytes() for name in sorted(os.listdir(d))} if d.is_dir() else {}
+
+
+def _wait_identical(master_store: Path, slave_store: Path, timeout: float = 60) -> dict[str, bytes]:
+    deadline = time.monotonic() + timeout
+    while True:
+        want, got = _commit_log_files(master_store), _commit_log_files(slave_store)
+        if want and want == got:
+            return got
+        if time.monotonic() > deadline:
+            differ = [n for n in sorted(set(want) | set(got)) if want.get(n) != got.get(n)]
+            raise AssertionError(f"master files {sorted(want)}, slave files {sorted(got)}, differing {differ}")
+        time.sleep(0.3)
+
+
+async def _replicas(c: RemotingClient, controller: str, name: str):
+    body = json.dumps([name]).encode()
+    r = await c.invoke(controller, RemotingCommand.request(RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, {}, body), 5)
+    assert r.code == ResponseCode.SUCCESS, r
+    return BrokerReplicasInfo.decode(r.body).replicas_info_table.get(name)
+
+
+async def _wait_in_sync(c: RemotingClient, controller: str, name: str, n: int, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while True:
+        info = await _replicas(c, controller, name)
+        if info is not None and len(info.in_sync_replicas) == n:
+            return info
+        assert time.monotonic() < deadline, f"sync state set of {name} never reached {n}: {info}"
+        await asyncio.sleep(0.3)
+
+
+def _epochs(store: Path) -> list[tuple[int, int]]:
+    return [(e.epoch, e.start_offset) for e in decode_checkpoint((store / "epochFileCheckpoint").read_text())]
+
+
+def _identity(store: Path) -> BrokerMetadata:
+    md = BrokerMetadata(str(store / "brokerIdentity"))
+    assert md.read(), f"no brokerIdentity in {store}"
+    return md
+
+
+def test_pyrmq_pair_fails_over_through_java_controller(pyrmq_namesrv, pyrmq_broker, java_controller):
+    name = "autoswitch-pyrmq"
+    ctrl = java_controller.addr
+    first = pyrmq_broker(pyrmq_namesrv.addr, **_conf(ctrl, name))  # returns once registered: elected master
+    second = pyrmq_broker(pyrmq_namesrv.addr, **_conf(ctrl, name))
+    bodies = [f"as-{i:04d}-".encode() * (1 + i % 100) for i in range(200)]
+
+    async def scenario() -> float:
+        async with RemotingClient() as c:
+            info = await _wait_in_sync(c, ctrl, name, 2)
+            assert info.master_address == first.addr, info
+            assert info.master_epoch == 1, info
+            for body in bodies:
+                r = await c.invoke(first.addr, _send(name, body), 10)
+                assert r.code == ResponseCode.SUCCESS, r
+            _wait_identical(first.store_dir, second.store_dir)
+            # both epoch files: epoch 1 from offset 0 (the master wrote it, the slave learnt it)
+            assert _epochs(first.store_dir) == [(1, 0)]
+            assert _epochs(second.store_dir) == [(1, 0)]
+            ids = {_identity(first.store_dir).broker_id, _identity(second.store_dir).broker_id}
+            assert ids == {1, 2}
+            # a send to the slave is refused like a Java slave's
+            r = await c.invoke(second.addr, _send(name, b"to the slave"), 10)
+            assert r.code == ResponseCode.SYSTEM_BUSY, r
+            replicated_end = sum(len(b) for b in _commit_log_files(first.store_dir).values())
+            assert replicated_end > 0
+
+            killed = time.monotonic()
+            first.kill9()
+            while True:
+                r = await c.invoke(second.addr, _send(name, b"after the failover"), 10)
+                if r.code == ResponseCode.SUCCESS:
+                    break
+                assert time.monotonic() - killed < 60, f"no successful send 60 s after the kill: {r}"
+                await asyncio.sleep(0.1)
+            took = time.monotonic() - killed
+            info = await _replicas(c, ctrl, name)
+            assert info is not None and info.master_address == second.addr, info
+            assert info.master_epoch == 2, info
+            return took
+
+    took = asyncio.run(scenario())
+    print(f"\nkill -> first successful send on the new master: {took:.2f} s")
+    epochs = _epochs(second.store_dir)
+    assert [e for e, _ in epochs] == [1, 2], epochs
+    assert epochs[1][1] > 0  # epoch 2 starts where the replicated log ended
+    assert took < 30
