@@ -560,6 +560,9 @@ class ReplicasManager:
                 await self.register_broker_to_controller()
                 await asyncio.sleep(2)
             return
+        except Exception as e:  # the controller is unreachable: try again next period
+            log.warning("Error happen when get broker %s's metadata: %s", self.broker_name, e)
+            return
         if info.master_epoch > self.master_epoch:
             if info.master_address and info.master_broker_id is not None:
                 await self._follow(info)

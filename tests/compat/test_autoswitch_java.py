@@ -8,6 +8,10 @@ logs must be byte-identical file for file and both epoch files must hold the con
 Then the master is SIGKILLed: the controller elects the slave (it is in the sync state set),
 tells it (NOTIFY_BROKER_ROLE_CHANGED), and a send to it succeeds. The time from the kill to the
 first successful send is printed and asserted under a bound.
+
+The mixed tests put one Java 5.5.0 broker and one pyrmq broker in the group, each direction:
+the first started is elected master, the other replicates with the other implementation's HA
+code, then the master is killed and the survivor takes over.
 """
 
 from __future__ import annotations
@@ -74,6 +78,21 @@ def _send(broker_name: str, body: bytes) -> RemotingCommand:
     return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
 
 
+def _differences(want: dict[str, bytes], got: dict[str, bytes]) -> list[str]:
+    """Files that differ; a file only one side has must be all zeros (Java pre-creates the next
+    commit-log file, AllocateMappedFileService)."""
+    out = []
+    for n in sorted(set(want) | set(got)):
+        a, b = want.get(n), got.get(n)
+        if a is None or b is None:
+            one = a if a is not None else b or b""
+            if one.count(0) != len(one):
+                out.append(f"{n} (only on one side, not empty)")
+        elif a != b:
+            out.append(n)
+    return out
+
+
 def _commit_log_files(store: Path) -> dict[str, bytes]:
     d = store / "commitlog"
     return {name: (d / name).read_bytes() for name in sorted(os.listdir(d))} if d.is_dir() else {}
@@ -83,10 +102,10 @@ def _wait_identical(master_store: Path, slave_store: Path, timeout: float = 60) 
     deadline = time.monotonic() + timeout
     while True:
         want, got = _commit_log_files(master_store), _commit_log_files(slave_store)
-        if want and want == got:
+        differ = _differences(want, got)
+        if want and not differ:
             return got
         if time.monotonic() > deadline:
-            differ = [n for n in sorted(set(want) | set(got)) if want.get(n) != got.get(n)]
             raise AssertionError(f"master files {sorted(want)}, slave files {sorted(got)}, differing {differ}")
         time.sleep(0.3)
 
@@ -164,4 +183,60 @@ def test_pyrmq_pair_fails_over_through_java_controller(pyrmq_namesrv, pyrmq_brok
     epochs = _epochs(second.store_dir)
     assert [e for e, _ in epochs] == [1, 2], epochs
     assert epochs[1][1] > 0  # epoch 2 starts where the replicated log ended
+    assert took < 30
+
+
+async def _fail_over(c: RemotingClient, ctrl: str, name: str, old, new) -> float:
+    """SIGKILL ``old`` (the master); seconds until a send to ``new`` succeeds."""
+    killed = time.monotonic()
+    old.kill9()
+    last = None
+    while True:
+        last = await c.invoke(new.addr, _send(name, b"after the failover"), 10)
+        if last.code == ResponseCode.SUCCESS:
+            break
+        assert time.monotonic() - killed < 60, f"no successful send 60 s after the kill: {last}"
+        await asyncio.sleep(0.1)
+    took = time.monotonic() - killed
+    info = await _replicas(c, ctrl, name)
+    assert info is not None and info.master_address == new.addr, info
+    return took
+
+
+@pytest.mark.parametrize("master_kind", ["java", "pyrmq"])
+def test_mixed_group_fails_over(master_kind, pyrmq_namesrv, pyrmq_broker, java_broker, java_controller):
+    """One Java 5.5.0 broker and one pyrmq broker; the ``master_kind`` one starts first and is
+    elected, the other replicates from it, then the master is killed and the other takes over."""
+    name = f"autoswitch-mixed-{master_kind}"
+    ctrl = java_controller.addr
+
+    def start(kind: str):
+        conf = _conf(ctrl, name)
+        if kind == "java":
+            conf.pop("fresh")
+            return java_broker(pyrmq_namesrv.addr, fresh=True, brokerIP2="127.0.0.1", **conf)
+        return pyrmq_broker(pyrmq_namesrv.addr, **conf)
+
+    master = start(master_kind)
+    slave = start("pyrmq" if master_kind == "java" else "java")
+    bodies = [f"mx-{i:04d}-".encode() * (1 + i % 100) for i in range(200)]
+
+    async def scenario() -> float:
+        async with RemotingClient() as c:
+            info = await _wait_in_sync(c, ctrl, name, 2, timeout=90)
+            assert info.master_address == master.addr, info
+            for body in bodies:
+                r = await c.invoke(master.addr, _send(name, body), 10)
+                assert r.code == ResponseCode.SUCCESS, r
+            _wait_identical(master.store_dir, slave.store_dir)
+            assert _epochs(master.store_dir) == [(info.master_epoch, 0)]
+            assert _epochs(slave.store_dir) == [(info.master_epoch, 0)]
+            r = await c.invoke(slave.addr, _send(name, b"to the slave"), 10)
+            assert r.code == ResponseCode.SYSTEM_BUSY, r
+            return await _fail_over(c, ctrl, name, master, slave)
+
+    took = asyncio.run(scenario())
+    print(f"\n{master_kind} master killed -> first successful send on the new master: {took:.2f} s")
+    epochs = _epochs(slave.store_dir)
+    assert len(epochs) == 2 and epochs[1][0] > epochs[0][0] and epochs[1][1] > 0, epochs
     assert took < 30
