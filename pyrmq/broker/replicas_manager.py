@@ -431,7 +431,7 @@ class ReplicasManager:
             broker_id=self.broker_controller_id,
             epoch=self.ha.epoch_cache.last_epoch(),
             max_offset=store.get_max_phy_offset(),
-            confirm_offset=self.ha.confirm_offset if self.is_master_state else store.get_max_phy_offset(),
+            confirm_offset=self.ha.get_confirm_offset(),
             heartbeat_timeout_mills=int(self.config["controllerHeartBeatTimeoutMills"]),
             election_priority=int(self.config["brokerElectionPriority"]),
         )

@@ -94,6 +94,8 @@ class AutoSwitchHAConnection(HAConnection):
                     self._on_report(event)
 
     def _on_report(self, report: SlaveReport) -> None:
+        if self.state is HAConnectionState.SHUTDOWN:
+            return
         if self.state is not HAConnectionState.TRANSFER:
             log.info("Master change state from %s to TRANSFER", self.state.name)
             self.state = HAConnectionState.TRANSFER
@@ -200,7 +202,7 @@ class AutoSwitchHAConnection(HAConnection):
             entry = cache.first_entry()
             if entry is None:
                 return None
-        t = MasterTransfer(offset, entry.epoch, entry.start_offset, self.service.confirm_offset)
+        t = MasterTransfer(offset, entry.epoch, entry.start_offset, self.service.get_confirm_offset())
         return encode_master_transfer_header(t, size)
 
     async def _heartbeat_if_needed(self) -> None:
@@ -226,7 +228,8 @@ class AutoSwitchHAService(HAService):
         self.remote_sync_state_set: set[int] = set()
         self.is_synchronizing_sync_state_set = False
         self.connection_caught_up_time: dict[int, int] = {}
-        self.confirm_offset = store.get_max_phy_offset()
+        self.is_master = False
+        self._confirm_offset = -1  # Java CommitLog#confirmOffset (controller mode)
         self.on_sync_state_set_changed: Callable[[set[int]], None] | None = None
         self.client: Any = None  # AutoSwitchHAClient while a slave (set by change_to_slave)
         self.client_factory: Callable[[AutoSwitchHAService, int], object] | None = None
@@ -270,9 +273,10 @@ class AutoSwitchHAService(HAService):
         await self.destroy_connections()
         await self._stop_client()
         truncated = self.store.truncate_invalid_msg()
+        self.is_master = True
+        self._confirm_offset = self.compute_confirm_offset()
         if truncated >= 0:
             self.epoch_cache.truncate_suffix_by_offset(truncated)
-        self.confirm_offset = self.compute_confirm_offset()
         if self.epoch_cache.last_epoch() >= master_epoch:
             self.epoch_cache.truncate_suffix_by_epoch(master_epoch)
         start = self.store.get_max_phy_offset()
@@ -300,6 +304,7 @@ class AutoSwitchHAService(HAService):
             return False
         await self.destroy_connections()
         await self._stop_client()
+        self.is_master = False
         assert self.client_factory is not None
         client = self.client_factory(self, slave_id)
         client.update_master_address(master_addr)  # type: ignore[attr-defined]
@@ -342,12 +347,10 @@ class AutoSwitchHAService(HAService):
         if slave_id in current:
             return
         last = self.epoch_cache.last_entry()
-        if slave_max_offset >= self.confirm_offset and last is not None and slave_max_offset >= last.start_offset:
+        confirm = self.get_confirm_offset()
+        if slave_max_offset >= confirm and last is not None and slave_max_offset >= last.start_offset:
             log.info(
-                "The slave %d has caught up, slaveMaxOffset: %d, confirmOffset: %d",
-                slave_id,
-                slave_max_offset,
-                self.confirm_offset,
+                "The slave %d has caught up, slaveMaxOffset: %d, confirmOffset: %d", slave_id, slave_max_offset, confirm
             )
             current.add(slave_id)
             self._mark_synchronizing(current)
@@ -375,7 +378,7 @@ class AutoSwitchHAService(HAService):
     def set_sync_state_set(self, new: set[int]) -> None:
         self.is_synchronizing_sync_state_set = False
         self.sync_state_set = set(new)
-        self.confirm_offset = self.compute_confirm_offset()
+        self._confirm_offset = self.compute_confirm_offset()
 
     def get_sync_state_set(self) -> set[int]:
         if self.is_synchronizing_sync_state_set:
@@ -384,7 +387,7 @@ class AutoSwitchHAService(HAService):
 
     def update_confirm_offset_when_slave_ack(self, slave_id: int) -> None:
         if slave_id in self.sync_state_set:
-            self.confirm_offset = self.compute_confirm_offset()
+            self._confirm_offset = self.compute_confirm_offset()
 
     def compute_confirm_offset(self) -> int:
         """The smallest ack among connected sync-state-set members (the max offset without any);
@@ -393,12 +396,26 @@ class AutoSwitchHAService(HAService):
         connected = {c.slave_id for c in self.connections}
         for sid in members:
             if sid not in connected and self.local_broker_id is not None and sid != self.local_broker_id:
-                return self.confirm_offset
+                return self._confirm_offset
         offset = self.store.get_max_phy_offset()
         for c in self.connections:
             if c.slave_id in members and c.slave_ack_offset > 0:
                 offset = min(offset, c.slave_ack_offset)
         return offset
+
+    def get_confirm_offset(self) -> int:
+        """Java CommitLog#getConfirmOffset in controller mode: a master alone in its sync state set,
+        or without allAckInSyncStateSet, confirms everything it wrote; otherwise the smallest ack
+        of the set. A slave takes the master's (from the transfer header, capped at its own end)."""
+        if self.is_master:
+            if len(self.sync_state_set) == 1 or not self.store.config.all_ack_in_sync_state_set:
+                return self.store.get_max_phy_offset()
+            if self._confirm_offset < 0:
+                self._confirm_offset = self.compute_confirm_offset()
+            return self._confirm_offset
+        if self.client is not None:
+            return int(self.client.confirm_offset)
+        return self._confirm_offset
 
     def in_sync_replicas_nums(self, master_put_where: int) -> int:
         if self.is_synchronizing_sync_state_set:

@@ -31,6 +31,7 @@ from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
+from support import java
 from support.servers import JavaController
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
@@ -204,7 +205,9 @@ async def _fail_over(c: RemotingClient, ctrl: str, name: str, old, new) -> float
 
 
 @pytest.mark.parametrize("master_kind", ["java", "pyrmq"])
-def test_mixed_group_fails_over(master_kind, pyrmq_namesrv, pyrmq_broker, java_broker, java_controller):
+def test_mixed_group_fails_over(
+    master_kind, pyrmq_namesrv, pyrmq_broker, java_broker, java_controller, java_home
+):
     """One Java 5.5.0 broker and one pyrmq broker; the ``master_kind`` one starts first and is
     elected, the other replicates from it, then the master is killed and the other takes over."""
     name = f"autoswitch-mixed-{master_kind}"
@@ -230,7 +233,21 @@ def test_mixed_group_fails_over(master_kind, pyrmq_namesrv, pyrmq_broker, java_b
                 assert r.code == ResponseCode.SUCCESS, r
             _wait_identical(master.store_dir, slave.store_dir)
             assert _epochs(master.store_dir) == [(info.master_epoch, 0)]
-            assert _epochs(slave.store_dir) == [(info.master_epoch, 0)]
+            # the epoch files are the same bytes, whichever implementation wrote them
+            epoch_file = "epochFileCheckpoint"
+            assert (master.store_dir / epoch_file).read_bytes() == (slave.store_dir / epoch_file).read_bytes()
+            # mqadmin getBrokerEpoch (GET_BROKER_EPOCH_CACHE) prints the same epochs for both
+            out = java.mqadmin("5.5.0", "getBrokerEpoch", "-b", name, namesrv=pyrmq_namesrv.addr, home=java_home)
+            blocks = {b.split("#brokerAddr\t")[1].split("\n")[0]: b for b in out.stdout.split("\n\n") if "#brokerAddr" in b}
+            assert set(blocks) == {master.addr, slave.addr}, out.stdout + out.stderr
+            epoch_lines = set()
+            for block in blocks.values():
+                assert f"#clusterName\tDefaultCluster\n#brokerName\t{name}" in block, block
+                lines = [ln for ln in block.splitlines() if ln.startswith("#Epoch")]
+                assert len(lines) == 1 and f"epoch={info.master_epoch}, startOffset=0," in lines[0], block
+                epoch_lines.update(lines)
+            assert len(epoch_lines) == 1, epoch_lines  # same epoch, same end (the max offset) on both
+            assert {b.split("#brokerId\t")[1].split("\n")[0] for b in blocks.values()} == {"0", "2"}
             r = await c.invoke(slave.addr, _send(name, b"to the slave"), 10)
             assert r.code == ResponseCode.SYSTEM_BUSY, r
             return await _fail_over(c, ctrl, name, master, slave)

@@ -86,11 +86,13 @@ class FakeHA:
         self.store = FakeStore()
         self.epoch_cache = EpochFileCache()
         self.local_broker_id = None
-        self.confirm_offset = 4000
         self.on_sync_state_set_changed = None
         self.calls: list[tuple] = []
         self.sss: set[int] = set()
         self.shrunk: set[int] | None = None
+
+    def get_confirm_offset(self):
+        return 4000
 
     async def change_to_master(self, epoch):
         self.calls.append(("master", epoch))
@@ -175,7 +177,8 @@ def test_first_broker_gets_id_1_and_is_elected_master(tmp_path):
     assert rm.master_epoch == 1 and rm.sync_state_set == {1} and ha.sss == {1}
     hb = ctrl.heartbeats[0]
     assert (hb.broker_id, hb.max_offset, hb.broker_name, hb.heartbeat_timeout_mills) == (1, 4096, "b1", 10000)
-    assert hb.election_priority == 2147483647
+    assert hb.election_priority == 2147483647 and hb.confirm_offset == 4000
+    assert hb.epoch == -1  # the manual heartbeat before the election: no epoch yet (Java: lastEpoch of an empty file)
 
 
 def test_second_broker_becomes_slave_then_master_on_notify(tmp_path):
