@@ -7,7 +7,8 @@ joins the sync state set. Sends go to the master with pyrmq's raw remoting clien
 logs must be byte-identical file for file and both epoch files must hold the controller's epoch.
 Then the master is SIGKILLed: the controller elects the slave (it is in the sync state set),
 tells it (NOTIFY_BROKER_ROLE_CHANGED), and a send to it succeeds. The time from the kill to the
-first successful send is printed and asserted under a bound.
+first successful send is printed and asserted under a bound. The old master, restarted on its
+store, rejoins as a slave of the new epoch.
 
 The mixed tests put one Java 5.5.0 broker and one pyrmq broker in the group, each direction:
 the first started is elected master, the other replicates with the other implementation's HA
@@ -185,6 +186,25 @@ def test_pyrmq_pair_fails_over_through_java_controller(pyrmq_namesrv, pyrmq_brok
     assert [e for e, _ in epochs] == [1, 2], epochs
     assert epochs[1][1] > 0  # epoch 2 starts where the replicated log ended
     assert took < 30
+
+    # the old master comes back with its store and brokerIdentity: it is a slave of epoch 2 now,
+    # handshakes, keeps what epoch 1 and 2 share and replicates the rest
+    first.restart()
+
+    async def rejoin() -> None:
+        async with RemotingClient() as c:
+            info = await _wait_in_sync(c, ctrl, name, 2)
+            assert info.master_address == second.addr and info.master_epoch == 2, info
+            for body in bodies[:20]:
+                r = await c.invoke(second.addr, _send(name, body), 10)
+                assert r.code == ResponseCode.SUCCESS, r
+            _wait_identical(second.store_dir, first.store_dir)
+            r = await c.invoke(first.addr, _send(name, b"to the old master"), 10)
+            assert r.code == ResponseCode.SYSTEM_BUSY, r
+
+    asyncio.run(rejoin())
+    assert _identity(first.store_dir).broker_id == 1
+    assert _epochs(first.store_dir) == epochs
 
 
 async def _fail_over(c: RemotingClient, ctrl: str, name: str, old, new) -> float:
