@@ -57,6 +57,7 @@ class Node:
         self.store.ha_service = self.ha
 
     async def master(self, epoch: int) -> None:
+        self.ha.set_sync_state_set({self.broker_id})  # the controller's answer, set first as the ReplicasManager does
         assert await self.ha.change_to_master(epoch)
         self.store.config.broker_role = BrokerRole.SYNC_MASTER
 
@@ -118,7 +119,8 @@ def test_diverged_slave_truncates_to_the_new_masters_epoch(tmp_path):
 
 def test_all_ack_in_sync_state_set_waits_for_every_member(tmp_path):
     """allAckInSyncStateSet: a put is acknowledged once every member of the sync state set holds
-    it; with the slave stopped (still a member) it times out as FLUSH_SLAVE_TIMEOUT."""
+    it; with the slave stopped (still a member) it times out as FLUSH_SLAVE_TIMEOUT; a set smaller
+    than minInSyncReplicas refuses the put (IN_SYNC_REPLICAS_NOT_ENOUGH)."""
 
     async def scenario() -> None:
         kw = {"all_ack_in_sync_state_set": True, "slave_timeout": 800}
@@ -144,6 +146,12 @@ def test_all_ack_in_sync_state_set_waits_for_every_member(tmp_path):
             a.ha.set_sync_state_set({1})  # alone in the set: its own write is enough
             result = await asyncio.wrap_future(a.store.put_message_async(msg(5)))
             assert result.put_message_status is PutMessageStatus.PUT_OK
+            # minInSyncReplicas 2 with a set of one: refused before anything is written
+            a.store.config.min_in_sync_replicas = 2
+            before = a.store.get_max_phy_offset()
+            result = await asyncio.wrap_future(a.store.put_message_async(msg(6)))
+            assert result.put_message_status is PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH
+            assert a.store.get_max_phy_offset() == before
         finally:
             await b.stop()
             await a.stop()
