@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -277,3 +278,49 @@ def test_mixed_group_fails_over(
     epochs = _epochs(slave.store_dir)
     assert len(epochs) == 2 and epochs[1][0] > epochs[0][0] and epochs[1][1] > 0, epochs
     assert took < 30
+
+
+def test_paused_pyrmq_master_is_replaced_then_follows(pyrmq_namesrv, pyrmq_broker, java_controller):
+    """SIGSTOP the master (a partition: its connections stay open, only its heartbeats stop): the
+    controller elects the slave once controllerHeartBeatTimeoutMills passed. Resumed, the old
+    master learns the new epoch (GET_REPLICA_INFO every syncBrokerMetadataPeriod), becomes a slave
+    and replicates; its commit log ends up the new master's."""
+    name = "autoswitch-paused"
+    ctrl = java_controller.addr
+    first = pyrmq_broker(pyrmq_namesrv.addr, **_conf(ctrl, name))
+    second = pyrmq_broker(pyrmq_namesrv.addr, **_conf(ctrl, name))
+
+    async def scenario() -> float:
+        async with RemotingClient() as c:
+            await _wait_in_sync(c, ctrl, name, 2)
+            for i in range(30):
+                r = await c.invoke(first.addr, _send(name, b"before-%d" % i), 10)
+                assert r.code == ResponseCode.SUCCESS, r
+            _wait_identical(first.store_dir, second.store_dir)
+            paused = time.monotonic()
+            os.kill(first.pid, signal.SIGSTOP)
+            try:
+                while True:
+                    r = await c.invoke(second.addr, _send(name, b"after the pause"), 10)
+                    if r.code == ResponseCode.SUCCESS:
+                        break
+                    assert time.monotonic() - paused < 60, f"no successful send 60 s after the pause: {r}"
+                    await asyncio.sleep(0.1)
+                took = time.monotonic() - paused
+            finally:
+                os.kill(first.pid, signal.SIGCONT)
+            deadline = time.monotonic() + 60
+            while True:  # the old master steps down
+                r = await c.invoke(first.addr, _send(name, b"to the old master"), 10)
+                if r.code == ResponseCode.SYSTEM_BUSY:
+                    break
+                assert time.monotonic() < deadline, f"the old master still answers {r}"
+                await asyncio.sleep(0.3)
+            _wait_identical(second.store_dir, first.store_dir)
+            return took
+
+    took = asyncio.run(scenario())
+    print(f"\nmaster paused -> first successful send on the new master: {took:.2f} s")
+    assert HEARTBEAT_TIMEOUT_MS / 1000 - 1.1 < took < 30  # the last heartbeat may precede the pause by 1 s
+    assert _epochs(first.store_dir) == _epochs(second.store_dir)
+    assert [e for e, _ in _epochs(second.store_dir)] == [1, 2]
