@@ -225,24 +225,20 @@ async def _fail_over(c: RemotingClient, ctrl: str, name: str, old, new) -> float
     return took
 
 
-@pytest.mark.parametrize("master_kind", ["java", "pyrmq"])
-def test_mixed_group_fails_over(
-    master_kind, pyrmq_namesrv, pyrmq_broker, java_broker, java_controller, java_home
-):
-    """One Java 5.5.0 broker and one pyrmq broker; the ``master_kind`` one starts first and is
-    elected, the other replicates from it, then the master is killed and the other takes over."""
-    name = f"autoswitch-mixed-{master_kind}"
-    ctrl = java_controller.addr
+def _group_fails_over(kinds: tuple[str, str], namesrv, pyrmq_broker, java_broker, ctrl: str, java_home) -> float:
+    """Start ``kinds[0]`` (elected master) then ``kinds[1]`` in one group, replicate, compare the
+    stores and mqadmin getBrokerEpoch, SIGKILL the master; seconds until the other takes a send."""
+    name = f"autoswitch-{kinds[0]}-{kinds[1]}"
 
     def start(kind: str):
         conf = _conf(ctrl, name)
         if kind == "java":
             conf.pop("fresh")
-            return java_broker(pyrmq_namesrv.addr, fresh=True, brokerIP2="127.0.0.1", **conf)
-        return pyrmq_broker(pyrmq_namesrv.addr, **conf)
+            return java_broker(namesrv.addr, fresh=True, brokerIP2="127.0.0.1", **conf)
+        return pyrmq_broker(namesrv.addr, **conf)
 
-    master = start(master_kind)
-    slave = start("pyrmq" if master_kind == "java" else "java")
+    master = start(kinds[0])
+    slave = start(kinds[1])
     bodies = [f"mx-{i:04d}-".encode() * (1 + i % 100) for i in range(200)]
 
     async def scenario() -> float:
@@ -258,8 +254,10 @@ def test_mixed_group_fails_over(
             epoch_file = "epochFileCheckpoint"
             assert (master.store_dir / epoch_file).read_bytes() == (slave.store_dir / epoch_file).read_bytes()
             # mqadmin getBrokerEpoch (GET_BROKER_EPOCH_CACHE) prints the same epochs for both
-            out = java.mqadmin("5.5.0", "getBrokerEpoch", "-b", name, namesrv=pyrmq_namesrv.addr, home=java_home)
-            blocks = {b.split("#brokerAddr\t")[1].split("\n")[0]: b for b in out.stdout.split("\n\n") if "#brokerAddr" in b}
+            out = java.mqadmin("5.5.0", "getBrokerEpoch", "-b", name, namesrv=namesrv.addr, home=java_home)
+            blocks = {
+                b.split("#brokerAddr\t")[1].split("\n")[0]: b for b in out.stdout.split("\n\n") if "#brokerAddr" in b
+            }
             assert set(blocks) == {master.addr, slave.addr}, out.stdout + out.stderr
             epoch_lines = set()
             for block in blocks.values():
@@ -274,10 +272,27 @@ def test_mixed_group_fails_over(
             return await _fail_over(c, ctrl, name, master, slave)
 
     took = asyncio.run(scenario())
-    print(f"\n{master_kind} master killed -> first successful send on the new master: {took:.2f} s")
+    print(f"\n{kinds[0]} master killed, {kinds[1]} takes over: first successful send after {took:.2f} s")
     epochs = _epochs(slave.store_dir)
     assert len(epochs) == 2 and epochs[1][0] > epochs[0][0] and epochs[1][1] > 0, epochs
     assert took < 30
+    return took
+
+
+@pytest.mark.parametrize("kinds", [("java", "pyrmq"), ("pyrmq", "java")], ids=["java-master", "pyrmq-master"])
+def test_mixed_group_fails_over(kinds, pyrmq_namesrv, pyrmq_broker, java_broker, java_controller, java_home):
+    """One Java 5.5.0 broker and one pyrmq broker; the first of ``kinds`` starts first and is
+    elected, the other replicates from it, then the master is killed and the other takes over."""
+    _group_fails_over(kinds, pyrmq_namesrv, pyrmq_broker, java_broker, java_controller.addr, java_home)
+
+
+@pytest.mark.parametrize("broker_kind", ["java"])
+def test_reference_all_java_group_fails_over(
+    broker_kind, pyrmq_namesrv, pyrmq_broker, java_broker, java_controller, java_home
+):
+    """The same scenario on two Java 5.5.0 brokers: the reference time for the failover (a
+    reference run, opt-in with PYRMQ_COMPAT_REFERENCE=1, see conftest.py)."""
+    _group_fails_over(("java", "java"), pyrmq_namesrv, pyrmq_broker, java_broker, java_controller.addr, java_home)
 
 
 def test_paused_pyrmq_master_is_replaced_then_follows(pyrmq_namesrv, pyrmq_broker, java_controller):
