@@ -272,6 +272,7 @@ class AutoSwitchHAService(HAService):
             return False
         await self.destroy_connections()
         await self._stop_client()
+        self.store.confirm_offset_source = None  # a master dispatches what it wrote
         truncated = self.store.truncate_invalid_msg()
         self.is_master = True
         self._confirm_offset = self.compute_confirm_offset()
@@ -281,6 +282,7 @@ class AutoSwitchHAService(HAService):
             self.epoch_cache.truncate_suffix_by_epoch(master_epoch)
         start = self.store.get_max_phy_offset()
         self.epoch_cache.append_entry(master_epoch, start)
+        self.store.reput_now()
         self.store.recover_topic_queue_table()
         log.info("Change ha to master success, newMasterEpoch:%d, startOffset:%d", master_epoch, start)
         return True
@@ -310,6 +312,7 @@ class AutoSwitchHAService(HAService):
         client.update_master_address(master_addr)  # type: ignore[attr-defined]
         client.start()  # type: ignore[attr-defined]
         self.client = client
+        self.store.confirm_offset_source = self.get_confirm_offset
         log.info("Change ha to slave success, newMasterAddress:%s, newMasterEpoch:%d", master_addr, master_epoch)
         return True
 

@@ -223,7 +223,10 @@ class AutoSwitchHAClient:
             if not store.append_to_commit_log(t.offset, t.body):
                 check.undo()
                 raise HAProtocolError(f"the store refused {len(t.body)} bytes at {t.offset}")
-        self.confirm_offset = min(t.confirm_offset, store.get_max_phy_offset())
+        confirm = min(t.confirm_offset, store.get_max_phy_offset())
+        if confirm != self.confirm_offset:
+            self.confirm_offset = confirm
+            store.reput_now()  # what the master confirmed may be dispatched now
 
     async def _report_plus(self) -> None:
         current = self.store.get_max_phy_offset()

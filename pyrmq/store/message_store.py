@@ -135,6 +135,9 @@ class MessageStore:
         self._dispatch_after_flush = False
         # set by the first replicated append: after a flush, dispatch by reading the commit log
         self._replica = False
+        # controller-mode slave: the master's confirm offset, past which nothing is dispatched
+        # (Java CommitLog#getConfirmOffset; set by the AutoSwitch HA service, None otherwise)
+        self.confirm_offset_source: Callable[[], int] | None = None
         # Java DefaultMessageStore#putMessageHookList: the broker registers its hooks here
         self.put_message_hook_list: list[PutMessageHook] = []
         self.last_exit_ok = True
@@ -287,7 +290,9 @@ class MessageStore:
         readUnCommitted, else its confirm offset (the flushed offset under SYNC_FLUSH)."""
         if self.config.read_un_committed:
             return self.commit_log.get_max_offset()
-        return self.commit_log.get_confirm_offset()
+        end = self.commit_log.get_confirm_offset()
+        source = self.confirm_offset_source
+        return end if source is None else min(end, source())
 
     def _dispatch_appended(self, req: DispatchRequest) -> None:
         """The commit log appended a record (under its put lock): dispatch it now, or once flushed
@@ -471,16 +476,20 @@ class MessageStore:
             rs = self.reput_message_service
             rs.reput_from_offset = min(rs.reput_from_offset, offset)
 
+    def reput_now(self) -> None:
+        """Dispatch what became readable (the confirm offset moved)."""
+        with self._dispatch_lock:
+            self.reput_message_service.do_reput()
+
     def truncate_invalid_msg(self) -> int:
         """Cut a torn tail (a record only partly replicated) so the log ends on a record boundary;
         the offset cut to, or -1 when dispatch has caught up (nothing torn). Java
         AutoSwitchHAService#truncateInvalidMsg."""
-        with self._dispatch_lock:
-            self.reput_message_service.do_reput()
-        if self.dispatch_behind_bytes() <= 0 or self.get_max_phy_offset() <= 0:
+        self.reput_now()
+        offset = self.reput_message_service.reput_from_offset
+        if offset >= self.get_max_phy_offset() or self.get_max_phy_offset() <= 0:
             return -1
         cl = self.commit_log
-        offset = self.reput_message_service.reput_from_offset
         while offset < self.get_max_phy_offset():
             data = cl.get_data(offset)
             if data is None:
