@@ -415,3 +415,73 @@ def test_all_ack_failover_loses_no_acknowledged_message(pyrmq_namesrv, pyrmq_bro
     assert not lost, lost[:5]
     assert during_pause <= 1  # at most a send the slave had acknowledged just before the pause
     assert len(acked) >= 400
+
+
+def test_java_controller_mode_store_reopened_by_pyrmq(
+    pyrmq_namesrv, pyrmq_broker, java_broker, java_controller
+):
+    """A Java 5.5.0 broker in controller mode writes messages, its epoch file and its
+    brokerIdentity, and stops. pyrmq's broker, started on that store, keeps the id the controller
+    gave the Java broker, reads the epoch file, is elected for a newer epoch (appended to the same
+    file) and serves the Java-written messages."""
+    name = "autoswitch-reopen"
+    ctrl = java_controller.addr
+    conf = _conf(ctrl, name)
+    conf.pop("fresh")
+    jb = java_broker(pyrmq_namesrv.addr, fresh=True, brokerIP2="127.0.0.1", **conf)
+    bodies = [b"java-%03d" % i for i in range(50)]
+
+    async def send_all(addr: str) -> None:
+        async with RemotingClient() as c:
+            for body in bodies:
+                r = await c.invoke(addr, _send(name, body), 10)
+                assert r.code == ResponseCode.SUCCESS, r
+
+    asyncio.run(send_all(jb.addr))
+    java_epochs = _epochs(jb.store_dir)
+    assert [e for e, _ in java_epochs] == [1], java_epochs
+    java_id = _identity(jb.store_dir).broker_id
+    jb.stop()
+
+    pb = pyrmq_broker(
+        pyrmq_namesrv.addr,
+        store_dir=jb.store_dir,
+        mappedFileSizeConsumeQueue=300000 * 20 // 100,  # what the Java broker used
+        **_conf(ctrl, name),
+    )
+
+    async def check() -> None:
+        async with RemotingClient() as c:
+            info = await _replicas(c, ctrl, name)
+            assert info is not None and info.master_address == pb.addr and info.master_epoch > 1, info
+            got: list[bytes] = []
+            for q in range(4):
+                offset = 0
+                while True:
+                    ext = {
+                        "consumerGroup": "reopenG",
+                        "topic": TOPIC,
+                        "queueId": str(q),
+                        "queueOffset": str(offset),
+                        "maxMsgNums": "32",
+                        "sysFlag": "4",
+                        "commitOffset": "0",
+                        "suspendTimeoutMillis": "0",
+                        "subscription": "*",
+                        "subVersion": "0",
+                        "expressionType": "TAG",
+                    }
+                    r = await c.invoke(pb.addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, ext), 10)
+                    if r.code != ResponseCode.SUCCESS:
+                        break
+                    batch = [x.body for x in m.decode_messages(r.body)]
+                    got += batch
+                    offset += len(batch)
+            assert sorted(got) == sorted(bodies)
+            r = await c.invoke(pb.addr, _send(name, b"pyrmq after java"), 10)
+            assert r.code == ResponseCode.SUCCESS, r
+
+    asyncio.run(check())
+    assert _identity(jb.store_dir).broker_id == java_id
+    epochs = _epochs(jb.store_dir)
+    assert epochs[0] == java_epochs[0] and len(epochs) == 2 and epochs[1][0] > 1, epochs
