@@ -291,3 +291,19 @@ def test_sync_state_set_changes_are_reported(tmp_path):
     run(go())
     assert [c for c in ctrl.calls if c.startswith("alter")] == ["alter [1, 2]", "alter [1]"]
     assert rm.sync_state_set_epoch == 3
+
+
+def test_controller_addresses(tmp_path):
+    """controllerAddr split on ';'; with fetchControllerAddrByDnsLookup, every address the name
+    resolves to (Java BrokerOuterAPI#dnsLookupAddressByDomain)."""
+    rm, _, _ = manager(tmp_path, FakeController(), 10911)
+    rm.config["controllerAddr"] = "127.0.0.1:9878; 127.0.0.2:9878;"
+    run(rm.update_controller_addr())
+    assert rm.controller_addresses == ["127.0.0.1:9878", "127.0.0.2:9878"]
+    rm.config["controllerAddr"] = "localhost:9878"
+    rm.config["fetchControllerAddrByDnsLookup"] = True
+    run(rm.update_controller_addr())
+    assert "127.0.0.1:9878" in rm.controller_addresses
+    rm.config["controllerAddr"] = "no-such-host.invalid:9878"
+    run(rm.update_controller_addr())  # a failed lookup keeps the last addresses
+    assert "127.0.0.1:9878" in rm.controller_addresses
