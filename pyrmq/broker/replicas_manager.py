@@ -593,6 +593,8 @@ class ReplicasManager:
 
     def _on_sync_state_set_changed(self, new: set[int]) -> None:
         """The HA service's listener (a slave joined or left): report it from a task."""
+        if self.state is State.SHUTDOWN:
+            return
         with contextlib.suppress(RuntimeError):
             self._spawn(self.do_report_sync_state_set_changed(new), "replicas-alter-sss")
 

@@ -233,13 +233,17 @@ class AutoSwitchHAService(HAService):
         self.on_sync_state_set_changed: Callable[[set[int]], None] | None = None
         self.client: Any = None  # AutoSwitchHAClient while a slave (set by change_to_slave)
         self.client_factory: Callable[[AutoSwitchHAService, int], object] | None = None
+        self._stopping = False
 
     def new_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> HAConnection:
         return AutoSwitchHAConnection(self, reader, writer)
 
     def remove_connection(self, conn: HAConnection) -> None:
+        """A slave that left drops out of the sync state set, except while this broker shuts down
+        (Java checks isShutdown): a master stopping must not shrink the set its successor is
+        elected from."""
         slave = getattr(conn, "slave_id", None)
-        if slave is not None and slave in self.sync_state_set:
+        if not self._stopping and slave is not None and slave in self.sync_state_set:
             new = set(self.sync_state_set)
             new.discard(slave)
             self._mark_synchronizing(new)
@@ -328,6 +332,7 @@ class AutoSwitchHAService(HAService):
             self.client.update_ha_master_address(addr)
 
     async def shutdown(self) -> None:
+        self._stopping = True
         await self._stop_client()
         await super().shutdown()
 

@@ -157,3 +157,34 @@ def test_all_ack_in_sync_state_set_waits_for_every_member(tmp_path):
             await a.stop()
 
     asyncio.run(scenario())
+
+
+def test_a_master_shutting_down_keeps_its_sync_state_set(tmp_path):
+    """A slave's connection ending drops it from the sync state set (reported to the controller),
+    but not while the master itself shuts down: the set is what the controller elects from."""
+
+    async def scenario() -> None:
+        a, b = Node(tmp_path / "a", 1), Node(tmp_path / "b", 2)
+        reported: list[set[int]] = []
+        a.ha.on_sync_state_set_changed = reported.append
+        await a.start()
+        await b.start()
+        try:
+            await a.master(1)
+            await b.slave_of(a, 1)
+            await until(lambda: reported == [{1, 2}])
+            a.ha.set_sync_state_set({1, 2})
+            await b.ha._stop_client()  # the slave goes away: reported
+            await until(lambda: len(reported) == 2)
+            assert reported[-1] == {1}
+            a.ha.set_sync_state_set({1, 2})
+            await b.slave_of(a, 2)
+            await until(lambda: len(a.ha.connections) == 1 and a.ha.connections[0].slave_id == 2)
+            await a.ha.shutdown()  # the master stops: nothing reported
+            await asyncio.sleep(0.1)
+            assert len(reported) == 2
+        finally:
+            await b.stop()
+            await a.stop()
+
+    asyncio.run(scenario())
