@@ -126,6 +126,14 @@ def _defaults() -> dict[str, Any]:
         "defaultQueryMaxNum": 32,
         "isolateLogEnable": False,
         "enableControllerMode": False,
+        # controller mode (pyrmq/broker/replicas_manager.py), Java BrokerConfig defaults
+        "controllerAddr": "",
+        "fetchControllerAddrByDnsLookup": False,
+        "syncBrokerMetadataPeriod": 5000,
+        "checkSyncStateSetPeriod": 5000,
+        "syncControllerMetadataPeriod": 10000,
+        "controllerHeartBeatTimeoutMills": 10000,
+        "brokerElectionPriority": 2147483647,  # brokerHeartbeatInterval: with the acting-master keys
         "reviveQueueNum": 8,
         "timerWheelEnable": True,
         "timerPrecisionMs": 1000,  # MessageStoreConfig (5.x timer)

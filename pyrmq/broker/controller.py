@@ -24,6 +24,7 @@ from pyrmq.broker.broker2client import Broker2Client
 from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
+from pyrmq.broker.controller_api import ControllerApi
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.processor.acting_master import ActingMasterProcessor
@@ -36,12 +37,14 @@ from pyrmq.broker.processor.group_admin import GroupAdminProcessor
 from pyrmq.broker.processor.ha_status import HAStatusProcessor
 from pyrmq.broker.processor.pull import PullMessageProcessor
 from pyrmq.broker.processor.query import QueryMessageProcessor
+from pyrmq.broker.processor.replicas import ReplicasProcessor
 from pyrmq.broker.processor.reply import ReplyMessageProcessor
 from pyrmq.broker.processor.send import SendMessageProcessor
 from pyrmq.broker.processor.send_msg_back import ConsumerSendMsgBackProcessor
 from pyrmq.broker.processor.slave_sync import SlaveSyncProcessor
 from pyrmq.broker.put_message_hook import register_message_store_hook
 from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
+from pyrmq.broker.replicas_manager import ReplicasManager
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
 from pyrmq.broker.slave_synchronize import SlaveSynchronize
 from pyrmq.broker.stats import BrokerStatsManager
@@ -53,6 +56,9 @@ from pyrmq.broker.transaction.check_service import TransactionalMessageCheckServ
 from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
 from pyrmq.common.clock import now_ms
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
+from pyrmq.ha.autoswitch import AutoSwitchHAService
+from pyrmq.ha.autoswitch_client import AutoSwitchHAClient
+from pyrmq.ha.epoch import EpochFileCache
 from pyrmq.ha.master import HAService
 from pyrmq.ha.slave import HAClient
 from pyrmq.protocol.bodies.admin import HAClientRuntimeInfo, HARuntimeInfo
@@ -70,6 +76,7 @@ from pyrmq.remoting.server import RemotingServer
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore, PutMessage
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
+from pyrmq.store.store_config import BrokerRole
 
 log = logging.getLogger("pyrmq.broker")
 
@@ -90,6 +97,7 @@ PROCESSORS: tuple[type, ...] = (
     SlaveSyncProcessor,
     HAStatusProcessor,
     ActingMasterProcessor,
+    ReplicasProcessor,
 )
 
 #: Java ClientHousekeepingService: scan every 10 s
@@ -102,6 +110,11 @@ HA_ADDRESS_MIN_LENGTH = 6
 def refuse_put_on_slave(msg: PutMessage) -> PutMessageResult:
     """Java HookUtils#checkBeforePutMessage: a slave's store takes no puts (only replicated data)."""
     return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="message store is in slave mode")
+
+
+def refuse_put_when_fenced(msg: PutMessage) -> PutMessageResult:
+    """Controller mode before the controller named a role (Java RunningFlags#makeFenced)."""
+    return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="message store is fenced")
 
 
 def constructor_parameters(cls: type) -> list[str]:
@@ -173,8 +186,14 @@ class BrokerController:
         )
         self.timer_message_store = TimerMessageStore(config=config, message_store=self.message_store, now=clock)
         register_message_store_hook(self.message_store, config, self.schedule_message_service, clock)
-        if not config.is_master:
+        self.controller_mode = bool(config["enableControllerMode"])
+        if self.controller_mode:  # fenced until the controller names a role (ReplicasManager)
+            self.message_store.put_message_hook_list.insert(0, refuse_put_when_fenced)
+        elif not config.is_master:
             self.message_store.put_message_hook_list.insert(0, refuse_put_on_slave)
+        self.fenced = self.controller_mode
+        self.replicas_manager: ReplicasManager | None = None
+        self._slave_sync_task: asyncio.Task | None = None
         # classic HA (pyrmq/ha): a master serves slaves, a slave replicates from its master
         self.ha_service: HAService | None = None
         self.ha_client: HAClient | None = None
@@ -260,6 +279,7 @@ class BrokerController:
             "ha_runtime_info": self.ha_runtime_info,
             "acting_master_service": getattr(self, "acting_master_service", None),  # built after the pull processor
             "special_services_running": self._special_services_running,
+            "replicas_manager": self.replicas_manager,
         }
 
     def build(self, cls: type[P], deps: dict[str, Any] | None = None) -> P:
@@ -309,7 +329,8 @@ class BrokerController:
         self.subscription_group_manager.persist()
         self._started = True
         await self.acting_master_service.start()  # special services by role, member-group loops
-        await self.register_broker_all()
+        if not self.fenced:  # controller mode: not before the controller gave a role
+            await self.register_broker_all()
         if self.pre_online_service is not None:
             self.pre_online_service.start()
         loop = asyncio.get_running_loop()
@@ -319,13 +340,19 @@ class BrokerController:
             loop.create_task(self._housekeeping_loop(), name="broker-housekeeping"),
             loop.create_task(self._stats_loop(), name="broker-stats"),
         ]
-        if not self.config.is_master:
+        if self.replicas_manager is not None:
+            await self.replicas_manager.start()
+        elif not self.config.is_master:
             self._tasks.append(loop.create_task(self.slave_synchronize.run(), name="broker-slave-synchronize"))
 
     async def _start_ha(self) -> None:
         """Java DefaultHAService#start and BrokerController#initialize (slave part): a master
         listens on haListenPort; a slave connects to haMasterAddress or, without one, to the HA
-        address the name server answers REGISTER_BROKER with."""
+        address the name server answers REGISTER_BROKER with. In controller mode the
+        AutoSwitchHAService always listens and the ReplicasManager picks the role."""
+        if self.controller_mode:
+            await self._start_autoswitch_ha()
+            return
         if self.config.is_master:
             self.config.resolve_ha_listen_port()
             self.ha_service = HAService(self.message_store, self.host)
@@ -371,6 +398,56 @@ class BrokerController:
             ),
         )
 
+    async def _start_autoswitch_ha(self) -> None:
+        self.config.resolve_ha_listen_port()
+        store = self.message_store
+        epoch_cache = EpochFileCache(self.store_config.epoch_file_path)
+        epoch_cache.load()
+        service = AutoSwitchHAService(store, epoch_cache, self.host)
+        service.client_factory = lambda svc, broker_id: AutoSwitchHAClient(store, epoch_cache, broker_id)
+        await service.start()
+        self.ha_service = service
+        store.ha_service = service
+        self._update_master_ha_addr_periodically = True
+        self.replicas_manager = ReplicasManager(
+            self.config, ControllerApi(self.outer_client), service, self, now=self.now
+        )
+
+    # ------------------------------------------------------------------ controller mode (RoleHost)
+
+    def apply_role(self, role: BrokerRole, broker_id: int, master_addr: str | None, epoch: int) -> None:
+        """What a role change does to the broker (Java ReplicasManager#changeToMaster/Slave, the
+        BrokerController part): role and brokerId, the slave's put refusal, SlaveSynchronize, and
+        a new topic data version stamped with the epoch."""
+        self.store_config.broker_role = role
+        self.config["brokerId"] = broker_id
+        hooks = self.message_store.put_message_hook_list
+        if role is BrokerRole.SLAVE:
+            if refuse_put_on_slave not in hooks:
+                hooks.insert(0, refuse_put_on_slave)
+            self.slave_synchronize.master_addr = master_addr
+            if self._slave_sync_task is None:
+                self._slave_sync_task = asyncio.get_running_loop().create_task(
+                    self.slave_synchronize.run(), name="broker-slave-synchronize"
+                )
+        else:
+            while refuse_put_on_slave in hooks:
+                hooks.remove(refuse_put_on_slave)
+            self.slave_synchronize.master_addr = None
+            if self._slave_sync_task is not None:
+                self._slave_sync_task.cancel()
+                self._slave_sync_task = None
+        self.topic_config_manager.data_version.next_version(self.now(), epoch)
+
+    def set_fenced(self, fenced: bool) -> None:
+        self.fenced = fenced
+        hooks = self.message_store.put_message_hook_list
+        if fenced and refuse_put_when_fenced not in hooks:
+            hooks.insert(0, refuse_put_when_fenced)
+        elif not fenced:
+            while refuse_put_when_fenced in hooks:
+                hooks.remove(refuse_put_when_fenced)
+
     async def _shutdown_ha(self) -> None:
         if self.ha_client is not None:
             await self.ha_client.shutdown()
@@ -384,6 +461,11 @@ class BrokerController:
         if self.pre_online_service is not None:
             await self.pre_online_service.shutdown()
         await self.acting_master_service.shutdown()
+        if self.replicas_manager is not None:
+            await self.replicas_manager.shutdown()
+        if self._slave_sync_task is not None:
+            self._slave_sync_task.cancel()
+            self._slave_sync_task = None
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -418,6 +500,8 @@ class BrokerController:
         period = min(max(int(self.config["registerNameServerPeriod"]), 10000), 60000) / 1000
         while True:
             await asyncio.sleep(period)
+            if self.fenced:
+                continue  # Java: "Skip register for broker is isolated"
             try:
                 await self.register_broker_all()
             except Exception:
@@ -608,6 +692,10 @@ class BrokerController:
         if self.ha_client is not None and self._update_master_ha_addr_periodically and result.ha_server_addr:
             self.ha_client.update_ha_master_address(result.ha_server_addr)
             self.ha_client.update_master_address(result.master_addr)
+        if isinstance(self.ha_service, AutoSwitchHAService):
+            if not self.config.is_master and result.ha_server_addr:
+                self.ha_service.update_ha_master_address(result.ha_server_addr)
+            return  # the ReplicasManager names the master (SlaveSynchronize's address included)
         self.slave_synchronize.master_addr = result.master_addr
 
     async def unregister_broker_all(self) -> None:

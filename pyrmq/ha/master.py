@@ -192,6 +192,9 @@ class HAService:
     waiting puts ask ``request`` (the store's ReplicaAcks) for acks (Java GroupTransferService).
     """
 
+    #: the store's ReplicaAcks: classic HA never waits for a sync state set
+    controller_mode = False
+
     def __init__(self, store: MessageStore, host: str = "0.0.0.0") -> None:
         self.store = store
         self.host = host
@@ -232,7 +235,7 @@ class HAService:
             self._finish(req, PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = HAConnection(self, reader, writer)
+        conn = self.new_connection(reader, writer)
         log.info("HAService receive new connection, %s", conn.client_address)
         self.connections.append(conn)
         task = asyncio.current_task()
@@ -241,9 +244,17 @@ class HAService:
         try:
             await conn.run()
         finally:
-            self.connections.remove(conn)
+            self.remove_connection(conn)
             if task is not None:
                 self._tasks.discard(task)
+
+    def new_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> HAConnection:
+        """The connection object of an accepted slave (AutoSwitch HA serves its own kind)."""
+        return HAConnection(self, reader, writer)
+
+    def remove_connection(self, conn: HAConnection) -> None:
+        """A slave's connection ended (Java DefaultHAService#removeConnection)."""
+        self.connections.remove(conn)
 
     # --- data and acknowledgements ---------------------------------------------------------------
     def wakeup(self) -> None:

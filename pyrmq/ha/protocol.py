@@ -44,11 +44,25 @@ _MIN_COMPACT = 64 * 1024
 
 
 class HAConnectionState(Enum):
-    """Java store.ha.HAConnectionState (the states classic HA uses)."""
+    """Java store.ha.HAConnectionState, in Java's order: AutoSwitch HA puts ``ordinal`` on the wire.
+    Classic HA uses READY, TRANSFER and SHUTDOWN only."""
 
     READY = "READY"
+    HANDSHAKE = "HANDSHAKE"
     TRANSFER = "TRANSFER"
+    SUSPEND = "SUSPEND"
     SHUTDOWN = "SHUTDOWN"
+
+    @property
+    def ordinal(self) -> int:
+        return _STATE_ORDER.index(self)
+
+    @classmethod
+    def from_ordinal(cls, value: int) -> HAConnectionState | None:
+        return _STATE_ORDER[value] if 0 <= value < len(_STATE_ORDER) else None
+
+
+_STATE_ORDER: tuple[HAConnectionState, ...] = tuple(HAConnectionState)
 
 
 class HAProtocolError(Exception):

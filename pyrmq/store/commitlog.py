@@ -21,7 +21,7 @@ from pyrmq.common.java_lang import java_string_hash
 from pyrmq.store import message as m
 from pyrmq.store.flush import FlushManager
 from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
-from pyrmq.store.replica import ReplicaAcks, combine_flush_and_ha, handle_ha, need_handle_ha
+from pyrmq.store.replica import ReplicaAcks, check_in_sync_replicas, combine_flush_and_ha, handle_ha, need_handle_ha
 from pyrmq.store.results import (
     AppendMessageResult,
     AppendMessageStatus,
@@ -181,6 +181,17 @@ class CommitLog:
         durable or the wait failed (SYNC_FLUSH). The flush service is the one started; the wait
         follows the config, so updateBrokerConfig flushDiskType=ASYNC_FLUSH ends it at once, as
         Java's DefaultFlushManager#handleDiskFlush does. Java CommitLog#asyncPutMessage."""
+        if getattr(self.ha_service, "controller_mode", False):  # only AutoSwitch HA refuses before the write
+            props = (
+                msg.properties
+                if msg.properties_string is None
+                else m.string_to_message_properties(msg.properties_string)
+            )
+            refused = check_in_sync_replicas(
+                self.config, self.ha_service, is_wait_store_msg_ok(props), self.get_max_offset()
+            )
+            if refused is not None:
+                return completed_put(refused)
         result, req = self._append_message(msg)
         if req is None:
             return completed_put(result)
@@ -192,6 +203,9 @@ class CommitLog:
     def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
         """One record per element of a client batch, contiguous in one file, then the flush wait.
         Java CommitLog#asyncPutMessages."""
+        refused = check_in_sync_replicas(self.config, self.ha_service, batch.wait_store_msg_ok, self.get_max_offset())
+        if refused is not None:
+            return completed_put(refused)
         result, reqs = self._append_messages(batch)
         if not reqs:
             return completed_put(result)

@@ -135,6 +135,9 @@ class MessageStore:
         self._dispatch_after_flush = False
         # set by the first replicated append: after a flush, dispatch by reading the commit log
         self._replica = False
+        # controller-mode slave: the master's confirm offset, past which nothing is dispatched
+        # (Java CommitLog#getConfirmOffset; set by the AutoSwitch HA service, None otherwise)
+        self.confirm_offset_source: Callable[[], int] | None = None
         # Java DefaultMessageStore#putMessageHookList: the broker registers its hooks here
         self.put_message_hook_list: list[PutMessageHook] = []
         self.last_exit_ok = True
@@ -287,7 +290,9 @@ class MessageStore:
         readUnCommitted, else its confirm offset (the flushed offset under SYNC_FLUSH)."""
         if self.config.read_un_committed:
             return self.commit_log.get_max_offset()
-        return self.commit_log.get_confirm_offset()
+        end = self.commit_log.get_confirm_offset()
+        source = self.confirm_offset_source
+        return end if source is None else min(end, source())
 
     def _dispatch_appended(self, req: DispatchRequest) -> None:
         """The commit log appended a record (under its put lock): dispatch it now, or once flushed
@@ -418,6 +423,88 @@ class MessageStore:
             self._replica = True
             self.reput_message_service.do_reput()
         return True
+
+    # --- truncation (controller mode) ---------------------------------------------------------------
+    def is_offset_aligned(self, offset: int) -> bool:
+        """A record (or a file-end blank) starts at ``offset``, or nothing is written there.
+        Java DefaultMessageStore#isOffsetAligned."""
+        data = self.commit_log.get_data(offset)
+        if data is None:
+            return True
+        _, buf = data
+        try:
+            if len(buf) == 0:
+                return True
+            return self.commit_log.check_message_and_return_size(buf, 0, True, False).success
+        finally:
+            buf.release()
+
+    def truncate_files(self, offset: int) -> bool:
+        """Cut the commit log, consume queues and index back to ``offset`` (a record boundary).
+        True when done or nothing was beyond it; False, nothing changed, when ``offset`` is not
+        a record start. Java DefaultMessageStore#truncateFiles."""
+        if offset >= self.get_max_phy_offset():
+            log.info(
+                "no need to truncate files, truncate offset is %d, max physical offset is %d",
+                offset,
+                self.get_max_phy_offset(),
+            )
+            return True
+        if not self.is_offset_aligned(offset):
+            log.error("offset %d is not align, truncate failed, need manual fix", offset)
+            return False
+        self.truncate_dirty_files(offset)
+        return True
+
+    def truncate_dirty_files(self, offset: int) -> None:
+        """Drop everything from ``offset`` on: consume-queue entries and index files pointing
+        there, commit-log bytes (files beyond deleted, the tail zeroed), then the queue offsets
+        are recomputed and dispatch restarts at ``offset``. Java DefaultMessageStore#truncateDirtyFiles."""
+        if offset >= self.get_max_phy_offset():
+            return
+        log.info("truncate dirty files to %d", offset)
+        cl = self.commit_log
+        with cl.put_lock, self._dispatch_lock:
+            self.truncate_dirty_logic_files(offset)
+            q = cl.mapped_file_queue
+            q.truncate_dirty_files(offset)
+            q.flushed_where = min(q.flushed_where, offset)
+            q.committed_where = min(q.committed_where, offset)
+            while self._pending_dispatch and self._pending_dispatch[-1].commit_log_offset >= offset:
+                self._pending_dispatch.pop()
+            self.recover_topic_queue_table()
+            rs = self.reput_message_service
+            rs.reput_from_offset = min(rs.reput_from_offset, offset)
+
+    def reput_now(self) -> None:
+        """Dispatch what became readable (the confirm offset moved)."""
+        with self._dispatch_lock:
+            self.reput_message_service.do_reput()
+
+    def truncate_invalid_msg(self) -> int:
+        """Cut a torn tail (a record only partly replicated) so the log ends on a record boundary;
+        the offset cut to, or -1 when dispatch has caught up (nothing torn). Java
+        AutoSwitchHAService#truncateInvalidMsg."""
+        self.reput_now()
+        offset = self.reput_message_service.reput_from_offset
+        if offset >= self.get_max_phy_offset() or self.get_max_phy_offset() <= 0:
+            return -1
+        cl = self.commit_log
+        while offset < self.get_max_phy_offset():
+            data = cl.get_data(offset)
+            if data is None:
+                break
+            _, buf = data
+            try:
+                req = cl.check_message_and_return_size(buf, 0, False, False)
+            finally:
+                buf.release()
+            if not req.success:
+                break
+            offset = cl.roll_next_file(offset) if req.msg_size == 0 else offset + req.msg_size
+        log.info("Truncate commitLog to %d", offset)
+        self.truncate_dirty_files(offset)
+        return offset
 
     def get_commit_log_data(self, offset: int, max_size: int) -> memoryview | None:
         """What a master sends a slave: written commit-log bytes from ``offset``, at most

@@ -15,13 +15,24 @@ from typing import Protocol
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
 from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
 
+#: MixAll.ALL_ACK_IN_SYNC_STATE_SET
+ALL_ACK_IN_SYNC_STATE_SET = -1
+
 
 class ReplicaAcks(Protocol):
     """The HA service as the put path sees it. Java HAService#putRequest(GroupCommitRequest)."""
 
+    #: controller mode: allAckInSyncStateSet asks for every member of the sync state set
+    controller_mode: bool
+
+    def in_sync_replicas_nums(self, master_put_where: int) -> int:
+        """Replicas in sync, the master included (controller mode: the sync state set's size)."""
+        ...
+
     def request(self, next_offset: int, ack_nums: int, timeout_ms: int) -> Future[PutMessageStatus]:
-        """PUT_OK once ``ack_nums`` replicas (the master counts as one) hold the commit log up to
-        ``next_offset``, FLUSH_SLAVE_TIMEOUT after ``timeout_ms``. Callable from any thread."""
+        """PUT_OK once ``ack_nums`` replicas (the master counts as one; -1: every member of the
+        sync state set) hold the commit log up to ``next_offset``, FLUSH_SLAVE_TIMEOUT after
+        ``timeout_ms``. Callable from any thread."""
         ...
 
 
@@ -31,6 +42,19 @@ def need_handle_ha(config: MessageStoreConfig, wait_store_msg_ok: bool) -> bool:
     return wait_store_msg_ok and BrokerRole(config.broker_role) is BrokerRole.SYNC_MASTER
 
 
+def check_in_sync_replicas(
+    config: MessageStoreConfig, acks: ReplicaAcks | None, wait_store_msg_ok: bool, put_where: int
+) -> PutMessageResult | None:
+    """Before a controller-mode SYNC_MASTER put that waits is written: IN_SYNC_REPLICAS_NOT_ENOUGH
+    when the sync state set is smaller than minInSyncReplicas (nothing is written then). Java
+    CommitLog#asyncPutMessage(s), the enableControllerMode branch."""
+    if acks is None or not getattr(acks, "controller_mode", False) or not need_handle_ha(config, wait_store_msg_ok):
+        return None
+    if acks.in_sync_replicas_nums(put_where) < config.min_in_sync_replicas:
+        return PutMessageResult(PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH)
+    return None
+
+
 def handle_ha(
     config: MessageStoreConfig, acks: ReplicaAcks | None, result: PutMessageResult
 ) -> Future[PutMessageStatus] | None:
@@ -38,6 +62,8 @@ def handle_ha(
     (inSyncReplicas <= 1). Java CommitLog#handleHA. Without an HA service (a store used alone) no
     slave can ever acknowledge: FLUSH_SLAVE_TIMEOUT at once instead of after slaveTimeout."""
     need_ack_nums = config.in_sync_replicas
+    if config.all_ack_in_sync_state_set and getattr(acks, "controller_mode", False):
+        need_ack_nums = ALL_ACK_IN_SYNC_STATE_SET  # Java CommitLog#asyncPutMessage, controller mode
     if 0 <= need_ack_nums <= 1:
         return None
     amr = result.append_message_result
@@ -75,4 +101,11 @@ def combine_flush_and_ha(
     return out
 
 
-__all__ = ["ReplicaAcks", "combine_flush_and_ha", "handle_ha", "need_handle_ha"]
+__all__ = [
+    "ALL_ACK_IN_SYNC_STATE_SET",
+    "ReplicaAcks",
+    "check_in_sync_replicas",
+    "combine_flush_and_ha",
+    "handle_ha",
+    "need_handle_ha",
+]

@@ -99,6 +99,22 @@ class MessageStoreConfig:
     all_ack_in_sync_state_set: bool = False
     # slave acting master: > 1 makes a broker wait isolated at start (BrokerPreOnlineService)
     total_replicas: int = 1
+    # controller mode (pyrmq/ha/autoswitch*.py, docs/ha.md "Controller mode")
+    store_path_epoch_file: str | None = None  # default <root>/epochFileCheckpoint
+    store_path_broker_identity: str | None = None  # default <root>/brokerIdentity
+    ha_max_time_slave_not_catchup: int = 1000 * 15
+    sync_from_last_file: bool = False
+    async_learner: bool = False
+
+    @property
+    def epoch_file_path(self) -> str:
+        """Java getStorePathEpochFile."""
+        return self.store_path_epoch_file or os.path.join(self.store_path_root_dir, "epochFileCheckpoint")
+
+    @property
+    def broker_identity_path(self) -> str:
+        """Java getStorePathBrokerIdentity (the temp file adds "-temp")."""
+        return self.store_path_broker_identity or os.path.join(self.store_path_root_dir, "brokerIdentity")
 
     @property
     def commit_log_dir(self) -> str:

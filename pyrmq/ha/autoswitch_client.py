@@ -1,0 +1,247 @@
+"""The slave side of controller-mode HA: handshake, truncate to the last consistent offset, replicate.
+
+Java: store.ha.autoswitch.AutoSwitchHAClient. States READY -> HANDSHAKE -> TRANSFER (SUSPEND is
+never entered, as in Java); any error closes the connection and goes back to READY after
+``retry_interval_s``. In READY a torn tail is cut (MessageStore.truncate_invalid_msg); after
+connecting the slave sends its handshake, the master answers with its epoch list, and the slave
+truncates its commit log (and epoch file) to the last offset both logs agree on before it reports
+and receives frames. Each frame's epoch not seen yet is appended to the slave's epoch file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from pyrmq.ha.autoswitch_protocol import (
+    MasterHandshake,
+    MasterStreamDecoder,
+    MasterTransfer,
+    SlaveHandshake,
+    encode_slave_handshake,
+    encode_slave_report,
+)
+from pyrmq.ha.epoch import EpochEntry, EpochFileCache
+from pyrmq.ha.protocol import CommitLogStreamCheck, HAConnectionState, HAProtocolError
+from pyrmq.ha.slave import CONNECT_TIMEOUT_S, RETRY_INTERVAL_S, parse_address
+from pyrmq.store.message_store import MessageStore
+
+log = logging.getLogger("pyrmq.ha")
+_READ_SIZE = 256 * 1024
+
+
+def truncate_offset(local: list[EpochEntry], local_max: int, master: list[EpochEntry], master_max: int) -> int:
+    """Where a slave must cut its log before replicating, or -1 when the logs share no epoch.
+    The last entry of each side ends at its own max offset. Java AutoSwitchHAClient#doTruncate."""
+    mine = EpochFileCache(entries=local)
+    mine.set_last_epoch_entry_end_offset(local_max)
+    theirs = EpochFileCache(entries=master)
+    theirs.set_last_epoch_entry_end_offset(master_max)
+    return mine.find_consistent_point(theirs)
+
+
+class AutoSwitchHAClient:
+    """Replicates the master's commit log into ``store``, keeping ``epoch_cache`` in step."""
+
+    def __init__(
+        self,
+        store: MessageStore,
+        epoch_cache: EpochFileCache,
+        broker_id: int,
+        *,
+        retry_interval_s: float = RETRY_INTERVAL_S,
+    ) -> None:
+        self.store = store
+        self.epoch_cache = epoch_cache
+        self.broker_id = broker_id
+        self.retry_interval_s = retry_interval_s
+        self.master_ha_address: str | None = None
+        self.master_address: str | None = None
+        self.state = HAConnectionState.READY
+        self.current_reported_offset = 0
+        self.current_received_epoch = -1
+        self.confirm_offset = 0
+        self.last_read_timestamp = 0
+        self.last_write_timestamp = 0
+        self._check: CommitLogStreamCheck | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._last_write = 0.0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="autoswitch-ha-client")
+
+    async def shutdown(self) -> None:
+        self.state = HAConnectionState.SHUTDOWN
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        self._close()
+
+    def update_ha_master_address(self, addr: str | None) -> None:
+        if addr != self.master_ha_address:
+            log.info("update master ha address, OLD: %s NEW: %s", self.master_ha_address, addr)
+            self.master_ha_address = addr
+            self._wake.set()
+
+    def update_master_address(self, addr: str | None) -> None:
+        if addr != self.master_address:
+            log.info("update master address, OLD: %s NEW: %s", self.master_address, addr)
+            self.master_address = addr
+
+    # --- the loop -------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while self.state is not HAConnectionState.SHUTDOWN:
+            self.state = HAConnectionState.READY
+            cut = self.store.truncate_invalid_msg()
+            if cut >= 0:
+                self.epoch_cache.truncate_suffix_by_offset(cut)
+            addr = self.master_ha_address
+            if not addr:
+                await self._sleep(self.retry_interval_s)
+                continue
+            try:
+                host, port = parse_address(addr)
+                reader, self._writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_S)
+            except (OSError, ValueError, TimeoutError) as e:
+                log.warning("AutoSwitchHAClient connect to master %s failed: %s", addr, e)
+                await self._sleep(self.retry_interval_s)
+                continue
+            log.info("AutoSwitchHAClient connect to master %s", addr)
+            try:
+                await self._session(reader)
+            except HAProtocolError as e:
+                log.error("AutoSwitchHAClient, connection to master %s closed: %s", addr, e)
+            except (OSError, TimeoutError) as e:
+                log.warning("AutoSwitchHAClient, connection to master %s closed: %s", addr, e)
+            finally:
+                self._close()
+            if self.state is not HAConnectionState.SHUTDOWN:
+                self.state = HAConnectionState.READY
+                await self._sleep(self.retry_interval_s)
+
+    async def _sleep(self, seconds: float) -> None:
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+
+    def _close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    async def _session(self, reader: asyncio.StreamReader) -> None:
+        config = self.store.config
+        heartbeat = config.ha_send_heartbeat_interval / 1000
+        housekeeping = config.ha_housekeeping_interval / 1000
+        self.state = HAConnectionState.HANDSHAKE
+        self.current_reported_offset = self.store.get_max_phy_offset()
+        self.current_received_epoch = -1
+        await self._write(
+            encode_slave_handshake(SlaveHandshake(self.broker_id, config.sync_from_last_file, config.async_learner))
+        )
+        decoder = MasterStreamDecoder()
+        last_read = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if self.state is HAConnectionState.TRANSFER and now - self._last_write > heartbeat:
+                await self._write(encode_slave_report(self.current_reported_offset))
+                now = time.monotonic()
+            if now - last_read > housekeeping:
+                raise TimeoutError(f"master silent for {now - last_read:.0f} s (haHousekeepingInterval)")
+            wait = max(min(self._last_write + heartbeat, last_read + housekeeping) - now, 0.01)
+            try:
+                data = await asyncio.wait_for(reader.read(_READ_SIZE), wait)
+            except TimeoutError:
+                continue
+            if not data:
+                raise ConnectionResetError("master closed the connection")
+            last_read = time.monotonic()
+            self.last_read_timestamp = int(time.time() * 1000)
+            for event in decoder.feed(data):
+                if isinstance(event, MasterHandshake):
+                    if self.state is not HAConnectionState.HANDSHAKE:
+                        raise HAProtocolError(f"State not matched, masterState:HANDSHAKE, slaveState:{self.state.name}")
+                    await self._on_handshake(event)
+                else:
+                    if self.state is not HAConnectionState.TRANSFER:
+                        raise HAProtocolError(f"State not matched, masterState:TRANSFER, slaveState:{self.state.name}")
+                    self._on_transfer(event)
+            if self.state is HAConnectionState.TRANSFER:
+                await self._report_plus()
+
+    async def _on_handshake(self, h: MasterHandshake) -> None:
+        """Java doTruncate: an empty epoch file truncates nothing; otherwise cut back to the
+        consistent point, then report from there."""
+        store = self.store
+        log.info(
+            "Receive handshake, masterMaxPosition %d, masterEpochEntries:%s, try truncate log", h.max_offset, h.entries
+        )
+        if len(self.epoch_cache) == 0:
+            log.info("Slave local epochCache is empty, skip truncate log")
+        else:
+            master = [EpochEntry(e, s) for e, s in h.entries]
+            offset = truncate_offset(self.epoch_cache.entries(), store.get_max_phy_offset(), master, h.max_offset)
+            log.info("truncateOffset is %d", offset)
+            if offset < 0:
+                raise HAProtocolError(
+                    f"Failed to find a consistent point between master {h.entries} and slave "
+                    f"{[(e.epoch, e.start_offset) for e in self.epoch_cache.entries()]}"
+                )
+            if not store.truncate_files(offset):
+                raise HAProtocolError(f"Failed to truncate slave log to {offset}")
+            self.epoch_cache.truncate_suffix_by_offset(offset)
+        self.state = HAConnectionState.TRANSFER
+        self.current_reported_offset = store.get_max_phy_offset()
+        self._check = CommitLogStreamCheck(store.config.mapped_file_size_commit_log, self.current_reported_offset)
+        # pyrmq reports at once (Java only when its max offset grew, else after haSendHeartbeatInterval)
+        await self._write(encode_slave_report(self.current_reported_offset))
+
+    def _on_transfer(self, t: MasterTransfer) -> None:
+        store = self.store
+        slave_offset = store.get_max_phy_offset()
+        if slave_offset != 0 and slave_offset != t.offset:
+            raise HAProtocolError(
+                f"master pushed offset not equal the max phy offset in slave, SLAVE: {slave_offset} MASTER: {t.offset}"
+            )
+        if t.epoch != self.current_received_epoch:
+            self.current_received_epoch = t.epoch
+            last = self.epoch_cache.last_entry()
+            if last is None or (t.epoch > last.epoch and t.epoch_start_offset > last.start_offset):
+                self.epoch_cache.append_entry(t.epoch, t.epoch_start_offset)
+        if t.body:
+            check = self._check
+            assert check is not None
+            if slave_offset == 0 and check.stream_end != t.offset:
+                check.reset(t.offset)
+            check.check(t.offset, t.body)
+            if not store.append_to_commit_log(t.offset, t.body):
+                check.undo()
+                raise HAProtocolError(f"the store refused {len(t.body)} bytes at {t.offset}")
+        confirm = min(t.confirm_offset, store.get_max_phy_offset())
+        if confirm != self.confirm_offset:
+            self.confirm_offset = confirm
+            store.reput_now()  # what the master confirmed may be dispatched now
+
+    async def _report_plus(self) -> None:
+        current = self.store.get_max_phy_offset()
+        if current > self.current_reported_offset:
+            self.current_reported_offset = current
+            await self._write(encode_slave_report(current))
+
+    async def _write(self, data: bytes) -> None:
+        writer = self._writer
+        if writer is None:
+            raise ConnectionResetError("not connected")
+        writer.write(data)
+        await writer.drain()
+        self._last_write = time.monotonic()
+        self.last_write_timestamp = int(time.time() * 1000)
+
+
+__all__ = ["AutoSwitchHAClient", "truncate_offset"]
