@@ -373,10 +373,13 @@ class BrokerController:
         return self.config.is_master if running is None else running
 
     def ha_runtime_info(self) -> HARuntimeInfo | None:
-        """What haStatus shows (Java DefaultHAService#getRuntimeInfo): a master lists its slaves, a
-        slave its client; None before the HA side started."""
+        """What haStatus shows (Java DefaultHAService / AutoSwitchHAService#getRuntimeInfo): by role,
+        a master lists its slaves, a slave its client; None before the HA side started. In
+        controller mode the one HA service serves both roles, its client is the slave's."""
         max_offset = self.message_store.get_max_phy_offset()
-        if self.ha_service is not None:
+        if self.ha_service is None and self.ha_client is None:
+            return None
+        if self.config.is_master and self.ha_service is not None:
             slaves = self.ha_service.runtime_info(max_offset)
             return HARuntimeInfo(
                 master=True,
@@ -384,9 +387,9 @@ class BrokerController:
                 in_sync_slave_nums=sum(1 for c in slaves if c.in_sync),
                 ha_connection_info=slaves,
             )
-        client = self.ha_client
-        if client is None:
-            return None
+        client = self.ha_client or getattr(self.ha_service, "client", None)
+        if client is None:  # a controller-mode slave between roles
+            return HARuntimeInfo(master=False, ha_client_runtime_info=HAClientRuntimeInfo(max_offset=max_offset))
         return HARuntimeInfo(
             master=False,
             ha_client_runtime_info=HAClientRuntimeInfo(
@@ -418,7 +421,7 @@ class BrokerController:
     def apply_role(self, role: BrokerRole, broker_id: int, master_addr: str | None, epoch: int) -> None:
         """What a role change does to the broker (Java ReplicasManager#changeToMaster/Slave, the
         BrokerController part): role and brokerId, the slave's put refusal, SlaveSynchronize, and
-        a new topic data version stamped with the epoch."""
+        a new topic data version stamped with the epoch, and the special services of a master."""
         self.store_config.broker_role = role
         self.config["brokerId"] = broker_id
         hooks = self.message_store.put_message_hook_list
@@ -438,6 +441,11 @@ class BrokerController:
                 self._slave_sync_task.cancel()
                 self._slave_sync_task = None
         self.topic_config_manager.data_version.next_version(self.now(), epoch)
+        # Java changeToMaster / changeToSlave: changeSpecialServiceStatus (delay levels, timer, transaction check)
+        task = asyncio.get_running_loop().create_task(
+            self.acting_master_service.special_services.change(role is not BrokerRole.SLAVE)
+        )
+        task.add_done_callback(_log_task_error)
 
     def set_fenced(self, fenced: bool) -> None:
         self.fenced = fenced

@@ -24,6 +24,7 @@ from pyrmq.ha.autoswitch_protocol import (
     encode_slave_report,
 )
 from pyrmq.ha.epoch import EpochEntry, EpochFileCache
+from pyrmq.ha.flow import FlowMonitor
 from pyrmq.ha.protocol import CommitLogStreamCheck, HAConnectionState, HAProtocolError
 from pyrmq.ha.slave import CONNECT_TIMEOUT_S, RETRY_INTERVAL_S, parse_address
 from pyrmq.store.message_store import MessageStore
@@ -65,6 +66,7 @@ class AutoSwitchHAClient:
         self.confirm_offset = 0
         self.last_read_timestamp = 0
         self.last_write_timestamp = 0
+        self.flow = FlowMonitor()
         self._check: CommitLogStreamCheck | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -223,6 +225,7 @@ class AutoSwitchHAClient:
             if not store.append_to_commit_log(t.offset, t.body):
                 check.undo()
                 raise HAProtocolError(f"the store refused {len(t.body)} bytes at {t.offset}")
+            self.flow.add(len(t.body))
         confirm = min(t.confirm_offset, store.get_max_phy_offset())
         if confirm != self.confirm_offset:
             self.confirm_offset = confirm

@@ -607,3 +607,27 @@ def test_a_slave_timer_starts_at_its_masters_checkpoint(make_broker):
     timer.checkpoint.master_timer_queue_offset = 0
     timer.take_master_offset()
     assert timer.low_water == 3  # never back before what it delivered itself
+
+
+def test_controller_mode_role_changes_switch_the_special_services(make_broker):
+    """Java ReplicasManager#changeToMaster/changeToSlave call changeSpecialServiceStatus: the delay
+    levels, timer and transaction check run on the elected master only (brokerActive follows)."""
+    from pyrmq.store.store_config import BrokerRole
+
+    b = make_broker(enableControllerMode="true", brokerId="-1")
+    services = b.c.acting_master_service.special_services
+
+    async def scenario() -> list[bool | None]:
+        seen = []
+        b.c.apply_role(BrokerRole.SYNC_MASTER, 0, None, 1)
+        await asyncio.sleep(0.05)
+        seen.append(services.running)
+        b.c.apply_role(BrokerRole.SLAVE, 2, "127.0.0.1:1", 2)
+        await asyncio.sleep(0.05)
+        seen.append(services.running)
+        if b.c._slave_sync_task is not None:
+            b.c._slave_sync_task.cancel()
+        await services.change(False)
+        return seen
+
+    assert asyncio.run(scenario()) == [True, False]
