@@ -15,6 +15,7 @@ import itertools
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from support import probe
@@ -80,42 +81,56 @@ class _Server:
         return f"<{type(self).__name__} {self.name} {self.addr} pid={self.managed.pid}>"
 
 
-class JavaNamesrv(_Server):
-    """org.apache.rocketmq.namesrv.NamesrvStartup 5.5.0."""
+def _java_main(main: str, logback: str) -> Callable[[_Server, Path], list[str]]:
+    """The argv of an official server class, given its config file (small heap, quiet logback)."""
+
+    def argv(server: _Server, cfg: Path) -> list[str]:
+        props = {"rmq.logback.configurationFile": logback, "logback.statusListenerClass": _LOGBACK_QUIET}
+        return java_argv("servers", main, ["-c", str(cfg)], server.home, props, heap=SERVER_HEAP)
+
+    return argv
+
+
+def _pyrmq_command(command: str) -> Callable[[_Server, Path], list[str]]:
+    """`<venv python> -m pyrmq <command> -c <config file>`."""
+
+    def argv(server: _Server, cfg: Path) -> list[str]:
+        venv_python = ROOT / ".venv" / "bin" / "python"
+        python = str(venv_python) if venv_python.exists() else sys.executable
+        return [python, "-m", "pyrmq", command, "-c", str(cfg)]
+
+    return argv
+
+
+class _ConfiguredServer(_Server):
+    """A server started from one properties file on a free port, retried on a lost bind race.
+
+    Subclasses give the file name, the properties for a port, and the command line."""
+
+    config_name: str
+    kind: str
+    command: Callable[[_Server, Path], list[str]]
+    java = False
 
     def __init__(self, workdir: Path, start_timeout: float = 60, **conf):
         self.workdir = workdir
-        self.home = prepare_home(workdir / "home")
-        self.name = f"java-namesrv-{next(_seq)}"
+        if self.java:
+            self.home = prepare_home(workdir / "home")
+        else:
+            self.home = workdir / "home"
+            self.home.mkdir(parents=True, exist_ok=True)
+        self.name = f"{self.kind}-{next(_seq)}"
+        env = java_env(self.home) if self.java else dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1")
         for attempt in range(3):
             self.port = free_port()
-            props = {
-                "listenPort": self.port,
-                "bindAddress": "127.0.0.1",
-                "scanNotActiveBrokerInterval": 1000,
-                "kvConfigPath": workdir / "kvConfig.json",
-                "configStorePath": workdir / "namesrv.properties.store",
-                **conf,
-            }
-            cfg = write_properties(workdir / "namesrv.properties", props)
-            argv = java_argv(
-                "servers",
-                "org.apache.rocketmq.namesrv.NamesrvStartup",
-                ["-c", str(cfg)],
-                self.home,
-                {
-                    "rmq.logback.configurationFile": "rmq.namesrv.logback.xml",
-                    "logback.statusListenerClass": _LOGBACK_QUIET,
-                },
-                heap=SERVER_HEAP,
-            )
+            cfg = write_properties(workdir / self.config_name, {**self.properties(self.port), **conf})
             self.managed = ManagedProcess(
                 self.name,
-                argv,
-                workdir / f"namesrv-{self.port}.out",
-                env=java_env(self.home),
-                cwd=workdir,
-                extra_logs=[self.home / "logs/rocketmqlogs/namesrv.log"],
+                type(self).command(self, cfg),
+                workdir / f"{self.kind}-{self.port}.out",
+                env=env,
+                cwd=workdir if self.java else ROOT,
+                extra_logs=self.extra_logs(),
             )
             try:
                 self.managed.wait_port(self.port, start_timeout)
@@ -125,141 +140,92 @@ class JavaNamesrv(_Server):
                 if attempt == 2 or not _bind_race(self.managed):
                     raise
 
+    def properties(self, port: int) -> dict:
+        raise NotImplementedError
 
-class PyrmqNamesrv(_Server):
+    def extra_logs(self) -> list[Path]:
+        return []
+
+
+class _NamesrvProps:
+    workdir: Path
+    config_name = "namesrv.properties"
+
+    def properties(self, port: int) -> dict:
+        return {
+            "listenPort": port,
+            "bindAddress": "127.0.0.1",
+            "scanNotActiveBrokerInterval": 1000,
+            "kvConfigPath": self.workdir / "kvConfig.json",
+            "configStorePath": self.workdir / "namesrv.properties.store",
+        }
+
+
+class _ControllerProps:
+    """A DLedger controller group of one: requests are served on the peer port (`.port`)."""
+
+    workdir: Path
+    config_name = "controller.conf"
+
+    def properties(self, port: int) -> dict:
+        return {
+            "controllerDLegerGroup": "group1",
+            "controllerDLegerPeers": f"n0-127.0.0.1:{port}",
+            "controllerDLegerSelfId": "n0",
+            "controllerStorePath": self.workdir / "controller-store",
+            "configStorePath": self.workdir / "controller.properties.store",
+            "mappedFileSize": 4 * 1024 * 1024,
+            "scanNotActiveBrokerInterval": 1000,
+            "listenPort": free_port(),
+            "bindAddress": "127.0.0.1",
+        }
+
+
+class JavaNamesrv(_NamesrvProps, _ConfiguredServer):
+    """org.apache.rocketmq.namesrv.NamesrvStartup 5.5.0."""
+
+    kind, java = "java-namesrv", True
+    command = _java_main("org.apache.rocketmq.namesrv.NamesrvStartup", "rmq.namesrv.logback.xml")
+
+    def extra_logs(self) -> list[Path]:
+        return [self.home / "logs/rocketmqlogs/namesrv.log"]
+
+
+class PyrmqNamesrv(_NamesrvProps, _ConfiguredServer):
     """pyrmq's NameServer: `<venv python> -m pyrmq namesrv -c <workdir>/namesrv.properties`."""
 
+    kind = "pyrmq-namesrv"
+    command = _pyrmq_command("namesrv")
+
     def __init__(self, workdir: Path, start_timeout: float = 30, **conf):
-        self.workdir = workdir
-        self.home = workdir / "home"
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.name = f"pyrmq-namesrv-{next(_seq)}"
-        venv_python = ROOT / ".venv" / "bin" / "python"
-        python = str(venv_python) if venv_python.exists() else sys.executable
-        for attempt in range(3):
-            self.port = free_port()
-            props = {
-                "listenPort": self.port,
-                "bindAddress": "127.0.0.1",
-                "scanNotActiveBrokerInterval": 1000,
-                "kvConfigPath": workdir / "kvConfig.json",
-                "configStorePath": workdir / "namesrv.properties.store",
-                **conf,
-            }
-            cfg = write_properties(workdir / "namesrv.properties", props)
-            env = dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1")
-            self.managed = ManagedProcess(
-                self.name,
-                [python, "-m", "pyrmq", "namesrv", "-c", str(cfg)],
-                workdir / f"pyrmq-namesrv-{self.port}.out",
-                env=env,
-                cwd=ROOT,
-            )
-            try:
-                self.managed.wait_port(self.port, start_timeout)
-                return
-            except ProcessFailed:
-                self.managed.kill9()
-                if attempt == 2 or not _bind_race(self.managed):
-                    raise
+        super().__init__(workdir, start_timeout, **conf)
 
 
-class JavaController(_Server):
+class JavaController(_ControllerProps, _ConfiguredServer):
     """org.apache.rocketmq.controller.ControllerStartup 5.5.0, a DLedger controller group of one.
 
     Java serves the CONTROLLER_* requests on the DLedger peer port, so `.addr` is
     what brokers take as controllerAddr and mqadmin as -a. `conf` extends controller.conf.
     """
 
-    def __init__(self, workdir: Path, start_timeout: float = 60, **conf):
-        self.workdir = workdir
-        self.home = prepare_home(workdir / "home")
-        self.name = f"java-controller-{next(_seq)}"
-        for attempt in range(3):
-            self.port = free_port()
-            props = {
-                "controllerDLegerGroup": "group1",
-                "controllerDLegerPeers": f"n0-127.0.0.1:{self.port}",
-                "controllerDLegerSelfId": "n0",
-                "controllerStorePath": workdir / "controller-store",
-                "configStorePath": workdir / "controller.properties.store",
-                "mappedFileSize": 4 * 1024 * 1024,
-                "scanNotActiveBrokerInterval": 1000,
-                "listenPort": free_port(),
-                **conf,
-            }
-            cfg = write_properties(workdir / "controller.conf", props)
-            argv = java_argv(
-                "servers",
-                "org.apache.rocketmq.controller.ControllerStartup",
-                ["-c", str(cfg)],
-                self.home,
-                {
-                    "rmq.logback.configurationFile": "rmq.controller.logback.xml",
-                    "logback.statusListenerClass": _LOGBACK_QUIET,
-                },
-                heap=SERVER_HEAP,
-            )
-            self.managed = ManagedProcess(
-                self.name,
-                argv,
-                workdir / f"controller-{self.port}.out",
-                env=java_env(self.home),
-                cwd=workdir,
-                extra_logs=[self.home / "logs/rocketmqlogs/controller.log"],
-            )
-            try:
-                self.managed.wait_port(self.port, start_timeout)
-                return
-            except ProcessFailed:
-                self.managed.kill9()
-                if attempt == 2 or not _bind_race(self.managed):
-                    raise
+    kind, java = "java-controller", True
+    command = _java_main("org.apache.rocketmq.controller.ControllerStartup", "rmq.controller.logback.xml")
+
+    def extra_logs(self) -> list[Path]:
+        return [self.home / "logs/rocketmqlogs/controller.log"]
 
 
-class PyrmqController(_Server):
+class PyrmqController(_ControllerProps, _ConfiguredServer):
     """pyrmq's controller: `<venv python> -m pyrmq controller -c <workdir>/controller.conf`.
 
     Same properties as JavaController (a group of one; requests on the peer port, `.addr`).
     """
 
+    kind = "pyrmq-controller"
+    command = _pyrmq_command("controller")
+
     def __init__(self, workdir: Path, start_timeout: float = 30, **conf):
-        self.workdir = workdir
-        self.home = workdir / "home"
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.name = f"pyrmq-controller-{next(_seq)}"
-        venv_python = ROOT / ".venv" / "bin" / "python"
-        python = str(venv_python) if venv_python.exists() else sys.executable
-        for attempt in range(3):
-            self.port = free_port()
-            props = {
-                "controllerDLegerGroup": "group1",
-                "controllerDLegerPeers": f"n0-127.0.0.1:{self.port}",
-                "controllerDLegerSelfId": "n0",
-                "controllerStorePath": workdir / "controller-store",
-                "configStorePath": workdir / "controller.properties.store",
-                "mappedFileSize": 4 * 1024 * 1024,
-                "scanNotActiveBrokerInterval": 1000,
-                "listenPort": free_port(),
-                "bindAddress": "127.0.0.1",
-                **conf,
-            }
-            cfg = write_properties(workdir / "controller.conf", props)
-            env = dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1")
-            self.managed = ManagedProcess(
-                self.name,
-                [python, "-m", "pyrmq", "controller", "-c", str(cfg)],
-                workdir / f"pyrmq-controller-{self.port}.out",
-                env=env,
-                cwd=ROOT,
-            )
-            try:
-                self.managed.wait_port(self.port, start_timeout)
-                return
-            except ProcessFailed:
-                self.managed.kill9()
-                if attempt == 2 or not _bind_race(self.managed):
-                    raise
+        super().__init__(workdir, start_timeout, **conf)
 
 
 class JavaBroker(_Server):
