@@ -11,7 +11,6 @@ and receives frames. Each frame's epoch not seen yet is appended to the slave's 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 
@@ -24,9 +23,8 @@ from pyrmq.ha.autoswitch_protocol import (
     encode_slave_report,
 )
 from pyrmq.ha.epoch import EpochEntry, EpochFileCache
-from pyrmq.ha.flow import FlowMonitor
 from pyrmq.ha.protocol import CommitLogStreamCheck, HAConnectionState, HAProtocolError
-from pyrmq.ha.slave import CONNECT_TIMEOUT_S, RETRY_INTERVAL_S, parse_address
+from pyrmq.ha.slave import RETRY_INTERVAL_S, MasterLink
 from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.ha")
@@ -43,8 +41,11 @@ def truncate_offset(local: list[EpochEntry], local_max: int, master: list[EpochE
     return mine.find_consistent_point(theirs)
 
 
-class AutoSwitchHAClient:
+class AutoSwitchHAClient(MasterLink):
     """Replicates the master's commit log into ``store``, keeping ``epoch_cache`` in step."""
+
+    name = "AutoSwitchHAClient"
+    task_name = "autoswitch-ha-client"
 
     def __init__(
         self,
@@ -54,88 +55,18 @@ class AutoSwitchHAClient:
         *,
         retry_interval_s: float = RETRY_INTERVAL_S,
     ) -> None:
-        self.store = store
+        super().__init__(store, retry_interval_s=retry_interval_s)
         self.epoch_cache = epoch_cache
         self.broker_id = broker_id
-        self.retry_interval_s = retry_interval_s
-        self.master_ha_address: str | None = None
-        self.master_address: str | None = None
-        self.state = HAConnectionState.READY
-        self.current_reported_offset = 0
         self.current_received_epoch = -1
         self.confirm_offset = 0
-        self.last_read_timestamp = 0
-        self.last_write_timestamp = 0
-        self.flow = FlowMonitor()
-        self._check: CommitLogStreamCheck | None = None
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._last_write = 0.0
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="autoswitch-ha-client")
-
-    async def shutdown(self) -> None:
-        self.state = HAConnectionState.SHUTDOWN
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
-        self._close()
-
-    def update_ha_master_address(self, addr: str | None) -> None:
-        if addr != self.master_ha_address:
-            log.info("update master ha address, OLD: %s NEW: %s", self.master_ha_address, addr)
-            self.master_ha_address = addr
-            self._wake.set()
-
-    def update_master_address(self, addr: str | None) -> None:
-        if addr != self.master_address:
-            log.info("update master address, OLD: %s NEW: %s", self.master_address, addr)
-            self.master_address = addr
-
-    # --- the loop -------------------------------------------------------------------------------
-    async def _run(self) -> None:
-        while self.state is not HAConnectionState.SHUTDOWN:
-            self.state = HAConnectionState.READY
-            cut = self.store.truncate_invalid_msg()
-            if cut >= 0:
-                self.epoch_cache.truncate_suffix_by_offset(cut)
-            addr = self.master_ha_address
-            if not addr:
-                await self._sleep(self.retry_interval_s)
-                continue
-            try:
-                host, port = parse_address(addr)
-                reader, self._writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_S)
-            except (OSError, ValueError, TimeoutError) as e:
-                log.warning("AutoSwitchHAClient connect to master %s failed: %s", addr, e)
-                await self._sleep(self.retry_interval_s)
-                continue
-            log.info("AutoSwitchHAClient connect to master %s", addr)
-            try:
-                await self._session(reader)
-            except HAProtocolError as e:
-                log.error("AutoSwitchHAClient, connection to master %s closed: %s", addr, e)
-            except (OSError, TimeoutError) as e:
-                log.warning("AutoSwitchHAClient, connection to master %s closed: %s", addr, e)
-            finally:
-                self._close()
-            if self.state is not HAConnectionState.SHUTDOWN:
-                self.state = HAConnectionState.READY
-                await self._sleep(self.retry_interval_s)
-
-    async def _sleep(self, seconds: float) -> None:
-        self._wake.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), seconds)
-
-    def _close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+    def _before_connect(self) -> None:
+        """Java AutoSwitchHAClient#doWork in READY: cut a torn tail first (and its epoch entries)."""
+        self.state = HAConnectionState.READY
+        cut = self.store.truncate_invalid_msg()
+        if cut >= 0:
+            self.epoch_cache.truncate_suffix_by_offset(cut)
 
     async def _session(self, reader: asyncio.StreamReader) -> None:
         config = self.store.config

@@ -43,12 +43,18 @@ def parse_address(addr: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class HAClient:
-    """Replicates the master's commit log into ``store``. Java DefaultHAClient.
+class MasterLink:
+    """What every replica client does around its sessions: where the master is, connecting with
+    retries, waking up, closing. Subclasses speak a protocol in ``_session``. Java
+    DefaultHAClient / AutoSwitchHAClient (their shared service-thread shape).
 
-    ``update_ha_master_address`` sets where to connect (from haMasterAddress, or from the name
-    server's REGISTER_BROKER answer); None stops connecting after the current connection ends.
+    ``update_ha_master_address`` sets where to connect (from haMasterAddress, the name server's
+    REGISTER_BROKER answer, or the controller); None stops connecting after the current session.
     """
+
+    #: the log name (Java's service name) and the asyncio task name
+    name = "HAClient"
+    task_name = "ha-client"
 
     def __init__(self, store: MessageStore, *, retry_interval_s: float = RETRY_INTERVAL_S, clock: Clock = now_ms):
         self.store = store
@@ -69,11 +75,7 @@ class HAClient:
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
-        # the store's max offset is a record boundary after recovery (a torn record was cut)
-        self._check = CommitLogStreamCheck(
-            self.store.config.mapped_file_size_commit_log, self.store.get_max_phy_offset()
-        )
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="ha-client")
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.task_name)
 
     async def shutdown(self) -> None:
         self.state = HAConnectionState.SHUTDOWN
@@ -100,8 +102,18 @@ class HAClient:
         self._wake.set()
 
     # --- the loop -----------------------------------------------------------------------------------
+    def _before_connect(self) -> None:
+        """Each round, before connecting (the controller-mode client truncates here)."""
+
+    async def _session(self, reader: asyncio.StreamReader) -> None:
+        raise NotImplementedError
+
+    def _stopped(self) -> bool:
+        return self.state is HAConnectionState.SHUTDOWN
+
     async def _run(self) -> None:
-        while self.state is not HAConnectionState.SHUTDOWN:
+        while not self._stopped():
+            self._before_connect()
             addr = self.master_ha_address
             if not addr:
                 await self._sleep(self.retry_interval_s)
@@ -110,20 +122,19 @@ class HAClient:
                 host, port = parse_address(addr)
                 reader, self._writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_S)
             except (OSError, ValueError, TimeoutError) as e:
-                log.warning("HAClient connect to master %s failed: %s", addr, e)
+                log.warning("%s connect to master %s failed: %s", self.name, addr, e)
                 await self._sleep(self.retry_interval_s)
                 continue
-            log.info("HAClient connect to master %s", addr)
-            self.state = HAConnectionState.TRANSFER
+            log.info("%s connect to master %s", self.name, addr)
             try:
-                await self._transfer(reader)
+                await self._session(reader)
             except HAProtocolError as e:
-                log.error("HAClient, connection to master %s closed: %s", addr, e)
+                log.error("%s, connection to master %s closed: %s", self.name, addr, e)
             except (OSError, TimeoutError) as e:
-                log.warning("HAClient, connection to master %s closed: %s", addr, e)
+                log.warning("%s, connection to master %s closed: %s", self.name, addr, e)
             finally:
                 self._close()
-            if self.state is not HAConnectionState.SHUTDOWN:
+            if not self._stopped():
                 self.state = HAConnectionState.READY
                 await self._sleep(self.retry_interval_s)
 
@@ -136,6 +147,21 @@ class HAClient:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+class HAClient(MasterLink):
+    """Replicates the master's commit log into ``store``. Java DefaultHAClient."""
+
+    def start(self) -> None:
+        # the store's max offset is a record boundary after recovery (a torn record was cut)
+        self._check = CommitLogStreamCheck(
+            self.store.config.mapped_file_size_commit_log, self.store.get_max_phy_offset()
+        )
+        super().start()
+
+    async def _session(self, reader: asyncio.StreamReader) -> None:
+        self.state = HAConnectionState.TRANSFER
+        await self._transfer(reader)
 
     async def _transfer(self, reader: asyncio.StreamReader) -> None:
         """Report, then read frames until the connection fails. Java DefaultHAClient#transferFromMaster."""
@@ -205,4 +231,4 @@ class HAClient:
         self.last_write_timestamp = self.clock()
 
 
-__all__ = ["HAClient", "parse_address"]
+__all__ = ["HAClient", "MasterLink", "parse_address"]
