@@ -236,6 +236,7 @@ def test_controller_in_namesrv(tmp_path):
         controllerStorePath=tmp_path / "ctl-store",
     )
     try:
+        ns.managed.wait_port(ctl_port, 20)  # the name server's port opens first; under load the gap shows
         r = probe.request(f"127.0.0.1:{ctl_port}", RequestCode.CONTROLLER_GET_METADATA_INFO)
         assert (r.code, r.ext_fields["group"], r.ext_fields["peers"]) == (0, "nsgroup", f"n0:127.0.0.1:{ctl_port};")
         assert probe.cluster_info(ns.addr).code == 0  # the name server answers on its own port
