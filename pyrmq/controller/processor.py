@@ -15,16 +15,17 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from pyrmq.common.properties import PropertiesError, load_properties, properties_text
+from pyrmq.common.properties import properties_text
 from pyrmq.controller.config import ControllerConfig
 from pyrmq.controller.elect_policy import ElectPolicy
 from pyrmq.controller.events import ControllerResult
 from pyrmq.controller.heartbeat import BrokerHeartbeatManager
 from pyrmq.controller.replicas_info import InvalidRequest, ReplicasInfoManager
+from pyrmq.protocol.bodies.common import decode_config_update
 from pyrmq.protocol.bodies.controller import SyncStateSet
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import NoPermission, SystemError_
+from pyrmq.protocol.errors import SystemError_
 from pyrmq.protocol.fastjson import BodyDecodeError
 from pyrmq.protocol.headers.controller import (
     AlterSyncStateSetRequestHeader,
@@ -174,18 +175,7 @@ class ControllerRequestProcessor:
     async def update_controller_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         log.info("updateConfig called by %s", getattr(getattr(ctx, "channel", None), "remote_addr", "?"))
         if cmd.body is not None:
-            try:
-                text = bytes(cmd.body).decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise SystemError_(f"UnsupportedEncodingException {e}") from e
-            try:
-                props = load_properties(text)
-            except PropertiesError:
-                raise SystemError_("string2Properties error") from None
-            black = self.manager.config.black_list()
-            if any(k in black for k in props):
-                raise NoPermission("Can not update config in black list.")
-            self.manager.update_config(props)
+            self.manager.update_config(decode_config_update(cmd.body, self.manager.config.black_list()))
         return cmd.make_response()
 
     @handles(RequestCode.GET_CONTROLLER_CONFIG)

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pyrmq.common.constants import MASTER_ID
-from pyrmq.common.properties import PropertiesError, load_properties, properties_text
+from pyrmq.common.properties import properties_text
 from pyrmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
-from pyrmq.protocol.bodies.common import DataVersion, TopicConfigSerializeWrapper
+from pyrmq.protocol.bodies.common import DataVersion, TopicConfigSerializeWrapper, decode_config_update
 from pyrmq.protocol.bodies.namesrv import GetBrokerMemberGroupResponseBody, RegisterBrokerBody, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import NoPermission, SystemError_, TopicNotExist
+from pyrmq.protocol.errors import SystemError_, TopicNotExist
 from pyrmq.protocol.fastjson import BodyDecodeError
 from pyrmq.protocol.headers.namesrv import (
     ZONE_MODE,
@@ -271,18 +271,7 @@ class DefaultRequestProcessor:
     async def update_config(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         log.info("updateConfig called by %s", _remote(ctx))
         if cmd.body is not None:
-            try:
-                text = bytes(cmd.body).decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise SystemError_(f"UnsupportedEncodingException {e}") from e
-            try:
-                props = load_properties(text)
-            except PropertiesError:
-                raise SystemError_("string2Properties error") from None
-            black = self.config.black_list()
-            if any(k in black for k in props):
-                raise NoPermission("Can not update config in black list.")
-            self._update_config(props)
+            self._update_config(decode_config_update(cmd.body, self.config.black_list()))
         return cmd.make_response()
 
     @handles(RequestCode.GET_NAMESRV_CONFIG)

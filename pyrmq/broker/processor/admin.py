@@ -17,7 +17,6 @@ import logging
 from pyrmq.broker.processor.runtime_info import build_runtime_info
 from pyrmq.common.attributes import MESSAGE_TYPE, AttributeModificationError, parse_to_map
 from pyrmq.common.constants import SYSTEM_TOPIC_PREFIX, SYSTEM_TOPIC_SET, TIMER_TOPIC, validate_topic
-from pyrmq.common.properties import load_properties
 from pyrmq.protocol.bodies.admin import (
     BrokerStatsData,
     BrokerStatsItem,
@@ -34,11 +33,11 @@ from pyrmq.protocol.bodies.broker import (
     MessageQueue,
     UnlockBatchRequestBody,
 )
-from pyrmq.protocol.bodies.common import TopicConfig, TopicConfigAndMappingSerializeWrapper
+from pyrmq.protocol.bodies.common import TopicConfig, TopicConfigAndMappingSerializeWrapper, decode_config_update
 from pyrmq.protocol.bodies.namesrv import KVTable, TopicList
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import ConsumerNotOnline, InvalidParameter, NoPermission, SystemError_, TopicNotExist
+from pyrmq.protocol.errors import ConsumerNotOnline, InvalidParameter, SystemError_, TopicNotExist
 from pyrmq.protocol.fastjson import BodyDecodeError, lenient_loads
 from pyrmq.protocol.headers.admin import (
     DeleteTopicRequestHeader,
@@ -57,7 +56,6 @@ from pyrmq.remoting.server import RequestContext, handles
 log = logging.getLogger("pyrmq.broker.admin")
 
 
-#: keys UPDATE_BROKER_CONFIG refuses (Java AdminBrokerProcessor#configBlackList + BrokerConfig#configBlackList)
 def _language_name(code: int) -> str:
     from pyrmq.protocol.codes import LanguageCode
 
@@ -301,13 +299,7 @@ class AdminBrokerProcessor:
         log.info("Broker receive request to update config, caller address=%s", ctx.channel.remote_addr)
         if not cmd.body:
             return cmd.make_response(ResponseCode.SUCCESS)
-        try:
-            props = load_properties(bytes(cmd.body).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise SystemError_("string2Properties error") from None
-        black = self.config.black_list()
-        if any(k in black for k in props):
-            raise NoPermission("Can not update config in black list.")
+        props = decode_config_update(cmd.body, self.config.black_list())
         log.info("updateBrokerConfig, new config: [%s] client: %s", props, ctx.channel.remote_addr)
         self.update_config(props)  # a value that does not parse is logged and skipped (properties2Object)
         return cmd.make_response(ResponseCode.SUCCESS)

@@ -6,9 +6,12 @@ Java: ``remoting/protocol/DataVersion``, ``common/TopicConfig``,
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from pyrmq.common.constants import perm_string
+from pyrmq.common.properties import PropertiesError, load_properties
+from pyrmq.protocol.errors import NoPermission, SystemError_
 from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody, JsonObject, fastjson_dumps, lenient_loads
 
 
@@ -119,3 +122,19 @@ class TopicConfigAndMappingSerializeWrapper(TopicConfigSerializeWrapper):
     topic_queue_mapping_info_map: dict[str, JsonObject] = field(default_factory=dict)
     topic_queue_mapping_detail_map: dict[str, JsonObject] = field(default_factory=dict)
     mapping_data_version: DataVersion = field(default_factory=DataVersion)
+
+
+def decode_config_update(body: bytes | bytearray | memoryview, black_list: Collection[str]) -> dict[str, str]:
+    """The properties text of UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG and UPDATE_CONTROLLER_CONFIG.
+
+    Java: ``MixAll.string2Properties(new String(body, UTF-8))`` (bad bytes become U+FFFD, never an
+    error); SYSTEM_ERROR ``string2Properties error`` when the text does not parse, NO_PERMISSION
+    when it names a black-listed key.
+    """
+    try:
+        props = load_properties(bytes(body).decode("utf-8", "replace"))
+    except PropertiesError:
+        raise SystemError_("string2Properties error") from None
+    if any(k in black_list for k in props):
+        raise NoPermission("Can not update config in black list.")
+    return props

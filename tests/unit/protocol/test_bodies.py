@@ -333,3 +333,15 @@ def test_decode_4_9_register_broker_body() -> None:
     assert w.data_version == DataVersion(counter=2, state_version=0, timestamp=1700000000000)
     assert w.topic_config_table == {"T": TopicConfig("T", 4, 4, 6)}
     assert w.topic_queue_mapping_info_map == {}
+
+
+def test_config_update_body_reads_like_java_string2properties():
+    from pyrmq.protocol.bodies.common import decode_config_update
+    from pyrmq.protocol.errors import NoPermission, SystemError_
+
+    assert decode_config_update(b"a=1\nb = x\\\n  y\n", ()) == {"a": "1", "b": "xy"}
+    assert decode_config_update(b"k=\xff\xfe", ()) == {"k": "\ufffd\ufffd"}  # new String(bytes, UTF-8)
+    with pytest.raises(NoPermission, match="Can not update config in black list."):
+        decode_config_update(b"brokerConfigPath=/x\n", ("brokerConfigPath",))
+    with pytest.raises(SystemError_, match="string2Properties error"):
+        decode_config_update(b"k=\\uZZZZ", ())
