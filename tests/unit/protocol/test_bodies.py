@@ -341,7 +341,7 @@ def test_config_update_body_reads_like_java_string2properties():
 
     assert decode_config_update(b"a=1\nb = x\\\n  y\n", ()) == {"a": "1", "b": "xy"}
     assert decode_config_update(b"k=\xff\xfe", ()) == {"k": "\ufffd\ufffd"}  # new String(bytes, UTF-8)
-    with pytest.raises(NoPermission, match="Can not update config in black list."):
+    with pytest.raises(NoPermission, match=r"Can not update config in black list\."):
         decode_config_update(b"brokerConfigPath=/x\n", ("brokerConfigPath",))
     with pytest.raises(SystemError_, match="string2Properties error"):
         decode_config_update(b"k=\\uZZZZ", ())
