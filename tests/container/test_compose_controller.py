@@ -7,7 +7,8 @@ topic, consumes throughout, sends over both groups, runs `compose kill` on the c
 broker-a's master, probes broker-a until a send is SEND_OK again, and checks that every
 acknowledged message is consumed (allAckInSyncStateSet: nothing acknowledged is lost). Afterwards
 the controller must name the old slave master of broker-a with a newer epoch, and mqadmin
-getSyncStateSet must show it. `down -v` removes it all.
+getSyncStateSet must show it. The killed container, started again, must rejoin broker-a as a
+slave in the sync state set. `down -v` removes it all.
 """
 
 from __future__ import annotations
@@ -114,14 +115,14 @@ def controller_cluster(compose_cmd, pyrmq_image):
                 break
             assert time.monotonic() < deadline, f"{table}\n{compose('logs', '--no-color').stdout[-6000:]}"
             time.sleep(0.5)
-        yield ns, ctrl, addrs, " ".join(shlex.quote(a) for a in base), env
+        yield ns, ctrl, addrs, compose, " ".join(shlex.quote(a) for a in base), env
     finally:
         print(compose("logs", "--no-color").stdout[-6000:])
         compose("down", "-v", "--timeout", "30")
 
 
 def test_controller_elects_a_new_master_and_loses_nothing(controller_cluster, java_home):
-    ns, ctrl, addrs, compose, env = controller_cluster
+    ns, ctrl, addrs, compose_run, compose, env = controller_cluster
     before = replicas(ctrl)["broker-a"]
     killed_addr = before.master_address
     (victim,) = [svc for svc in GROUPS["broker-a"] if addrs[svc] == killed_addr]
@@ -157,3 +158,17 @@ def test_controller_elects_a_new_master_and_loses_nothing(controller_cluster, ja
     shown = mqadmin("5.5.0", "getSyncStateSet", "-a", ctrl, "-b", "broker-a", home=java_home)
     print(shown.stdout)
     assert f"#MasterAddr\t{addrs[survivor]}\n#MasterEpoch\t{after.master_epoch}\n" in shown.stdout, shown.stdout
+
+    # the old master, started again on its volume, keeps its controller id and rejoins as a slave
+    # of the new epoch (truncating what only it held), back in the sync state set
+    r = compose_run("start", victim)
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 90
+    while True:
+        now = replicas(ctrl).get("broker-a")
+        if now is not None and len(now.in_sync_replicas) == 2:
+            break
+        assert time.monotonic() < deadline, now
+        time.sleep(0.5)
+    assert now.master_address == addrs[survivor] and now.master_epoch == after.master_epoch, now
+    assert {r.broker_address for r in now.in_sync_replicas} == {addrs[victim], addrs[survivor]}, now

@@ -14,6 +14,8 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -35,12 +37,14 @@ import org.junit.jupiter.api.Test;
  * two broker groups, each a master + slave pair elected by the controller, with
  * allAckInSyncStateSet (a send is acknowledged once every member of the sync state set holds it).
  *
- * <p>A push consumer runs throughout. Sends spread over both groups; `killCmd` SIGKILLs the
- * master of `failoverGroup` (its address is `killedAddr`). Then default sends keep going (the
- * producer's retries move them to the other group) while a probe sends straight to a queue of
- * `failoverGroup` until one is SEND_OK: the time from the kill to that send is printed. The
- * group's master in the name server's cluster info must be another address by then. More sends
- * to both groups must all succeed, and the consumer must receive every acknowledged message.
+ * <p>A push consumer runs throughout. `count` sends spread over both groups; then a load thread
+ * sends one message after another (the producer's own queue selection and retries) while
+ * `killCmd` SIGKILLs the master of `failoverGroup` (its address is `killedAddr`), so sends to it
+ * are in flight when it dies. A probe then sends straight to a queue of `failoverGroup` until one
+ * is SEND_OK: the time from the kill to that send is printed. The group's master in the name
+ * server's cluster info must be another address by then. `count` more sends, every other one to
+ * `failoverGroup`, must all be SEND_OK, and the consumer must receive every acknowledged message
+ * (load and probe sends included; a failed send counts as not acknowledged).
  *
  * <p>Properties: namesrv, topic, killCmd, failoverGroup, killedAddr, count (per phase, 150),
  * electTimeoutSec (60), timeoutSec (90).
@@ -114,7 +118,7 @@ public class ControllerFailoverTest {
             });
             consumer.start();
 
-            Map<String, String> sent = new TreeMap<>();  // msgId -> body, acknowledged (SEND_OK) only
+            Map<String, String> sent = new ConcurrentHashMap<>();  // msgId -> body, acknowledged (SEND_OK) only
             DefaultMQProducer producer = new DefaultMQProducer("ctl_failover_producer_" + run);
             producer.setNamesrvAddr(namesrv);
             producer.setInstanceName("ctl-failover-producer-" + run);
@@ -123,36 +127,46 @@ public class ControllerFailoverTest {
             producer.setRetryTimesWhenSendFailed(2);
             producer.setSendLatencyFaultEnable(true);
             producer.start();
-            int seq = 0;
+            AtomicInteger seq = new AtomicInteger();
+            AtomicBoolean stop = new AtomicBoolean();
+            Map<String, Integer> load = new ConcurrentHashMap<>();
+            AtomicInteger loadFailed = new AtomicInteger();
+            // the load: one send after another through the producer's own queue selection, across
+            // the kill, so sends to the master are in flight when it dies
+            Thread loader = new Thread(() -> {
+                while (!stop.get()) {
+                    try {
+                        Message m = message(topic, run, seq.getAndIncrement());
+                        acknowledged(m, producer.send(m), sent, load, false);
+                    } catch (Exception e) {
+                        loadFailed.incrementAndGet();
+                    }
+                }
+            }, "load");
             try {
-                Map<String, Integer> phase1 = new TreeMap<>();
+                Map<String, Integer> phase1 = new ConcurrentHashMap<>();
                 for (int i = 0; i < count; i++) {
-                    Message m = message(topic, run, seq++);
+                    Message m = message(topic, run, seq.getAndIncrement());
                     acknowledged(m, producer.send(m), sent, phase1, true);
                 }
-                System.out.printf("controller-failover: before kill %s%n", phase1);
+                System.out.printf("controller-failover: before kill %s%n", new TreeMap<>(phase1));
                 assertEquals(before.keySet(), phase1.keySet(), "sends spread over both groups");
 
+                loader.start();
+                Thread.sleep(500);
                 long killStart = System.nanoTime();
                 shell(required("killCmd"));
                 long killed = System.nanoTime();
-                Map<String, Integer> phase2 = new TreeMap<>();
-                int failedDefault = 0;
                 int failedProbe = 0;
                 int probeQueue = 0;
                 long firstOk = -1;
                 long deadline = killed + TimeUnit.SECONDS.toNanos(electTimeoutSec);
+                Map<String, Integer> probe = new ConcurrentHashMap<>();
                 while (firstOk < 0 && System.nanoTime() < deadline) {
                     try {
-                        Message m = message(topic, run, seq++);
-                        acknowledged(m, producer.send(m), sent, phase2, false);
-                    } catch (Exception e) {
-                        failedDefault++;
-                    }
-                    try {
                         MessageQueue mq = new MessageQueue(topic, group, probeQueue++ % 4);
-                        Message m = message(topic, run, seq++);
-                        if (acknowledged(m, producer.send(m, mq), sent, phase2, false)) {
+                        Message m = message(topic, run, seq.getAndIncrement());
+                        if (acknowledged(m, producer.send(m, mq), sent, probe, false)) {
                             firstOk = System.nanoTime();
                         }
                     } catch (Exception e) {
@@ -162,9 +176,10 @@ public class ControllerFailoverTest {
                 }
                 assertTrue(firstOk > 0, "no send to " + group + " succeeded within " + electTimeoutSec + " s of the kill");
                 System.out.printf("controller-failover: kill command %d ms; kill -> first SEND_OK on %s %d ms "
-                        + "(%d failed probes, %d failed default sends; acknowledged meanwhile %s)%n",
+                        + "(%d failed probes; load so far: acknowledged %s, %d failed)%n",
                     TimeUnit.NANOSECONDS.toMillis(killed - killStart), group,
-                    TimeUnit.NANOSECONDS.toMillis(firstOk - killed), failedProbe, failedDefault, phase2);
+                    TimeUnit.NANOSECONDS.toMillis(firstOk - killed), failedProbe, new TreeMap<>(load),
+                    loadFailed.get());
 
                 Map<String, BrokerData> after = brokers(admin);
                 String newMaster = after.get(group).getBrokerAddrs().get(0L);
@@ -172,18 +187,22 @@ public class ControllerFailoverTest {
                 assertNotEquals(killedAddr, newMaster, "master of " + group);
                 System.out.printf("controller-failover: %s master %s -> %s%n", group, killedAddr, newMaster);
 
-                Map<String, Integer> phase3 = new TreeMap<>();
+                Map<String, Integer> phase3 = new ConcurrentHashMap<>();
                 for (int i = 0; i < count; i++) {
-                    Message m = message(topic, run, seq++);
+                    Message m = message(topic, run, seq.getAndIncrement());
                     SendResult r = i % 2 == 0
                         ? producer.send(m)
                         : producer.send(m, new MessageQueue(topic, group, i % 4));
                     acknowledged(m, r, sent, phase3, true);
                 }
-                System.out.printf("controller-failover: after the failover %s%n", phase3);
+                System.out.printf("controller-failover: after the failover %s%n", new TreeMap<>(phase3));
             } finally {
+                stop.set(true);
+                loader.join(10_000);
                 producer.shutdown();
             }
+            System.out.printf("controller-failover: load acknowledged %s, %d failed%n", new TreeMap<>(load),
+                loadFailed.get());
 
             try {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSec);
