@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -129,15 +130,21 @@ public class ControllerFailoverTest {
             producer.start();
             AtomicInteger seq = new AtomicInteger();
             AtomicBoolean stop = new AtomicBoolean();
+            AtomicBoolean probeOk = new AtomicBoolean();
             Map<String, Integer> load = new ConcurrentHashMap<>();
             AtomicInteger loadFailed = new AtomicInteger();
+            AtomicLong lastGroupOk = new AtomicLong(-1);  // the load's last SEND_OK from `group` before the probe's
             // the load: one send after another through the producer's own queue selection, across
             // the kill, so sends to the master are in flight when it dies
             Thread loader = new Thread(() -> {
                 while (!stop.get()) {
                     try {
                         Message m = message(topic, run, seq.getAndIncrement());
-                        acknowledged(m, producer.send(m), sent, load, false);
+                        SendResult r = producer.send(m);
+                        if (acknowledged(m, r, sent, load, false) && group.equals(r.getMessageQueue().getBrokerName())
+                            && !probeOk.get()) {
+                            lastGroupOk.set(System.nanoTime());
+                        }
                     } catch (Exception e) {
                         loadFailed.incrementAndGet();
                     }
@@ -168,6 +175,7 @@ public class ControllerFailoverTest {
                         Message m = message(topic, run, seq.getAndIncrement());
                         if (acknowledged(m, producer.send(m, mq), sent, probe, false)) {
                             firstOk = System.nanoTime();
+                            probeOk.set(true);
                         }
                     } catch (Exception e) {
                         failedProbe++;
@@ -175,11 +183,14 @@ public class ControllerFailoverTest {
                     }
                 }
                 assertTrue(firstOk > 0, "no send to " + group + " succeeded within " + electTimeoutSec + " s of the kill");
-                System.out.printf("controller-failover: kill command %d ms; kill -> first SEND_OK on %s %d ms "
+                long lastOld = lastGroupOk.get();
+                assertTrue(lastOld > 0 && lastOld < firstOk, "the load had no SEND_OK from the old master");
+                System.out.printf("controller-failover: kill command %d ms; kill command returned -> first SEND_OK "
+                        + "on %s %d ms; last SEND_OK from the old master -> first from the new %d ms "
                         + "(%d failed probes; load so far: acknowledged %s, %d failed)%n",
                     TimeUnit.NANOSECONDS.toMillis(killed - killStart), group,
-                    TimeUnit.NANOSECONDS.toMillis(firstOk - killed), failedProbe, new TreeMap<>(load),
-                    loadFailed.get());
+                    TimeUnit.NANOSECONDS.toMillis(firstOk - killed), TimeUnit.NANOSECONDS.toMillis(firstOk - lastOld),
+                    failedProbe, new TreeMap<>(load), loadFailed.get());
 
                 Map<String, BrokerData> after = brokers(admin);
                 String newMaster = after.get(group).getBrokerAddrs().get(0L);
