@@ -79,6 +79,13 @@ def replicas(controller: str) -> dict[str, ReplicasInfo]:
         return {}
 
 
+def _health(container: str) -> str:
+    r = subprocess.run(
+        ["docker", "inspect", "--format", "{{.State.Health.Status}}", container], capture_output=True, text=True
+    )
+    return r.stdout.strip() or r.stderr.strip()
+
+
 @pytest.fixture
 def controller_cluster(compose_cmd, pyrmq_image):
     project = f"pyrmq-c-{uuid.uuid4().hex[:8]}"
@@ -115,6 +122,11 @@ def controller_cluster(compose_cmd, pyrmq_image):
                 break
             assert time.monotonic() < deadline, f"{table}\n{compose('logs', '--no-color').stdout[-6000:]}"
             time.sleep(0.5)
+        # the image's HEALTHCHECK probes the controller on its peer port (CONTROLLER_GET_METADATA_INFO)
+        cid = compose("ps", "-q", "controller").stdout.strip()
+        while (health := _health(cid)) != "healthy":
+            assert time.monotonic() < deadline + 30, f"controller container {health}"
+            time.sleep(1)
         yield ns, ctrl, addrs, compose, " ".join(shlex.quote(a) for a in base), env
     finally:
         print(compose("logs", "--no-color").stdout[-6000:])
