@@ -1,4 +1,4 @@
-"""Container entry point: ``namesrv``, ``broker`` or ``dev`` (default), configured by file and environment.
+"""Container entry point: ``namesrv``, ``broker``, ``controller`` or ``dev`` (default), from file and environment.
 
 Java counterpart: the official image's ``docker-entrypoint`` + ``runserver.sh``/``runbroker.sh``.
 
@@ -7,6 +7,8 @@ Java counterpart: the official image's ``docker-entrypoint`` + ``runserver.sh``/
   (``RMQ_BROKER_NAME``, ``RMQ_brokerIP1``, ``RMQ_FLUSH_DISK_TYPE``); ``NAMESRV_ADDR`` works as in Java.
   ``storePathRootDir`` defaults to the ``/home/rocketmq/store`` volume.
 * ``namesrv``: the same with ``namesrv.conf``; kvConfig/namesrv.properties live under the store volume.
+* ``controller``: the same with ``controller.conf`` (Java ``mqcontroller``); ``controllerStorePath`` and
+  ``configStorePath`` default to the store volume. It serves on its ``controllerDLegerPeers`` port.
 * ``dev``: ``pyrmq dev`` binding 0.0.0.0 with the store on the volume; ports and the advertised
   address from ``PYRMQ_NAMESRV_PORT``, ``PYRMQ_BROKER_PORT``, ``PYRMQ_HOST``/``PYRMQ_ADVERTISE`` or flags.
 * anything else runs ``pyrmq <args>`` (``store inspect /home/rocketmq/store``, ``--version``).
@@ -25,6 +27,7 @@ STORE = os.environ.get("PYRMQ_STORE", "/home/rocketmq/store")
 CONF_DIR = os.environ.get("PYRMQ_CONF_DIR", "/home/rocketmq/conf")
 RUN_DIR = os.environ.get("PYRMQ_RUN_DIR", "/tmp/pyrmq")
 ENV_PREFIX = "RMQ_"
+ROLES = ("broker", "namesrv", "controller")
 
 
 def _norm(key: str) -> str:
@@ -38,6 +41,10 @@ def known_keys(role: str) -> dict[str, str]:
         from pyrmq.store.store_config import MessageStoreConfig
 
         keys = set(BrokerConfig().all_properties()) | set(MessageStoreConfig.KEYS.types)
+    elif role == "controller":
+        from pyrmq.controller.config import CONTROLLER_KEYS
+
+        keys = set(CONTROLLER_KEYS)
     else:
         from pyrmq.namesrv.config import NamesrvConfig
 
@@ -83,6 +90,9 @@ def merged_config(role: str, args: list[str], environ: dict[str, str]) -> tuple[
     props: dict[str, str] = {}
     if role == "broker":
         props["storePathRootDir"] = STORE
+    elif role == "controller":
+        props["controllerStorePath"] = os.path.join(STORE, "controller")
+        props["configStorePath"] = os.path.join(STORE, "controller", "controller.properties")
     else:
         props["kvConfigPath"] = os.path.join(STORE, "namesrv", "kvConfig.json")
         props["configStorePath"] = os.path.join(STORE, "namesrv", "namesrv.properties")
@@ -123,7 +133,7 @@ def _local(host: str) -> str:
 
 
 def health_targets(mode: str, args: list[str], conf: str | None) -> dict[str, str]:
-    """What healthcheck.py probes: {"namesrv": addr} and/or {"broker": addr}."""
+    """What healthcheck.py probes: {"namesrv": addr}, {"broker": addr} and/or {"controller": addr}."""
     if mode == "dev":
         host = _local(_last_flag(args, "--host", "127.0.0.1"))
         return {
@@ -136,6 +146,14 @@ def health_targets(mode: str, args: list[str], conf: str | None) -> dict[str, st
     with open(conf, encoding="utf-8") as f:
         props = load_properties(f.read())
     host = _local(props.get("bindAddress", props.get("listenHost", "")))
+    if mode == "controller":
+        # served on this node's peer port (docs/controller.md), whatever listenPort says
+        self_id = props.get("controllerDLegerSelfId", "")
+        for peer in props.get("controllerDLegerPeers", "").split(";"):
+            peer_id, _, addr = peer.strip().partition("-")
+            if peer_id == self_id and ":" in addr:
+                return {mode: f"{host}:{addr.rpartition(':')[2]}"}
+        return {}
     port = props.get("listenPort", "9876" if mode == "namesrv" else "10911")
     return {mode: f"{host}:{port}"}
 
@@ -144,7 +162,7 @@ def command(argv: list[str], environ: dict[str, str]) -> tuple[list[str], dict[s
     """The ``python -m pyrmq ...`` argv this container runs, and what the health check probes."""
     mode, args = (argv[0], argv[1:]) if argv else ("dev", [])
     base = [sys.executable, "-m", "pyrmq"]
-    if mode in ("broker", "namesrv"):
+    if mode in ROLES:
         conf, rest = merged_config(mode, args, environ)
         return [*base, mode, "-c", conf, *rest], health_targets(mode, rest, conf)
     if mode == "dev":

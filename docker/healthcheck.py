@@ -1,8 +1,8 @@
 """Docker HEALTHCHECK: the servers this container started answer a RemotingCommand.
 
 Targets come from ``/tmp/pyrmq/health.json`` (written by entrypoint.py): a name server must
-answer GET_BROKER_CLUSTER_INFO, a broker GET_BROKER_CONFIG, and in ``dev`` the broker must
-also be registered at its name server. Exit 0 healthy, 1 not (Docker's contract).
+answer GET_BROKER_CLUSTER_INFO, a broker GET_BROKER_CONFIG, a controller CONTROLLER_GET_METADATA_INFO,
+and in ``dev`` the broker must also be registered at its name server. Exit 0 healthy, 1 not (Docker's contract).
 """
 
 from __future__ import annotations
@@ -11,7 +11,16 @@ import json
 import os
 import sys
 
-from pyrmq.testing.probe import GET_BROKER_CLUSTER_INFO, broker_ok, namesrv_ok, request
+from pyrmq.testing.probe import GET_BROKER_CLUSTER_INFO, SUCCESS, broker_ok, namesrv_ok, request
+
+CONTROLLER_GET_METADATA_INFO = 1005
+
+
+def controller_ok(addr: str) -> bool:
+    try:
+        return request(addr, CONTROLLER_GET_METADATA_INFO).code == SUCCESS
+    except (OSError, ValueError):
+        return False
 
 
 def healthy(targets: dict[str, str]) -> bool:
@@ -20,6 +29,8 @@ def healthy(targets: dict[str, str]) -> bool:
     if "namesrv" in targets and not namesrv_ok(targets["namesrv"]):
         return False
     if "broker" in targets and not broker_ok(targets["broker"]):
+        return False
+    if "controller" in targets and not controller_ok(targets["controller"]):
         return False
     if "namesrv" in targets and "broker" in targets:
         port = targets["broker"].rsplit(":", 1)[1]

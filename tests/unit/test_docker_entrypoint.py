@@ -48,3 +48,18 @@ def test_namesrv_and_dev(entrypoint: ModuleType, tmp_path: Path) -> None:
     argv, targets = entrypoint.command([], {"PYRMQ_BROKER_PORT": "10123"})
     assert argv[3] == "dev" and "--broker-port" in argv
     assert targets == {"namesrv": "127.0.0.1:9876", "broker": "127.0.0.1:10123"}
+
+
+def test_controller_environment_and_peer_port(entrypoint: ModuleType, tmp_path: Path) -> None:
+    env = {
+        "RMQ_CONTROLLER_DLEGER_PEERS": "n0-127.0.0.1:29878",
+        "RMQ_controllerDLegerSelfId": "n0",
+        "RMQ_ENABLE_ELECT_UNCLEAN_MASTER": "false",
+    }
+    argv, targets = entrypoint.command(["controller"], env)
+    assert argv[3:5] == ["controller", "-c"]
+    props = load_properties(Path(argv[5]).read_text())
+    assert props["controllerDLegerPeers"] == "n0-127.0.0.1:29878" and props["controllerDLegerSelfId"] == "n0"
+    assert props["enableElectUncleanMaster"] == "false"  # Java spelling restored from the variable
+    assert props["controllerStorePath"] == str(tmp_path / "store" / "controller")
+    assert targets == {"controller": "127.0.0.1:29878"}  # the peer port serves, not listenPort
