@@ -196,7 +196,9 @@ def pyrmq_controller(tmp_path_factory):
     ctrl.stop()
 
 
-def test_pyrmq_controller_two_pyrmq_brokers(pyrmq_namesrv, pyrmq_broker, pyrmq_controller, java_home, tmp_path):
+def test_pyrmq_controller_two_pyrmq_brokers(
+    java_harness, pyrmq_namesrv, pyrmq_broker, pyrmq_controller, java_home, tmp_path
+):
     """(a) all pyrmq: the first broker started is elected master and killed under load."""
     started = time.monotonic()
     name = "fl-pyrmq-pyrmq"
