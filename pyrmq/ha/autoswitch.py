@@ -276,9 +276,14 @@ class AutoSwitchHAService(HAService):
             return False
         await self.destroy_connections()
         await self._stop_client()
-        self.store.confirm_offset_source = None  # a master dispatches what it wrote
+        self.store.confirm_offset_source = None
         truncated = self.store.truncate_invalid_msg()
         self.is_master = True
+        if self.store.config.all_ack_in_sync_state_set:
+            # Java's reput end is the confirm offset on a master too: a consumer must not read a
+            # record the sync state set does not hold yet (the next master would not have it, and
+            # would write other records at the same queue offsets)
+            self.store.confirm_offset_source = self.get_confirm_offset
         self._confirm_offset = self.compute_confirm_offset()
         if truncated >= 0:
             self.epoch_cache.truncate_suffix_by_offset(truncated)
@@ -387,6 +392,7 @@ class AutoSwitchHAService(HAService):
         self.is_synchronizing_sync_state_set = False
         self.sync_state_set = set(new)
         self._confirm_offset = self.compute_confirm_offset()
+        self._reput_confirmed()
 
     def get_sync_state_set(self) -> set[int]:
         if self.is_synchronizing_sync_state_set:
@@ -396,6 +402,12 @@ class AutoSwitchHAService(HAService):
     def update_confirm_offset_when_slave_ack(self, slave_id: int) -> None:
         if slave_id in self.sync_state_set:
             self._confirm_offset = self.compute_confirm_offset()
+            self._reput_confirmed()
+
+    def _reput_confirmed(self) -> None:
+        """A master that dispatches only confirmed records: dispatch what the confirm offset now covers."""
+        if self.is_master and self.store.confirm_offset_source is not None:
+            self.store.reput_now()
 
     def compute_confirm_offset(self) -> int:
         """The smallest ack among connected sync-state-set members (the max offset without any);

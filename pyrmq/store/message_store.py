@@ -135,8 +135,9 @@ class MessageStore:
         self._dispatch_after_flush = False
         # set by the first replicated append: after a flush, dispatch by reading the commit log
         self._replica = False
-        # controller-mode slave: the master's confirm offset, past which nothing is dispatched
-        # (Java CommitLog#getConfirmOffset; set by the AutoSwitch HA service, None otherwise)
+        # controller mode: the confirm offset past which nothing is dispatched (Java
+        # CommitLog#getConfirmOffset; set by the AutoSwitch HA service on a slave, and on a master
+        # with allAckInSyncStateSet; None otherwise)
         self.confirm_offset_source: Callable[[], int] | None = None
         # Java DefaultMessageStore#putMessageHookList: the broker registers its hooks here
         self.put_message_hook_list: list[PutMessageHook] = []
@@ -299,6 +300,12 @@ class MessageStore:
         when only flushed records may be read (SYNC_FLUSH, see _dispatch_flushed)."""
         if self._dispatch_after_flush:
             self._pending_dispatch.append(req)
+        elif self.confirm_offset_source is not None:
+            # a controller-mode master with allAckInSyncStateSet: readable once the sync state set
+            # holds it (reput_now when the confirm offset moves, from the HA thread: hence the lock)
+            with self._dispatch_lock:
+                if req.commit_log_offset + req.msg_size <= self._reput_end_offset():
+                    self.reput_message_service.dispatch_appended(req)
         else:  # the flush thread dispatches nothing in this mode: the put lock is enough
             self.reput_message_service.dispatch_appended(req)
 

@@ -135,15 +135,22 @@ def test_all_ack_in_sync_state_set_waits_for_every_member(tmp_path):
             a.ha.set_sync_state_set({1, 2})  # what the controller answers to the alter request
             assert a.ha.get_confirm_offset() == b.store.get_max_phy_offset()  # the smallest ack of the set
             # a waiting put (SYNC_MASTER, WAIT) through the store's put path
+            before = a.store.get_max_offset_in_queue("T", 0)
             result = await asyncio.wrap_future(a.store.put_message_async(msg(3)))
             assert result.put_message_status is PutMessageStatus.PUT_OK
+            assert a.store.get_max_offset_in_queue("T", 0) == before + 1  # held by the set: readable
             assert b.store.get_max_phy_offset() == a.store.get_max_phy_offset()
+            readable = a.store.get_max_offset_in_queue("T", 0)
             await b.ha._stop_client()
             t0 = time.monotonic()
             result = await asyncio.wrap_future(a.store.put_message_async(msg(4)))
             assert result.put_message_status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
             assert 0.6 < time.monotonic() - t0 < 3
+            # not held by the whole set: written, but not readable (Java: the reput stops at the
+            # confirm offset); a consumer must not see what the next master will not have
+            assert a.store.get_max_offset_in_queue("T", 0) == readable
             a.ha.set_sync_state_set({1})  # alone in the set: its own write is enough
+            assert a.store.get_max_offset_in_queue("T", 0) == readable + 1
             result = await asyncio.wrap_future(a.store.put_message_async(msg(5)))
             assert result.put_message_status is PutMessageStatus.PUT_OK
             # minInSyncReplicas 2 with a set of one: refused before anything is written
