@@ -35,6 +35,8 @@ from pyrmq.protocol.fastjson import BodyDecodeError, lenient_loads
 from .entry import CURRENT_MAGIC, DLedgerEntry
 
 __all__ = [
+    "REQUEST_TYPES",
+    "RESPONSE_TYPES",
     "AppendEntryRequest",
     "AppendEntryResponse",
     "DLedgerProtocolError",
