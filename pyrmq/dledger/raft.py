@@ -259,6 +259,7 @@ class DLedgerMember:
         self.next_time_to_request_vote = -1
         self.last_leader_heartbeat = -1
         self.last_send_heartbeat = -1
+        # -1 as in Java: a first leadership whose first round misses a majority ends at once
         self.last_succ_heartbeat = -1
         self._vote_round: _Round | None = None
         self._heartbeat_round: _Round | None = None
@@ -384,8 +385,6 @@ class DLedgerMember:
             return out
         if self._heartbeat_round is None and now - self.last_send_heartbeat > t.heart_beat_time_interval_ms:
             self.last_send_heartbeat = now
-            if self.last_succ_heartbeat < 0:
-                self.last_succ_heartbeat = now
             self._heartbeat_round = _Round(self.curr_term, now + t.heart_beat_time_interval_ms - 10)
             for peer in self.peers:
                 if peer != self.self_id:
