@@ -343,6 +343,8 @@ class DLedgerStoreWriter:
         self.write_pos = reader.write_pos
         self.committed_index = reader.committed_index
         self.term = reader.term
+        #: run on each leader append (``commitlog_append_hook`` for a commit log)
+        self.append_hook: AppendHook | None = None
 
     def _write_at(self, directory: str, file_size: int, offset: int, data: bytes) -> None:
         start = offset - offset % file_size
@@ -381,6 +383,112 @@ class DLedgerStoreWriter:
         if self.ledger_begin_index == -1:
             self.ledger_begin_index = entry.index
         return entry
+
+    # -- the Ledger of raft.py: a member's log on disk
+
+    @property
+    def begin_index(self) -> int:
+        return self.ledger_begin_index
+
+    @property
+    def end_index(self) -> int:
+        return self.ledger_end_index
+
+    @property
+    def end_term(self) -> int:
+        return self.ledger_end_term
+
+    def _read_at(self, directory: str, file_size: int, offset: int, length: int) -> bytes:
+        start = offset - offset % file_size
+        try:
+            with open(os.path.join(directory, offset_to_file_name(start)), "rb") as f:
+                f.seek(offset - start)
+                return f.read(length)
+        except FileNotFoundError:
+            return b""
+
+    def get(self, index: int) -> DLedgerEntry:
+        """DLedgerMmapFileStore#get. Raises KeyError outside the ledger, StoreFormatError when the
+        index item and the entry disagree."""
+        if index < 0 or not self.ledger_begin_index <= index <= self.ledger_end_index:
+            raise KeyError(index)
+        raw = self._read_at(self.index_path, self.index_file_size, index * INDEX_UNIT_SIZE, INDEX_UNIT_SIZE)
+        try:
+            item = decode_index_item(raw)
+            entry = decode_entry(self._read_at(self.data_path, self.data_file_size, item.pos, item.size))
+        except EntryFormatError as e:
+            raise StoreFormatError(f"entry {index}: {e}") from None
+        if (entry.index, entry.pos, entry.term) != (index, item.pos, item.term):
+            raise StoreFormatError(f"entry {index} does not match its index item {item}")
+        return entry
+
+    def append_as_leader(self, body: bytes, term: int) -> DLedgerEntry:
+        return self.append(body, term, hook=self.append_hook)
+
+    def append_as_follower(self, entry: DLedgerEntry) -> None:
+        """DLedgerMmapFileStore#appendAsFollower: the entry goes exactly where the leader put it
+        (its pos), so every member's data files hold the same bytes."""
+        if entry.index != self.ledger_end_index + 1:
+            raise ValueError(f"entry {entry.index} does not follow {self.ledger_end_index}")
+        room = self.data_file_size - self.write_pos % self.data_file_size
+        if entry.size + MIN_BLANK_LEN > room:
+            self._write_at(self.data_path, self.data_file_size, self.write_pos, encode_blank(room))
+            self.write_pos += room
+        if entry.pos != self.write_pos:
+            raise ValueError(f"entry {entry.index} at pos {entry.pos}, this ledger writes at {self.write_pos}")
+        self._put(entry)
+
+    def _put(self, entry: DLedgerEntry) -> None:
+        self._write_at(self.data_path, self.data_file_size, entry.pos, encode_entry(entry))
+        item = IndexItem(magic=entry.magic, index=entry.index, term=entry.term, pos=entry.pos, size=entry.size)
+        self._write_at(self.index_path, self.index_file_size, entry.index * INDEX_UNIT_SIZE, encode_index_item(item))
+        self.write_pos = entry.pos + entry.size
+        self.ledger_end_index = entry.index
+        self.ledger_end_term = entry.term
+        if self.ledger_begin_index == -1:
+            self.ledger_begin_index = entry.index
+
+    def _cut(self, directory: str, file_size: int, offset: int) -> None:
+        """Drop everything from ``offset`` on: later files removed, the rest of its file zeroed.
+        Java only moves its write position and leaves the old bytes, which its recovery could read
+        back as entries if nothing overwrote them; zeros end a recovery there."""
+        start = offset - offset % file_size
+        for first, path in _list_files(directory):
+            if first > start:
+                os.remove(path)
+            elif first == start:
+                with open(path, "r+b") as f:
+                    f.seek(offset - start)
+                    f.write(bytes(file_size - (offset - start)))
+
+    def truncate(self, entry: DLedgerEntry) -> None:
+        """DLedgerMmapFileStore#truncate: the ledger ends at ``entry``, the local one kept when it is
+        the same (equal but for the crcs), else replaced."""
+        try:
+            local: DLedgerEntry | None = self.get(entry.index)
+        except (KeyError, StoreFormatError):
+            local = None
+        existed = local is not None and (local.magic, local.term, local.pos, local.channel, local.body) == (
+            entry.magic,
+            entry.term,
+            entry.pos,
+            entry.channel,
+            entry.body,
+        )
+        cut_at = entry.pos + entry.size if existed else entry.pos
+        self._cut(self.data_path, self.data_file_size, cut_at)
+        self._cut(self.index_path, self.index_file_size, (entry.index + 1) * INDEX_UNIT_SIZE)
+        if existed:
+            self.write_pos = cut_at
+            self.ledger_end_index = entry.index
+            self.ledger_end_term = entry.term
+        else:
+            self.ledger_end_index = entry.index - 1
+            self.write_pos = entry.pos
+            self._put(entry)
+        if self.ledger_begin_index == -1 or self.ledger_begin_index > entry.index:
+            self.ledger_begin_index = entry.index
+        self.committed_index = min(self.committed_index, self.ledger_end_index)
 
     def set_term(self, state: TermState) -> None:
         self.term = state

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,7 @@ from pyrmq.dledger.entry import DLedgerEntry
 from pyrmq.dledger.raft import (
     Committed,
     DLedgerMember,
+    Ledger,
     MemoryLedger,
     NotLeaderError,
     Output,
@@ -24,7 +27,7 @@ from pyrmq.dledger.raft import (
     TermPersisted,
     network_error,
 )
-from pyrmq.dledger.store_files import TermState
+from pyrmq.dledger.store_files import DLedgerStoreReader, DLedgerStoreWriter, TermState
 
 IDS = ["n0", "n1", "n2"]
 
@@ -38,10 +41,10 @@ class Group:
     (a partition: it still runs its timers); a member in ``stopped`` does not run at all (SIGSTOP
     or SIGKILL)."""
 
-    def __init__(self, seed: int = 7, ledgers: dict[str, MemoryLedger] | None = None) -> None:
+    def __init__(self, seed: int = 7, ledgers: Mapping[str, Ledger] | None = None) -> None:
         self.seed = seed
         self.now = 0
-        self.ledgers = ledgers or {i: MemoryLedger() for i in IDS}
+        self.ledgers: Mapping[str, Ledger] = ledgers or {i: MemoryLedger() for i in IDS}
         self.members = {i: DLedgerMember("g1", i, IDS, self.ledgers[i], rng=random.Random(f"{seed}-{i}")) for i in IDS}
         self.cut: set[str] = set()
         self.stopped: set[str] = set()
@@ -104,7 +107,12 @@ class Group:
         return entry
 
     def bodies(self, i: str) -> list[bytes]:
-        return [e.body for e in self.ledgers[i].entries]
+        ledger = self.ledgers[i]
+        return (
+            [ledger.get(k).body for k in range(ledger.begin_index, ledger.end_index + 1)]
+            if ledger.end_index >= 0
+            else []
+        )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -129,7 +137,7 @@ def test_replicate_and_commit() -> None:
     want = [b"m%d" % k for k in range(20)]
     assert all(g.bodies(i) == want for i in IDS)
     assert {g.members[i].committed_index for i in IDS} == {19}
-    assert g.ledgers["n0"].entries == g.ledgers["n1"].entries == g.ledgers["n2"].entries
+    assert g.members["n0"].ledger.get(19) == g.members["n1"].ledger.get(19) == g.members["n2"].ledger.get(19)
 
 
 def test_no_commit_without_a_majority() -> None:
@@ -225,6 +233,36 @@ def test_two_of_three_down_stops_writes() -> None:
     with pytest.raises(NotLeaderError):
         leader.append(b"b", g.now)
     assert leader.committed_index == 0
+
+
+def test_group_on_disk_ends_with_identical_stores(tmp_path: Path) -> None:
+    """The same partition story over DLedgerStoreWriter ledgers: afterwards the three data and
+    index directories hold the same bytes and read back as the same ledger."""
+    ledgers = {
+        i: DLedgerStoreWriter(str(tmp_path / f"dledger-{i}"), data_file_size=512, index_file_size=128) for i in IDS
+    }
+    g = Group(seed=3, ledgers=ledgers)
+    g.run(5000)
+    for k in range(6):
+        g.append(b"c%d" % k * 10)
+    old = g.leader()
+    g.cut = {old.self_id}
+    for k in range(3):
+        _, outs = old.append(b"stray%d" % k * 10, g.now)
+        g.emit(old.self_id, outs)
+    g.deliver()
+    g.run(10000)
+    for k in range(4):
+        g.append(b"after%d" % k * 10)
+    g.cut = set()
+    g.run(10000)
+    want = [b"c%d" % k * 10 for k in range(6)] + [b"after%d" % k * 10 for k in range(4)]
+    readers = {i: DLedgerStoreReader(str(tmp_path / f"dledger-{i}")) for i in IDS}
+    for i in IDS:
+        assert [e.body for e in readers[i].entries()] == want, i
+    for sub in ("data", "index"):
+        files = {i: {p.name: p.read_bytes() for p in (tmp_path / f"dledger-{i}" / sub).iterdir()} for i in IDS}
+        assert files["n0"] == files["n1"] == files["n2"], sub
 
 
 # --------------------------------------------------------------------------- single rules

@@ -124,3 +124,36 @@ def test_commitlog_records_wrapped(tmp_path: Path) -> None:
         seen.append((ext.queue_offset, ext.body))
         assert offset % 1024 >= BODY_OFFSET
     assert seen == [(i, b"msg-%d" % i) for i in range(12)]
+
+
+def test_follower_append_and_truncate(tmp_path: Path) -> None:
+    """appendAsFollower puts entries at the leader's pos; truncate keeps an equal entry, replaces a
+    different one, and what it drops does not come back on recovery."""
+    leader = sf.DLedgerStoreWriter(str(tmp_path / "a"), data_file_size=1024, index_file_size=128)
+    follower = sf.DLedgerStoreWriter(str(tmp_path / "b"), data_file_size=1024, index_file_size=128)
+    entries = [leader.append_as_leader(bytes([65 + i]) * (100 + 10 * i), 1) for i in range(10)]
+    for x in entries:
+        follower.append_as_follower(x)
+    for sub in ("data", "index"):
+        for f in (tmp_path / "a" / sub).iterdir():
+            assert (tmp_path / "b" / sub / f.name).read_bytes() == f.read_bytes(), f"{sub}/{f.name}"
+    with pytest.raises(ValueError):
+        follower.append_as_follower(entries[3])
+    assert follower.get(7) == entries[7]
+
+    follower.truncate(entries[6])  # equal: kept, 7..9 dropped
+    assert (follower.end_index, follower.end_term) == (6, 1)
+    assert sf.DLedgerStoreReader(str(tmp_path / "b")).ledger_end_index == 6
+    assert sorted(p.name for p in (tmp_path / "b" / "data").iterdir()) == [
+        "00000000000000000000",
+        "00000000000000001024",
+    ]
+
+    other = entries[5].__class__(index=5, term=2, pos=entries[5].pos, body=b"other")
+    follower.truncate(other)  # different: replaced, 6 dropped
+    r = sf.DLedgerStoreReader(str(tmp_path / "b"))
+    assert (r.ledger_end_index, r.ledger_end_term) == (5, 2)
+    assert r.get(5).body == b"other" and follower.get(5) == other
+    nxt = follower.append_as_leader(b"next", 2)
+    assert (nxt.index, nxt.pos) == (6, other.pos + other.size)
+    assert [x.index for x in sf.DLedgerStoreReader(str(tmp_path / "b")).entries()] == list(range(7))
