@@ -125,6 +125,7 @@ class Timing:
     max_pending_size: int = 1000  # EntryDispatcher.maxPendingSize
     commit_push_interval_ms: int = 1000  # EntryDispatcher#doCommit
     append_hold_timeout_ms: int = 1000  # EntryHandler's TimeoutFuture
+    push_error_backoff_ms: int = 500  # EntryDispatcher#doWork sleeps this long after a failed compare/truncate
 
 
 class Ledger(Protocol):
@@ -218,6 +219,7 @@ class _PeerPush:
     write_index: int = -1
     in_flight: PushEntryRequest | None = None  # the COMPARE or TRUNCATE awaiting its answer
     pending: dict[int, int] = field(default_factory=dict)  # APPEND index -> sent at
+    retry_at: int = 0  # no COMPARE before this (after a failure)
     last_push_commit: int = -1
 
 
@@ -730,7 +732,7 @@ class DLedgerMember:
         st = self._push[peer]
         out: list[Output] = []
         if st.type is not PushType.APPEND:
-            if st.in_flight is None:
+            if st.in_flight is None and now >= st.retry_at:
                 out += self._send_compare(peer, st, now)
             return out
         t = self.timing
@@ -804,12 +806,14 @@ class DLedgerMember:
                 out += self._change_state(st, peer, req.entry.index, PushType.APPEND)
             else:
                 out += self._change_state(st, peer, -1, PushType.COMPARE)
+                st.retry_at = now + self.timing.push_error_backoff_ms
             return out + self._dispatch_all(now)
         if req.type is not PushType.COMPARE or req.entry is None:
             return []
         if resp.code not in (Code.SUCCESS, Code.INCONSISTENT_STATE):
-            st.type = PushType.COMPARE  # a failed call: compare again on the next tick
+            st.type = PushType.COMPARE  # a failed call: compare again after the backoff
             st.compare_index = -1
+            st.retry_at = now + self.timing.push_error_backoff_ms
             return []
         out += self._after_compare(peer, st, req.entry.index, resp)
         return out + self._dispatch_all(now)

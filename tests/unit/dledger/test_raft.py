@@ -358,3 +358,65 @@ def test_out_of_order_append_is_held_until_its_predecessor() -> None:
     outs = m.tick(1500)
     (timeout,) = [o for o in outs if isinstance(o, Reply)]
     assert timeout.response.code == p.DLedgerResponseCode.INCONSISTENT_STATE
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_faults_lose_no_acknowledged_entry(seed: int) -> None:
+    """Random partitions, stops and heals under a steady write load. An entry is acknowledged when
+    its leader, still in the term it appended it in, saw the commit index reach it (what a broker
+    answers SEND_OK on). Invariants: one leader per term, and after healing every member holds
+    every acknowledged entry at its index."""
+    g = Group(seed=seed)
+    rng = random.Random(seed)
+    appended: dict[tuple[str, int], DLedgerEntry] = {}  # (leader, term) -> entries it appended
+    acked: dict[int, bytes] = {}
+    k = 0
+
+    def note(src: str, outs: list[Output]) -> None:
+        m = g.members[src]
+        for o in outs:
+            if isinstance(o, Committed) and m.role is Role.LEADER:
+                for e in list(appended.values()):
+                    if e.term == m.curr_term and e.index <= o.index and appended.get((src, e.index)) is e:
+                        acked[e.index] = e.body
+
+    emit = g.emit
+
+    def emit_and_note(src: str, outs: list[Output]) -> None:
+        note(src, outs)
+        emit(src, outs)
+
+    g.emit = emit_and_note  # type: ignore[method-assign]
+    for _ in range(40):
+        fault = rng.random()
+        if fault < 0.3:
+            g.cut, g.stopped = {rng.choice(IDS)}, set()
+        elif fault < 0.45:
+            g.cut, g.stopped = set(), {rng.choice(IDS)}
+        elif fault < 0.55:
+            g.cut, g.stopped = set(rng.sample(IDS, 2)), set()
+        else:
+            g.cut, g.stopped = set(), set()
+        for _ in range(rng.randrange(5, 20)):
+            g.run(100)
+            for i in IDS:
+                m = g.members[i]
+                if m.role is Role.LEADER and i not in g.stopped:
+                    k += 1
+                    entry, outs = m.append(b"s%d-%d" % (seed, k), g.now)
+                    appended[(i, entry.index)] = entry
+                    g.emit(i, outs)
+                    g.deliver()
+    g.cut, g.stopped = set(), set()
+    g.run(15000)
+    terms: dict[int, set[str]] = {}
+    for _, src, rc in g.roles:
+        if rc.role is Role.LEADER:
+            terms.setdefault(rc.term, set()).add(src)
+    assert all(len(v) == 1 for v in terms.values()), terms
+    assert acked, "the schedule acknowledged nothing"
+    for i in IDS:
+        ledger = g.members[i].ledger
+        for index, body in acked.items():
+            assert ledger.get(index).body == body, f"seed {seed}: {i} lost acknowledged entry {index}"
+    assert len({tuple(g.bodies(i)) for i in IDS}) == 1
