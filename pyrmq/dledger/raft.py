@@ -795,8 +795,11 @@ class DLedgerMember:
                 if last > self.watermarks.get(peer, -1):
                     self.watermarks[peer] = last
                     out += self._advance_commit()
-            elif resp.code == Code.INCONSISTENT_STATE:
+            elif resp.code == Code.INCONSISTENT_STATE and st.type is PushType.APPEND:
                 out += self._change_state(st, peer, -1, PushType.COMPARE)
+                # Java compares again at once, paced by its network; here the answer may come in the
+                # same call, and a member following another leader would bounce APPEND/COMPARE forever
+                st.retry_at = now + self.timing.push_error_backoff_ms
             return out + self._dispatch_all(now)
         if req is not st.in_flight:
             return []
