@@ -65,7 +65,10 @@ class Group:
         return i in self.cut or i in self.stopped
 
     def deliver(self) -> None:
+        budget = 100_000  # a message storm within one instant is a bug (an endless exchange), not a slow test
         while self.queue:
+            budget -= 1
+            assert budget > 0, f"endless exchange at {self.now} ms: {self.queue[0]}"
             src, o = self.queue.popleft()
             if isinstance(o, Reply):  # a held answer travels back to the asker
                 asker = o.request.local_id or ""
