@@ -33,6 +33,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "remoting": ("pyrmq.store", *_ABOVE_STORE),
     "store": ("pyrmq.remoting", *_ABOVE_STORE),
     "ha": ("pyrmq.remoting", *_ABOVE_STORE),
+    # sans-IO Raft log under the DLedger commit log (store) and the controller: nothing above common/protocol
+    "dledger": ("asyncio", "pyrmq.remoting", "pyrmq.store", "pyrmq.ha", *_ABOVE_STORE),
     "admin": ("pyrmq.broker", "pyrmq.namesrv", "pyrmq.spark", "pyrmq.testing", "pyrmq.startup"),
     "spark": ("asyncio", "pyrmq.remoting", "pyrmq.broker", "pyrmq.namesrv", "pyrmq.admin", "pyrmq.testing"),
     "namesrv": ("pyrmq.broker", "pyrmq.admin", "pyrmq.spark", "pyrmq.testing"),
