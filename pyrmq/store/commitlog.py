@@ -181,15 +181,15 @@ class CommitLog:
         durable or the wait failed (SYNC_FLUSH). The flush service is the one started; the wait
         follows the config, so updateBrokerConfig flushDiskType=ASYNC_FLUSH ends it at once, as
         Java's DefaultFlushManager#handleDiskFlush does. Java CommitLog#asyncPutMessage."""
-        if getattr(self.ha_service, "controller_mode", False):  # only AutoSwitch HA refuses before the write
+        acks = self.ha_service
+        if acks is not None and acks.controller_mode and self.config.broker_role == BrokerRole.SYNC_MASTER:
+            # only a controller-mode SYNC_MASTER refuses before the write: read WAIT only then
             props = (
                 msg.properties
                 if msg.properties_string is None
                 else m.string_to_message_properties(msg.properties_string)
             )
-            refused = check_in_sync_replicas(
-                self.config, self.ha_service, is_wait_store_msg_ok(props), self.get_max_offset()
-            )
+            refused = check_in_sync_replicas(self.config, acks, is_wait_store_msg_ok(props), self.get_max_offset())
             if refused is not None:
                 return completed_put(refused)
         result, req = self._append_message(msg)

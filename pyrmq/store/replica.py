@@ -48,7 +48,7 @@ def check_in_sync_replicas(
     """Before a controller-mode SYNC_MASTER put that waits is written: IN_SYNC_REPLICAS_NOT_ENOUGH
     when the sync state set is smaller than minInSyncReplicas (nothing is written then). Java
     CommitLog#asyncPutMessage(s), the enableControllerMode branch."""
-    if acks is None or not getattr(acks, "controller_mode", False) or not need_handle_ha(config, wait_store_msg_ok):
+    if acks is None or not acks.controller_mode or not need_handle_ha(config, wait_store_msg_ok):
         return None
     if acks.in_sync_replicas_nums(put_where) < config.min_in_sync_replicas:
         return PutMessageResult(PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH)
@@ -62,7 +62,7 @@ def handle_ha(
     (inSyncReplicas <= 1). Java CommitLog#handleHA. Without an HA service (a store used alone) no
     slave can ever acknowledge: FLUSH_SLAVE_TIMEOUT at once instead of after slaveTimeout."""
     need_ack_nums = config.in_sync_replicas
-    if config.all_ack_in_sync_state_set and getattr(acks, "controller_mode", False):
+    if config.all_ack_in_sync_state_set and acks is not None and acks.controller_mode:
         need_ack_nums = ALL_ACK_IN_SYNC_STATE_SET  # Java CommitLog#asyncPutMessage, controller mode
     if 0 <= need_ack_nums <= 1:
         return None

@@ -22,6 +22,8 @@ def _batch_body() -> bytes:
 class FakeAcks:
     """Records each request; answers with `status` at once, or leaves the Future pending."""
 
+    controller_mode = False
+
     def __init__(self, status: PutMessageStatus | None = PutMessageStatus.PUT_OK) -> None:
         self.status = status
         self.requests: list[tuple[int, int, int]] = []
