@@ -34,6 +34,7 @@ from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
 from support import java
+from support.requests import send_v2
 from support.servers import JavaController
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
@@ -66,22 +67,7 @@ def _conf(controller_addr: str, name: str, heartbeat_timeout_ms: int = DEFAULT_H
 
 
 def _send(broker_name: str, body: bytes) -> RemotingCommand:
-    ext = {
-        "a": "AutoSwitchPG",
-        "b": TOPIC,
-        "c": "TBW102",
-        "d": "4",
-        "e": "0",
-        "f": "0",
-        "g": str(int(time.time() * 1000)),
-        "h": "0",
-        "i": m.message_properties_to_string({"WAIT": "true"}),
-        "j": "0",
-        "k": "false",
-        "m": "false",
-        "n": broker_name,
-    }
-    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+    return send_v2(TOPIC, broker_name, body, group="AutoSwitchPG", tags=None)
 
 
 def _differences(want: dict[str, bytes], got: dict[str, bytes]) -> list[str]:

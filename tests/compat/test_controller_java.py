@@ -33,6 +33,7 @@ from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
 from support import probe
 from support.ports import free_port
+from support.requests import send_v2
 from support.servers import JavaBroker, JavaController, PyrmqController, PyrmqNamesrv, namesrv_under_test
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
@@ -60,22 +61,7 @@ BROKER_CONF = {
 
 
 def _send(body: bytes) -> RemotingCommand:
-    ext = {
-        "a": "CtlPG",
-        "b": TOPIC,
-        "c": "TBW102",
-        "d": "4",
-        "e": "0",
-        "f": "0",
-        "g": str(int(time.time() * 1000)),
-        "h": "0",
-        "i": m.message_properties_to_string({"TAGS": "TagA", "WAIT": "true"}),
-        "j": "0",
-        "k": "false",
-        "m": "false",
-        "n": BROKER,
-    }
-    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+    return send_v2(TOPIC, BROKER, body, group="CtlPG")
 
 
 async def _send_once(addr: str, body: bytes) -> RemotingCommand | None:

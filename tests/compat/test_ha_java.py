@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.requests import pull, send_v2
 
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -51,39 +52,11 @@ def _bodies() -> list[bytes]:
 
 
 def _send(broker_name: str, body: bytes) -> RemotingCommand:
-    ext = {
-        "a": "HaJavaPG",
-        "b": TOPIC,
-        "c": "TBW102",
-        "d": "1",
-        "e": "0",
-        "f": "0",
-        "g": str(int(time.time() * 1000)),
-        "h": "0",
-        "i": m.message_properties_to_string({"TAGS": "TagA", "WAIT": "true"}),
-        "j": "0",
-        "k": "false",
-        "m": "false",
-        "n": broker_name,
-    }
-    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+    return send_v2(TOPIC, broker_name, body, group="HaJavaPG", queues=1)
 
 
 def _pull(offset: int) -> RemotingCommand:
-    ext = {
-        "consumerGroup": GROUP,
-        "topic": TOPIC,
-        "queueId": "0",
-        "queueOffset": str(offset),
-        "maxMsgNums": "32",
-        "sysFlag": "4",  # FLAG_SUBSCRIPTION
-        "commitOffset": "0",
-        "suspendTimeoutMillis": "0",
-        "subscription": "*",
-        "subVersion": "0",
-        "expressionType": "TAG",
-    }
-    return RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
+    return pull(TOPIC, GROUP, offset)
 
 
 async def _create_topic(c: RemotingClient, addr: str) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from support.ports import free_port
 from support.pyrmq_proc import PyrmqBroker
+from support.requests import send_v2
 from support.servers import PyrmqController, PyrmqNamesrv
 
 from pyrmq.ha.broker_metadata import BrokerMetadata
@@ -27,29 +28,13 @@ from pyrmq.protocol.bodies.controller import BrokerReplicasInfo, ReplicasInfo
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient
-from pyrmq.store import message as m
 
 NAME = "ctl-pair"
 TOPIC = "CtlPairT"
 
 
 def _send(body: bytes) -> RemotingCommand:
-    ext = {
-        "a": "CtlPairPG",
-        "b": TOPIC,
-        "c": "TBW102",
-        "d": "4",
-        "e": "0",
-        "f": "0",
-        "g": str(int(time.time() * 1000)),
-        "h": "0",
-        "i": m.message_properties_to_string({"WAIT": "true"}),
-        "j": "0",
-        "k": "false",
-        "m": "false",
-        "n": NAME,
-    }
-    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+    return send_v2(TOPIC, NAME, body, group="CtlPairPG", tags=None)
 
 
 async def _replicas(c: RemotingClient, controller: str) -> ReplicasInfo | None:

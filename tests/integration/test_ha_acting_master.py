@@ -21,6 +21,7 @@ import pytest
 from support.ports import free_port_block
 from support.procs import ManagedProcess
 from support.pyrmq_proc import venv_python
+from support.requests import pull, send_v2
 from support.servers import PyrmqNamesrv, write_properties
 
 from pyrmq.common.constants import MessageConst, is_writeable
@@ -28,7 +29,7 @@ from pyrmq.protocol.bodies.admin import HARuntimeInfo
 from pyrmq.protocol.bodies.namesrv import ClusterInfo, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.headers.broker import CreateTopicRequestHeader, SendMessageRequestHeaderV2
+from pyrmq.protocol.headers.broker import CreateTopicRequestHeader
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
 from pyrmq.store.config import DelayOffsetSerializeWrapper
@@ -70,37 +71,11 @@ def _broker(tmp: Path, name: str, broker_name: str, ns: str, port: int, **conf: 
 
 
 def _send(broker_name: str, body: bytes, **props: str) -> RemotingCommand:
-    h = SendMessageRequestHeaderV2(
-        a="pg",
-        b=TOPIC,
-        c="TBW102",
-        d=1,
-        e=0,
-        f=0,
-        g=int(time.time() * 1000),
-        h=0,
-        i=m.message_properties_to_string({"WAIT": "true", **props}),
-        n=broker_name,
-    )
-    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_ext_fields(), body)
+    return send_v2(TOPIC, broker_name, body, queues=1, tags=None, **props)
 
 
 def _pull(offset: int, suspend_ms: int = 0, commit: int = 0) -> RemotingCommand:
-    flag = 0x4 | (0x2 if suspend_ms else 0) | (0x1 if commit else 0)
-    ext = {
-        "consumerGroup": GROUP,
-        "topic": TOPIC,
-        "queueId": "0",
-        "queueOffset": str(offset),
-        "maxMsgNums": "32",
-        "sysFlag": str(flag),
-        "commitOffset": str(commit),
-        "suspendTimeoutMillis": str(suspend_ms),
-        "subscription": "*",
-        "subVersion": "0",
-        "expressionType": "TAG",
-    }
-    return RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
+    return pull(TOPIC, GROUP, offset, suspend_ms=suspend_ms, commit=commit)
 
 
 def _offset_cmd(code: int, offset: int | None = None) -> RemotingCommand:

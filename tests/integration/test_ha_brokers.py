@@ -19,6 +19,7 @@ import pytest
 from support.ports import free_port, free_port_block
 from support.procs import ManagedProcess
 from support.pyrmq_proc import venv_python
+from support.requests import pull, send_v2
 from support.servers import write_properties
 
 from pyrmq.broker.processor import REJECT_REQUEST_REMARK
@@ -125,39 +126,11 @@ def pair(tmp_path):
 
 
 def _send(topic: str, body: bytes) -> RemotingCommand:
-    ext = {
-        "a": "pg",
-        "b": topic,
-        "c": "TBW102",
-        "d": "4",
-        "e": "0",
-        "f": "0",
-        "g": str(int(time.time() * 1000)),
-        "h": "0",
-        "i": m.message_properties_to_string({"TAGS": "TagA", "WAIT": "true"}),
-        "j": "0",
-        "k": "false",
-        "m": "false",
-        "n": "ha-broker",
-    }
-    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+    return send_v2(topic, "ha-broker", body)
 
 
 def _pull(topic: str, offset: int) -> RemotingCommand:
-    ext = {
-        "consumerGroup": "hag",
-        "topic": topic,
-        "queueId": "0",
-        "queueOffset": str(offset),
-        "maxMsgNums": "32",
-        "sysFlag": "4",  # FLAG_SUBSCRIPTION: the expression comes with the pull
-        "commitOffset": "0",
-        "suspendTimeoutMillis": "0",
-        "subscription": "*",
-        "subVersion": "0",
-        "expressionType": "TAG",
-    }
-    return RemotingCommand.request(RequestCode.PULL_MESSAGE, ext)
+    return pull(topic, "hag", offset)
 
 
 def test_master_slave_pair(pair):
