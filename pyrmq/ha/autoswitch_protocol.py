@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from pyrmq.ha.protocol import MAX_TRANSFER_BODY_SIZE, HAConnectionState, HAProtocolError, _Buffer
+from pyrmq.ha.protocol import MAX_TRANSFER_BODY_SIZE, HAConnectionState, StreamDecoder
 
 _HANDSHAKE = HAConnectionState.HANDSHAKE.ordinal
 _TRANSFER = HAConnectionState.TRANSFER.ordinal
@@ -126,27 +126,16 @@ def encode_master_transfer_header(t: MasterTransfer, body_size: int | None = Non
     return MASTER_TRANSFER.pack(_TRANSFER, size, t.offset, t.epoch, t.epoch_start_offset, t.confirm_offset)
 
 
-class SlaveStreamDecoder:
+class SlaveStreamDecoder(StreamDecoder):
     """Master side: the slave's bytes -> SlaveHandshake / SlaveReport events, in order.
 
     Java HAServerReader: the first int says which unit follows; any state other than HANDSHAKE
     or TRANSFER is an error (Java logs "Current state illegal" and closes)."""
 
-    __slots__ = ("_buf", "_error")
-
-    def __init__(self) -> None:
-        self._buf = _Buffer()
-        self._error: HAProtocolError | None = None
-
-    def _fail(self, msg: str) -> HAProtocolError:
-        self._error = HAProtocolError(msg)
-        return self._error
+    __slots__ = ()
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[SlaveHandshake | SlaveReport]:
-        if self._error is not None:
-            raise self._error
-        buf = self._buf
-        buf.append(data)
+        buf = self._append(data)
         out: list[SlaveHandshake | SlaveReport] = []
         while len(buf) >= 4:
             (state,) = buf.peek(_STATE)  # type: ignore[misc]
@@ -173,7 +162,7 @@ class SlaveStreamDecoder:
 _STATE = struct.Struct(">i")
 
 
-class MasterStreamDecoder:
+class MasterStreamDecoder(StreamDecoder):
     """Slave side: the master's bytes -> MasterHandshake / MasterTransfer events, in order.
 
     Java HAClientReader: the state int picks the header (20 bytes for HANDSHAKE, 36 for
@@ -181,21 +170,10 @@ class MasterStreamDecoder:
     whole entries, or any other state raises HAProtocolError. Whether the state matches the
     slave's own is the client's check (Java closes on a mismatch)."""
 
-    __slots__ = ("_buf", "_error")
-
-    def __init__(self) -> None:
-        self._buf = _Buffer()
-        self._error: HAProtocolError | None = None
-
-    def _fail(self, msg: str) -> HAProtocolError:
-        self._error = HAProtocolError(msg)
-        return self._error
+    __slots__ = ()
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[MasterHandshake | MasterTransfer]:
-        if self._error is not None:
-            raise self._error
-        buf = self._buf
-        buf.append(data)
+        buf = self._append(data)
         out: list[MasterHandshake | MasterTransfer] = []
         while len(buf) >= 4:
             (state,) = buf.peek(_STATE)  # type: ignore[misc]

@@ -145,52 +145,9 @@ class _Buffer:
             self._start = 0
 
 
-class TransferDecoder:
-    """Slave side: the master's byte stream -> TransferFrames. Java DefaultHAClient#dispatchReadRequest.
-
-    ``feed`` returns the frames its bytes completed and keeps a partial frame buffered; it raises
-    HAProtocolError for a negative offset or a body size outside [0, max_body_size].
-    """
-
-    __slots__ = ("_buf", "_error", "max_body_size")
-
-    def __init__(self, max_body_size: int = MAX_TRANSFER_BODY_SIZE) -> None:
-        self.max_body_size = max_body_size
-        self._buf = _Buffer()
-        self._error: HAProtocolError | None = None
-
-    @property
-    def buffered(self) -> int:
-        return len(self._buf)
-
-    def feed(self, data: bytes | bytearray | memoryview) -> list[TransferFrame]:
-        if self._error is not None:
-            raise self._error
-        buf = self._buf
-        buf.append(data)
-        frames: list[TransferFrame] = []
-        while True:
-            header = buf.peek(TRANSFER_HEADER)
-            if header is None:
-                break
-            offset, size = header
-            if offset < 0 or not 0 <= size <= self.max_body_size:
-                self._error = HAProtocolError(f"bad transfer header: physical offset {offset}, body size {size}")
-                raise self._error
-            if len(buf) < TRANSFER_HEADER_SIZE + size:
-                break
-            buf.skip(TRANSFER_HEADER_SIZE)
-            frames.append(TransferFrame(offset, buf.take(size)))
-        return frames
-
-
-class ReportDecoder:
-    """Master side: the slave's reports -> the latest offset it reported.
-
-    Java DefaultHAConnection.ReadSocketService#processReadEvent reads only the last whole report in
-    what arrived; so does ``feed`` (None when no report completed). A negative offset raises
-    HAProtocolError (Java would wait forever for data there).
-    """
+class StreamDecoder:
+    """What every HA stream decoder shares: a buffer of what arrived, and a first protocol error
+    that stays (the connection is closed after it; feeding more raises it again)."""
 
     __slots__ = ("_buf", "_error")
 
@@ -198,19 +155,71 @@ class ReportDecoder:
         self._buf = _Buffer()
         self._error: HAProtocolError | None = None
 
-    def feed(self, data: bytes | bytearray | memoryview) -> int | None:
+    def _fail(self, msg: str) -> HAProtocolError:
+        self._error = HAProtocolError(msg)
+        return self._error
+
+    def _append(self, data: bytes | bytearray | memoryview) -> _Buffer:
+        """``data`` added to the buffer, unless an earlier error stands."""
         if self._error is not None:
             raise self._error
-        buf = self._buf
-        buf.append(data)
+        self._buf.append(data)
+        return self._buf
+
+
+class TransferDecoder(StreamDecoder):
+    """Slave side: the master's byte stream -> TransferFrames. Java DefaultHAClient#dispatchReadRequest.
+
+    ``feed`` returns the frames its bytes completed and keeps a partial frame buffered; it raises
+    HAProtocolError for a negative offset or a body size outside [0, max_body_size].
+    """
+
+    __slots__ = ("max_body_size",)
+
+    def __init__(self, max_body_size: int = MAX_TRANSFER_BODY_SIZE) -> None:
+        super().__init__()
+        self.max_body_size = max_body_size
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[TransferFrame]:
+        buf = self._append(data)
+        frames: list[TransferFrame] = []
+        while True:
+            header = buf.peek(TRANSFER_HEADER)
+            if header is None:
+                break
+            offset, size = header
+            if offset < 0 or not 0 <= size <= self.max_body_size:
+                raise self._fail(f"bad transfer header: physical offset {offset}, body size {size}")
+            if len(buf) < TRANSFER_HEADER_SIZE + size:
+                break
+            buf.skip(TRANSFER_HEADER_SIZE)
+            frames.append(TransferFrame(offset, buf.take(size)))
+        return frames
+
+
+class ReportDecoder(StreamDecoder):
+    """Master side: the slave's reports -> the latest offset it reported.
+
+    Java DefaultHAConnection.ReadSocketService#processReadEvent reads only the last whole report in
+    what arrived; so does ``feed`` (None when no report completed). A negative offset raises
+    HAProtocolError (Java would wait forever for data there).
+    """
+
+    __slots__ = ()
+
+    def feed(self, data: bytes | bytearray | memoryview) -> int | None:
+        buf = self._append(data)
         whole = len(buf) - len(buf) % REPORT_HEADER_SIZE
         if whole == 0:
             return None
         buf.skip(whole - REPORT_HEADER_SIZE)
         (offset,) = REPORT.unpack(buf.take(REPORT_HEADER_SIZE))
         if offset < 0:
-            self._error = HAProtocolError(f"slave reported a negative offset {offset}")
-            raise self._error
+            raise self._fail(f"slave reported a negative offset {offset}")
         return int(offset)
 
 
@@ -291,6 +300,7 @@ __all__ = [
     "HAConnectionState",
     "HAProtocolError",
     "ReportDecoder",
+    "StreamDecoder",
     "TransferDecoder",
     "TransferFrame",
     "encode_report",
