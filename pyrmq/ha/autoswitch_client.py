@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from pyrmq.ha.autoswitch_protocol import (
     MasterHandshake,
@@ -28,7 +27,6 @@ from pyrmq.ha.slave import RETRY_INTERVAL_S, MasterLink
 from pyrmq.store.message_store import MessageStore
 
 log = logging.getLogger("pyrmq.ha")
-_READ_SIZE = 256 * 1024
 
 
 def truncate_offset(local: list[EpochEntry], local_max: int, master: list[EpochEntry], master_max: int) -> int:
@@ -70,8 +68,6 @@ class AutoSwitchHAClient(MasterLink):
 
     async def _session(self, reader: asyncio.StreamReader) -> None:
         config = self.store.config
-        heartbeat = config.ha_send_heartbeat_interval / 1000
-        housekeeping = config.ha_housekeeping_interval / 1000
         self.state = HAConnectionState.HANDSHAKE
         self.current_reported_offset = self.store.get_max_phy_offset()
         self.current_received_epoch = -1
@@ -79,23 +75,8 @@ class AutoSwitchHAClient(MasterLink):
             encode_slave_handshake(SlaveHandshake(self.broker_id, config.sync_from_last_file, config.async_learner))
         )
         decoder = MasterStreamDecoder()
-        last_read = time.monotonic()
-        while True:
-            now = time.monotonic()
-            if self.state is HAConnectionState.TRANSFER and now - self._last_write > heartbeat:
-                await self._write(encode_slave_report(self.current_reported_offset))
-                now = time.monotonic()
-            if now - last_read > housekeeping:
-                raise TimeoutError(f"master silent for {now - last_read:.0f} s (haHousekeepingInterval)")
-            wait = max(min(self._last_write + heartbeat, last_read + housekeeping) - now, 0.01)
-            try:
-                data = await asyncio.wait_for(reader.read(_READ_SIZE), wait)
-            except TimeoutError:
-                continue
-            if not data:
-                raise ConnectionResetError("master closed the connection")
-            last_read = time.monotonic()
-            self.last_read_timestamp = int(time.time() * 1000)
+
+        async def on_data(data: bytes) -> None:
             for event in decoder.feed(data):
                 if isinstance(event, MasterHandshake):
                     if self.state is not HAConnectionState.HANDSHAKE:
@@ -107,6 +88,12 @@ class AutoSwitchHAClient(MasterLink):
                     self._on_transfer(event)
             if self.state is HAConnectionState.TRANSFER:
                 await self._report_plus()
+
+        async def heartbeat() -> None:  # no report before the handshake is done
+            if self.state is HAConnectionState.TRANSFER:
+                await self._report(self.current_reported_offset)
+
+        await self._read_master(reader, on_data, heartbeat)
 
     async def _on_handshake(self, h: MasterHandshake) -> None:
         """Java doTruncate: an empty epoch file truncates nothing; otherwise cut back to the
@@ -133,7 +120,7 @@ class AutoSwitchHAClient(MasterLink):
         self.current_reported_offset = store.get_max_phy_offset()
         self._check = CommitLogStreamCheck(store.config.mapped_file_size_commit_log, self.current_reported_offset)
         # pyrmq reports at once (Java only when its max offset grew, else after haSendHeartbeatInterval)
-        await self._write(encode_slave_report(self.current_reported_offset))
+        await self._report(self.current_reported_offset)
 
     def _on_transfer(self, t: MasterTransfer) -> None:
         store = self.store
@@ -162,20 +149,8 @@ class AutoSwitchHAClient(MasterLink):
             self.confirm_offset = confirm
             store.reput_now()  # what the master confirmed may be dispatched now
 
-    async def _report_plus(self) -> None:
-        current = self.store.get_max_phy_offset()
-        if current > self.current_reported_offset:
-            self.current_reported_offset = current
-            await self._write(encode_slave_report(current))
-
-    async def _write(self, data: bytes) -> None:
-        writer = self._writer
-        if writer is None:
-            raise ConnectionResetError("not connected")
-        writer.write(data)
-        await writer.drain()
-        self._last_write = time.monotonic()
-        self.last_write_timestamp = int(time.time() * 1000)
+    def _encode_report(self, offset: int) -> bytes:
+        return encode_slave_report(offset)
 
 
 __all__ = ["AutoSwitchHAClient", "truncate_offset"]

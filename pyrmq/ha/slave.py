@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from pyrmq.common.clock import Clock, now_ms
 from pyrmq.ha.flow import FlowMonitor
@@ -108,6 +109,60 @@ class MasterLink:
     async def _session(self, reader: asyncio.StreamReader) -> None:
         raise NotImplementedError
 
+    async def _read_master(
+        self,
+        reader: asyncio.StreamReader,
+        on_data: Callable[[bytes], Awaitable[None]],
+        heartbeat: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Read until the connection fails: ``on_data`` with each chunk, ``heartbeat`` (which may
+        send nothing) once haSendHeartbeatInterval passed without a write, TimeoutError after
+        haHousekeepingInterval without a read. Java DefaultHAClient#run / AutoSwitchHAClient#run."""
+        config = self.store.config
+        interval = config.ha_send_heartbeat_interval / 1000
+        housekeeping = config.ha_housekeeping_interval / 1000
+        last_read = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now - self._last_write > interval:
+                await heartbeat()
+                now = time.monotonic()
+            if now - last_read > housekeeping:
+                raise TimeoutError(f"master silent for {now - last_read:.0f} s (haHousekeepingInterval)")
+            wait = max(min(self._last_write + interval, last_read + housekeeping) - now, 0.01)
+            try:
+                data = await asyncio.wait_for(reader.read(_READ_SIZE), wait)
+            except TimeoutError:
+                continue
+            if not data:
+                raise ConnectionResetError("master closed the connection")
+            last_read = time.monotonic()
+            self.last_read_timestamp = self.clock()
+            await on_data(data)
+
+    def _encode_report(self, offset: int) -> bytes:
+        """The slave's report of its max offset, in this protocol."""
+        return encode_report(offset)
+
+    async def _report(self, offset: int) -> None:
+        await self._write(self._encode_report(offset))
+
+    async def _report_plus(self) -> None:
+        """Report again when the store grew. Java DefaultHAClient#reportSlaveMaxOffsetPlus."""
+        current = self.store.get_max_phy_offset()
+        if current > self.current_reported_offset:
+            self.current_reported_offset = current
+            await self._report(current)
+
+    async def _write(self, data: bytes) -> None:
+        writer = self._writer
+        if writer is None:
+            raise ConnectionResetError("not connected")
+        writer.write(data)
+        await writer.drain()
+        self._last_write = time.monotonic()
+        self.last_write_timestamp = self.clock()
+
     def _stopped(self) -> bool:
         return self.state is HAConnectionState.SHUTDOWN
 
@@ -165,32 +220,16 @@ class HAClient(MasterLink):
 
     async def _transfer(self, reader: asyncio.StreamReader) -> None:
         """Report, then read frames until the connection fails. Java DefaultHAClient#transferFromMaster."""
-        config = self.store.config
-        heartbeat = config.ha_send_heartbeat_interval / 1000
-        housekeeping = config.ha_housekeeping_interval / 1000
         decoder = TransferDecoder()
         self.current_reported_offset = self.store.get_max_phy_offset()
         await self._report(self.current_reported_offset)  # pyrmq: at once (Java: after the heartbeat interval)
-        last_read = time.monotonic()
-        while True:
-            now = time.monotonic()
-            if now - self._last_write > heartbeat:
-                await self._report(self.current_reported_offset)
-                now = time.monotonic()
-            if now - last_read > housekeeping:
-                raise TimeoutError(f"master silent for {now - last_read:.0f} s (haHousekeepingInterval)")
-            wait = max(min(self._last_write + heartbeat, last_read + housekeeping) - now, 0.01)
-            try:
-                data = await asyncio.wait_for(reader.read(_READ_SIZE), wait)
-            except TimeoutError:
-                continue
-            if not data:
-                raise ConnectionResetError("master closed the connection")
-            last_read = time.monotonic()
-            self.last_read_timestamp = self.clock()
+
+        async def on_data(data: bytes) -> None:
             for frame in decoder.feed(data):
                 self._append(frame)
             await self._report_plus()
+
+        await self._read_master(reader, on_data, lambda: self._report(self.current_reported_offset))
 
     def _append(self, frame: TransferFrame) -> None:
         """Java DefaultHAClient#dispatchReadRequest for one frame: the offsets must agree unless the
@@ -213,22 +252,6 @@ class HAClient(MasterLink):
             check.undo()
             raise HAProtocolError(f"the store refused {len(frame.body)} bytes at {frame.physical_offset}")
         self.flow.add(len(frame.body))
-
-    async def _report_plus(self) -> None:
-        """Report again when the store grew. Java DefaultHAClient#reportSlaveMaxOffsetPlus."""
-        current = self.store.get_max_phy_offset()
-        if current > self.current_reported_offset:
-            self.current_reported_offset = current
-            await self._report(current)
-
-    async def _report(self, offset: int) -> None:
-        writer = self._writer
-        if writer is None:
-            raise ConnectionResetError("not connected")
-        writer.write(encode_report(offset))
-        await writer.drain()
-        self._last_write = time.monotonic()
-        self.last_write_timestamp = self.clock()
 
 
 __all__ = ["HAClient", "MasterLink", "parse_address"]
