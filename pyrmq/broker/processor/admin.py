@@ -306,10 +306,9 @@ class AdminBrokerProcessor:
 
     @handles(RequestCode.GET_BROKER_RUNTIME_INFO)
     async def get_broker_runtime_info(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        info = build_runtime_info(self.config, self.message_store, self.broker_stats, self.now())
-        # Java isSpecialServiceRunning: the delay and transaction-check services run on a master, or on
-        # a slave while it acts for its master
-        info["brokerActive"] = "true" if self.special_services_running() else "false"
+        info = build_runtime_info(
+            self.config, self.message_store, self.broker_stats, self.now(), self.special_services_running()
+        )
         body = KVTable(info).encode()
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body)
 

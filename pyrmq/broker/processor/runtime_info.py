@@ -58,9 +58,14 @@ def _disk_ratio(path: str) -> float:
 
 
 def build_runtime_info(
-    config: BrokerConfig, message_store: MessageStore, broker_stats: BrokerStatsManager, now_ms: int
+    config: BrokerConfig,
+    message_store: MessageStore,
+    broker_stats: BrokerStatsManager,
+    now_ms: int,
+    broker_active: bool,
 ) -> dict[str, str]:
-    """Every value a string (KVTable)."""
+    """Every value a string (KVTable). ``broker_active``: Java isSpecialServiceRunning (the delay
+    and transaction-check services run here: a master, or a slave acting for its master)."""
     st = broker_stats
     store = message_store
     sc = config.store
@@ -97,7 +102,7 @@ def build_runtime_info(
     out["consumeQueueDiskRatio"] = double_to_string(_disk_ratio(os.path.join(sc.store_path_root_dir, "consumequeue")))
     out["commitLogMinOffset"] = str(store.get_min_phy_offset())
     out["commitLogMaxOffset"] = str(store.get_max_phy_offset())
-    out["brokerActive"] = "true" if config.is_master else "false"  # the caller knows an acting slave
+    out["brokerActive"] = "true" if broker_active else "false"
     out["msgPutTotalYesterdayMorning"] = str(st.put_yesterday_morning)
     out["msgPutTotalTodayMorning"] = str(st.put_morning)
     out["msgPutTotalTodayNow"] = str(st.broker_put_nums)
