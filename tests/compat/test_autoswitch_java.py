@@ -35,6 +35,7 @@ from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
 from support import java
 from support.requests import send_v2
+from support.stores import commit_log_files, wait_identical_commit_logs
 from support.servers import JavaController
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
@@ -68,38 +69,6 @@ def _conf(controller_addr: str, name: str, heartbeat_timeout_ms: int = DEFAULT_H
 
 def _send(broker_name: str, body: bytes) -> RemotingCommand:
     return send_v2(TOPIC, broker_name, body, group="AutoSwitchPG", tags=None)
-
-
-def _differences(want: dict[str, bytes], got: dict[str, bytes]) -> list[str]:
-    """Files that differ; a file only one side has must be all zeros (Java pre-creates the next
-    commit-log file, AllocateMappedFileService)."""
-    out = []
-    for n in sorted(set(want) | set(got)):
-        a, b = want.get(n), got.get(n)
-        if a is None or b is None:
-            one = a if a is not None else b or b""
-            if one.count(0) != len(one):
-                out.append(f"{n} (only on one side, not empty)")
-        elif a != b:
-            out.append(n)
-    return out
-
-
-def _commit_log_files(store: Path) -> dict[str, bytes]:
-    d = store / "commitlog"
-    return {name: (d / name).read_bytes() for name in sorted(os.listdir(d))} if d.is_dir() else {}
-
-
-def _wait_identical(master_store: Path, slave_store: Path, timeout: float = 60) -> dict[str, bytes]:
-    deadline = time.monotonic() + timeout
-    while True:
-        want, got = _commit_log_files(master_store), _commit_log_files(slave_store)
-        differ = _differences(want, got)
-        if want and not differ:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"master files {sorted(want)}, slave files {sorted(got)}, differing {differ}")
-        time.sleep(0.3)
 
 
 async def _replicas(c: RemotingClient, controller: str, name: str):
@@ -144,7 +113,7 @@ def test_pyrmq_pair_fails_over_through_java_controller(pyrmq_namesrv, pyrmq_brok
             for body in bodies:
                 r = await c.invoke(first.addr, _send(name, body), 10)
                 assert r.code == ResponseCode.SUCCESS, r
-            _wait_identical(first.store_dir, second.store_dir)
+            wait_identical_commit_logs(first.store_dir, second.store_dir)
             # both epoch files: epoch 1 from offset 0 (the master wrote it, the slave learnt it)
             assert _epochs(first.store_dir) == [(1, 0)]
             assert _epochs(second.store_dir) == [(1, 0)]
@@ -153,7 +122,7 @@ def test_pyrmq_pair_fails_over_through_java_controller(pyrmq_namesrv, pyrmq_brok
             # a send to the slave is refused like a Java slave's
             r = await c.invoke(second.addr, _send(name, b"to the slave"), 10)
             assert r.code == ResponseCode.SYSTEM_BUSY, r
-            replicated_end = sum(len(b) for b in _commit_log_files(first.store_dir).values())
+            replicated_end = sum(len(b) for b in commit_log_files(first.store_dir).values())
             assert replicated_end > 0
 
             killed = time.monotonic()
@@ -188,7 +157,7 @@ def test_pyrmq_pair_fails_over_through_java_controller(pyrmq_namesrv, pyrmq_brok
             for body in bodies[:20]:
                 r = await c.invoke(second.addr, _send(name, body), 10)
                 assert r.code == ResponseCode.SUCCESS, r
-            _wait_identical(second.store_dir, first.store_dir)
+            wait_identical_commit_logs(second.store_dir, first.store_dir)
             r = await c.invoke(first.addr, _send(name, b"to the old master"), 10)
             assert r.code == ResponseCode.SYSTEM_BUSY, r
 
@@ -237,7 +206,7 @@ def _group_fails_over(kinds: tuple[str, str], namesrv, pyrmq_broker, java_broker
             for body in bodies:
                 r = await c.invoke(master.addr, _send(name, body), 10)
                 assert r.code == ResponseCode.SUCCESS, r
-            _wait_identical(master.store_dir, slave.store_dir)
+            wait_identical_commit_logs(master.store_dir, slave.store_dir)
             assert _epochs(master.store_dir) == [(info.master_epoch, 0)]
             # the epoch files are the same bytes, whichever implementation wrote them
             epoch_file = "epochFileCheckpoint"
@@ -300,7 +269,7 @@ def test_paused_pyrmq_master_is_replaced_then_follows(pyrmq_namesrv, pyrmq_broke
             for i in range(30):
                 r = await c.invoke(first.addr, _send(name, b"before-%d" % i), 10)
                 assert r.code == ResponseCode.SUCCESS, r
-            _wait_identical(first.store_dir, second.store_dir)
+            wait_identical_commit_logs(first.store_dir, second.store_dir)
             paused = time.monotonic()
             os.kill(first.pid, signal.SIGSTOP)
             try:
@@ -320,7 +289,7 @@ def test_paused_pyrmq_master_is_replaced_then_follows(pyrmq_namesrv, pyrmq_broke
                     break
                 assert time.monotonic() < deadline, f"the old master still answers {r}"
                 await asyncio.sleep(0.3)
-            _wait_identical(second.store_dir, first.store_dir)
+            wait_identical_commit_logs(second.store_dir, first.store_dir)
             return took
 
     took = asyncio.run(scenario())
@@ -395,7 +364,7 @@ def test_all_ack_failover_loses_no_acknowledged_message(pyrmq_namesrv, pyrmq_bro
             return failures, during_pause, took
 
     failures, during_pause, took = asyncio.run(scenario())
-    blob = b"".join(_commit_log_files(second.store_dir).values())
+    blob = b"".join(commit_log_files(second.store_dir).values())
     lost = [b for b in acked if b not in blob]
     print(
         f"\n{len(acked)} acknowledged ({during_pause} while the slave was paused), {failures} failed attempts, "

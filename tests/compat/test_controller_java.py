@@ -27,10 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.codes import ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient
-from pyrmq.store import message as m
 from support import probe
 from support.ports import free_port
 from support.requests import send_v2

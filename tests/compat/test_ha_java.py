@@ -10,12 +10,12 @@ Java slave logs no SlaveSynchronize error against the pyrmq master."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
 import pytest
 from support.requests import pull, send_v2
+from support.stores import commit_log_files, wait_identical_commit_logs
 
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -97,7 +97,7 @@ async def _send_all(
         r = await c.invoke(master_addr, _send(broker_name, body), 10)
         assert r.code == ResponseCode.SUCCESS, r
         if i == 0:
-            _wait_identical(master_store, slave_store)
+            wait_identical_commit_logs(master_store, slave_store)
 
 
 async def _pull_all(c: RemotingClient, slave_addr: str, n: int, timeout: float = 60) -> list[bytes]:
@@ -112,39 +112,6 @@ async def _pull_all(c: RemotingClient, slave_addr: str, n: int, timeout: float =
         else:
             await asyncio.sleep(0.2)
     return got
-
-
-def _commit_log_files(store: Path) -> dict[str, bytes]:
-    d = store / "commitlog"
-    return {name: (d / name).read_bytes() for name in sorted(os.listdir(d))} if d.is_dir() else {}
-
-
-def _differences(want: dict[str, bytes], got: dict[str, bytes]) -> list[str]:
-    """Files that differ. Unwritten tails are zero on both sides (files are created sparse); a file
-    only one side has must be all zeros: Java's AllocateMappedFileService creates the next file
-    before it is needed."""
-    out = []
-    for name in sorted(set(want) | set(got)):
-        a, b = want.get(name), got.get(name)
-        if a is None or b is None:
-            if (a or b or b"").count(0) != len(a or b or b""):
-                out.append(f"{name} (only on the {'master' if b is None else 'slave'}, not empty)")
-        elif a != b:
-            out.append(name)
-    return out
-
-
-def _wait_identical(master_store: Path, slave_store: Path, timeout: float = 60) -> dict[str, bytes]:
-    """Until the slave's commit log is the master's, byte for byte, file for file."""
-    deadline = time.monotonic() + timeout
-    while True:
-        want, got = _commit_log_files(master_store), _commit_log_files(slave_store)
-        differ = _differences(want, got)
-        if want and not differ:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"master files {sorted(want)}, slave files {sorted(got)}, differing {differ}")
-        time.sleep(0.3)
 
 
 def test_java_slave_replicates_from_pyrmq_master(pyrmq_namesrv, pyrmq_broker, java_broker):
@@ -168,7 +135,7 @@ def test_java_slave_replicates_from_pyrmq_master(pyrmq_namesrv, pyrmq_broker, ja
             await _create_topic(c, master.addr)
             await _commit_offset(c, master.addr)
             await _send_all(c, master.addr, name, bodies, master.store_dir, slave.store_dir)
-            _wait_identical(master.store_dir, slave.store_dir)
+            wait_identical_commit_logs(master.store_dir, slave.store_dir)
             # the topic comes from the master (SlaveSynchronize), not from us. The Java slave's
             # first full sync runs 10 s after its initialize, often before its first registration
             # told it the master's address; the next one comes 60 s later
@@ -192,7 +159,7 @@ def test_java_slave_replicates_from_pyrmq_master(pyrmq_namesrv, pyrmq_broker, ja
         assert not errors, errors[:5]
 
     asyncio.run(scenario())
-    files = _commit_log_files(slave.store_dir)
+    files = commit_log_files(slave.store_dir)
     assert sum(1 for b in files.values() if b.count(0) != len(b)) >= 3, sorted(files)  # the log rolled
 
 
@@ -222,7 +189,7 @@ def test_pyrmq_slave_replicates_from_java_master(pyrmq_namesrv, pyrmq_broker, ja
             await _create_topic(c, master.addr)
             await _commit_offset(c, master.addr)
             await _send_all(c, master.addr, name, bodies, master.store_dir, slave.store_dir)
-            _wait_identical(master.store_dir, slave.store_dir)
+            wait_identical_commit_logs(master.store_dir, slave.store_dir)
             # the topic and the offset come from the Java master (SlaveSynchronize), not from us
             assert await _pull_all(c, slave.addr, N) == bodies
             await _wait_synced_offset(c, slave.addr)
@@ -231,5 +198,5 @@ def test_pyrmq_slave_replicates_from_java_master(pyrmq_namesrv, pyrmq_broker, ja
             assert r.code == ResponseCode.SYSTEM_BUSY, r
 
     asyncio.run(scenario())
-    files = _commit_log_files(slave.store_dir)
+    files = commit_log_files(slave.store_dir)
     assert sum(1 for b in files.values() if b.count(0) != len(b)) >= 3, sorted(files)  # the log rolled
