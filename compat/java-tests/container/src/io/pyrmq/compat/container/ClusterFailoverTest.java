@@ -124,23 +124,7 @@ public class ClusterFailoverTest {
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         consumer.start();
-        try {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSec);
-            while (!received.keySet().containsAll(sent.keySet()) && System.nanoTime() < deadline) {
-                Thread.sleep(200);
-            }
-        } finally {
-            consumer.shutdown();
-        }
-        List<String> missing = new ArrayList<>();
-        for (Map.Entry<String, String> e : sent.entrySet()) {
-            MessageExt m = received.get(e.getKey());
-            if (m == null) {
-                missing.add(e.getKey());
-            } else {
-                assertEquals(e.getValue(), new String(m.getBody(), StandardCharsets.UTF_8), "body of " + e.getKey());
-            }
-        }
+        List<String> missing = Delivery.awaitAcknowledged(consumer, sent, received, timeoutSec);
         System.out.printf("failover: received %d of %d (%d redelivered)%n", received.size(), count, dups.size());
         assertTrue(missing.isEmpty(), missing.size() + " acknowledged message(s) lost, first: "
             + missing.subList(0, Math.min(10, missing.size())));

@@ -215,23 +215,7 @@ public class ControllerFailoverTest {
             System.out.printf("controller-failover: load acknowledged %s, %d failed%n", new TreeMap<>(load),
                 loadFailed.get());
 
-            try {
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSec);
-                while (!received.keySet().containsAll(sent.keySet()) && System.nanoTime() < deadline) {
-                    Thread.sleep(200);
-                }
-            } finally {
-                consumer.shutdown();
-            }
-            List<String> missing = new ArrayList<>();
-            for (Map.Entry<String, String> e : sent.entrySet()) {
-                MessageExt m = received.get(e.getKey());
-                if (m == null) {
-                    missing.add(e.getKey());
-                } else {
-                    assertEquals(e.getValue(), new String(m.getBody(), StandardCharsets.UTF_8), "body of " + e.getKey());
-                }
-            }
+            List<String> missing = Delivery.awaitAcknowledged(consumer, sent, received, timeoutSec);
             System.out.printf("controller-failover: acknowledged %d, received %d of them (%d redelivered)%n",
                 sent.size(), sent.size() - missing.size(), dups.size());
             assertTrue(missing.isEmpty(), missing.size() + " acknowledged message(s) lost, first: "
