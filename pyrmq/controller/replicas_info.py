@@ -126,9 +126,6 @@ class SyncStateInfo:
     def is_first_time_for_elect(self) -> bool:
         return self.master_epoch == 0
 
-    def is_master_exist(self) -> bool:
-        return self.master_broker_id is not None
-
 
 class ReplicasInfoManager:
     """The controller's memory state. Java: ReplicasInfoManager (the same checks, codes and remarks)."""
