@@ -17,15 +17,15 @@ def wire_acting_master(broker: Any) -> tuple[EscapeBridge, ActingMasterService, 
     escape_bridge = EscapeBridge(
         config=broker.config, message_store=broker.message_store, client=broker.outer_client, now=broker.now
     )
-    broker.schedule_message_service.put_message = escape_bridge.put_message
-    broker.timer_message_store.put_message = escape_bridge.put_message
     cfg, pull = broker.config, broker.pull_processor
-    broker.transactional_message_service.escape_message = escape_bridge.escape_message
-    broker.transactional_message_service.acting_slave = lambda: (
-        not cfg.is_master
-        and bool(cfg["enableSlaveActingMaster"])
-        and pull.min_broker_id_in_group == int(cfg["brokerId"])
-    )
+    if cfg["enableSlaveActingMaster"]:
+        # only an acting slave escapes; everyone else keeps the services' own local puts
+        broker.schedule_message_service.put_message = escape_bridge.put_message
+        broker.timer_message_store.put_message = escape_bridge.put_message
+        broker.transactional_message_service.escape_message = escape_bridge.escape_message
+        broker.transactional_message_service.acting_slave = lambda: (
+            not cfg.is_master and pull.min_broker_id_in_group == int(cfg["brokerId"])
+        )
     acting = ActingMasterService(
         config=broker.config,
         client=broker.outer_client,
