@@ -1,7 +1,8 @@
 """Topic attributes through the official mqadmin 5.5.0 `updateTopic -a`, against pyrmq and against
 the Java 5.5.0 broker: a create with `+message.type=FIFO` succeeds on both, and the refusals Java's
 AttributeUtil makes (an unchangeable attribute, a value outside the set, a delete of a missing key)
-reach the tool with the same remark from both brokers."""
+reach the tool with the same remark from both brokers. The official admin API's examineTopicConfig
+(the dashboard's Topic Config page) reads the stored map as `message.type=FIFO` from both."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 import uuid
 
 import pytest
-from support.java import mqadmin
+from support.java import mqadmin, run_junit
 
 pytestmark = [pytest.mark.compat, pytest.mark.java]
 
@@ -40,6 +41,10 @@ def test_update_topic_attributes_like_java(pyrmq_namesrv, pyrmq_broker, java_nam
         topic = f"AttrT_{uuid.uuid4().hex[:8]}"
         created = _update(broker.addr, topic, "+message.type=FIFO", java_home)
         assert "success" in created and _remark(created) is None, created
+        # stored without the sign, read back flat (the dashboard's Topic Config page)
+        ns = pyrmq_namesrv if kind == "pyrmq" else java_namesrv
+        props = {"namesrv": ns.addr, "broker": broker.addr, "topic": topic, "queues": 8, "attributes": "message.type=FIFO"}
+        run_junit("5.5.0", "TopicConfigReadTest", "read", props=props, home=java_home, timeout=120)
         seen[kind] = [
             _remark(_update(broker.addr, topic, attrs, java_home))
             for attrs in ("+queue.type=BatchCQ", "+message.type=NOPE", "-reserve.time")
