@@ -12,10 +12,9 @@ Java broker; everything is stopped at module teardown.
 from __future__ import annotations
 
 import pytest
-
 from support import java
-from support.suites import mark_suite
 from support.servers import JavaBroker, JavaNamesrv, namesrv_under_test
+from support.suites import mark_suite
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +39,9 @@ REFERENCE_ENV = "PYRMQ_COMPAT_REFERENCE"
 def pytest_collection_modifyitems(config, items):
     """Every test here is marked `compat` (tests/support/suites.py).
 
-    Reference runs of the client scenarios against the Java servers are opt-in.
+    Reference runs of the client scenarios against the Java servers are opt-in: the
+    parametrisations named in REFERENCE_PARAMS set to "java", and tests marked `reference`
+    (a scenario run on Java servers only, e.g. the all-Java failover group).
 
     Each scenario was written against the real Java broker first (that run proves the
     scenario, not pyrmq); `PYRMQ_COMPAT_REFERENCE=1 tools/test tests/compat` repeats it.
@@ -56,7 +57,9 @@ def pytest_collection_modifyitems(config, items):
     keep, reference = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        is_ref = "tests/compat/" in item.nodeid and any(params.get(p) == "java" for p in REFERENCE_PARAMS)
+        is_ref = "tests/compat/" in item.nodeid and (
+            any(params.get(p) == "java" for p in REFERENCE_PARAMS) or item.get_closest_marker("reference") is not None
+        )
         (reference if is_ref else keep).append(item)
     if reference:
         config.hook.pytest_deselected(items=reference)
@@ -163,7 +166,7 @@ def pyrmq_broker(tmp_path_factory, request):
     from support.pyrmq_proc import PyrmqBroker
 
     if _container_mode(request):  # --broker-mode=container: the same broker in the pyrmq image
-        from support.containers import ContainerBroker as PyrmqBroker  # noqa: F811
+        from support.containers import ContainerBroker as PyrmqBroker
 
     started: dict[tuple, PyrmqBroker] = {}
     all_brokers: list[PyrmqBroker] = []

@@ -25,6 +25,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support import java
+from support.requests import send_v2
+from support.servers import JavaController
+from support.stores import commit_log_files, wait_identical_commit_logs
 
 from pyrmq.ha.broker_metadata import BrokerMetadata
 from pyrmq.ha.epoch import decode_checkpoint
@@ -33,10 +37,6 @@ from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
-from support import java
-from support.requests import send_v2
-from support.stores import commit_log_files, wait_identical_commit_logs
-from support.servers import JavaController
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
@@ -55,7 +55,9 @@ def java_controller(java_harness, tmp_path_factory):
     ctrl.stop()
 
 
-def _conf(controller_addr: str, name: str, heartbeat_timeout_ms: int = DEFAULT_HEARTBEAT_TIMEOUT_MS) -> dict[str, object]:
+def _conf(
+    controller_addr: str, name: str, heartbeat_timeout_ms: int = DEFAULT_HEARTBEAT_TIMEOUT_MS
+) -> dict[str, object]:
     return {
         "name": name,
         "enableControllerMode": "true",
@@ -375,9 +377,7 @@ def test_all_ack_failover_loses_no_acknowledged_message(pyrmq_namesrv, pyrmq_bro
     assert len(acked) >= 400
 
 
-def test_java_controller_mode_store_reopened_by_pyrmq(
-    pyrmq_namesrv, pyrmq_broker, java_broker, java_controller
-):
+def test_java_controller_mode_store_reopened_by_pyrmq(pyrmq_namesrv, pyrmq_broker, java_broker, java_controller):
     """A Java 5.5.0 broker in controller mode writes messages, its epoch file and its
     brokerIdentity, and stops. pyrmq's broker, started on that store, keeps the id the controller
     gave the Java broker, reads the epoch file, is elected for a newer epoch (appended to the same

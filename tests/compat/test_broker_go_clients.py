@@ -36,11 +36,15 @@ def go_binary() -> Path:
         pytest.fail(f"compat/go-tests/build.sh exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
     return BINARY
 
+
 #: The Java broker is the reference here; on the loaded 2-core machine its
 #: fast-failure guard answers SYSTEM_BUSY after 200 ms in the send queue, which
 #: the Go producer does not retry. Relaxed as in test_go_clients.py.
-JAVA_BROKER_CONF = {"brokerFastFailureEnable": "false", "waitTimeMillsInSendQueue": 3000,
-                    "osPageCacheBusyTimeOutMills": 5000}
+JAVA_BROKER_CONF = {
+    "brokerFastFailureEnable": "false",
+    "waitTimeMillsInSendQueue": 3000,
+    "osPageCacheBusyTimeOutMills": 5000,
+}
 
 
 @pytest.fixture(scope="module", params=["pyrmq", "java"])
@@ -62,15 +66,32 @@ def cluster(broker_kind, request):
 def run_case(binary: Path, case: str, cluster, **extra: str) -> str:
     ns, broker = cluster
     run = uuid.uuid4().hex[:12]
-    env = {**os.environ, "ROCKETMQ_GO_LOG_LEVEL": "warn", "NAMESRV_ADDR": ns.addr,
-           "TOPIC": f"GoCore_{case}_{run}", "RUN_ID": run, "CREATE_TOPIC_BROKER_ADDR": broker.addr,
-           "CREATE_TOPIC_QUEUES": "4", "EXPECT_WRITE_QUEUES": "4", "EXPECT_BROKER_NAME": broker.name,
-           "EXPECT_BROKER_ADDR": broker.addr, "ROUTE_WAIT_SECONDS": "15",
-           "CASE_TIMEOUT_SECONDS": str(CASE_TIMEOUT_S), **extra}
+    env = {
+        **os.environ,
+        "ROCKETMQ_GO_LOG_LEVEL": "warn",
+        "NAMESRV_ADDR": ns.addr,
+        "TOPIC": f"GoCore_{case}_{run}",
+        "RUN_ID": run,
+        "CREATE_TOPIC_BROKER_ADDR": broker.addr,
+        "CREATE_TOPIC_QUEUES": "4",
+        "EXPECT_WRITE_QUEUES": "4",
+        "EXPECT_BROKER_NAME": broker.name,
+        "EXPECT_BROKER_ADDR": broker.addr,
+        "ROUTE_WAIT_SECONDS": "15",
+        "CASE_TIMEOUT_SECONDS": str(CASE_TIMEOUT_S),
+        **extra,
+    }
     cmd = [str(binary), "-test.run", f"^{case}$", "-test.v", "-test.count=1", f"-test.timeout={CASE_TIMEOUT_S + 20}s"]
     try:
-        r = subprocess.run(cmd, cwd=GO_TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=CASE_TIMEOUT_S + 40)
+        r = subprocess.run(
+            cmd,
+            cwd=GO_TESTS,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=CASE_TIMEOUT_S + 40,
+        )
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         pytest.fail(f"Go case {case} did not finish in {CASE_TIMEOUT_S + 40}s:\n{out[-20000:]}", pytrace=False)

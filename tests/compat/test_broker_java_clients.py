@@ -16,7 +16,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-
 from support import probe
 from support.java import CLIENT_VERSIONS, run_junit
 from support.procs import tail_file
@@ -32,8 +31,11 @@ CASE_TIMEOUT = 150
 #: fast-failure guard answers SYSTEM_BUSY after 200 ms in the send queue, and
 #: the scenarios would measure the machine's load instead of the protocol.
 #: Relaxed as in test_go_clients.py.
-JAVA_BROKER_CONF = {"brokerFastFailureEnable": "false", "waitTimeMillsInSendQueue": 3000,
-                    "osPageCacheBusyTimeOutMills": 5000}
+JAVA_BROKER_CONF = {
+    "brokerFastFailureEnable": "false",
+    "waitTimeMillsInSendQueue": 3000,
+    "osPageCacheBusyTimeOutMills": 5000,
+}
 
 
 @pytest.fixture(scope="module", params=["pyrmq", "java"])
@@ -68,8 +70,9 @@ def test_boot_line_and_registration(cluster):
     """Ready means what the Java broker prints: "The broker[<name>, <ip:port>] boot success." and registered."""
     ns, broker = cluster
     assert probe.broker_registered(ns.addr, broker.name, broker.addr)
-    assert f"The broker[{broker.name}, {broker.addr}] boot success" in tail_file(broker.managed.log, 2000), \
+    assert f"The broker[{broker.name}, {broker.addr}] boot success" in tail_file(broker.managed.log, 2000), (
         broker.tail()
+    )
 
 
 @clients
@@ -94,8 +97,9 @@ def test_ordered(client, cluster, java_home):
 @clients
 def test_rebalance(client, cluster, java_home):
     """4. One group 1 -> 3 -> 1 consumers over 5,000 messages: averaging allocation at each step, none lost."""
-    junit(client, "RebalanceTest", "growAndShrink", cluster, java_home, count=5000, queues=8, settleSec=30,
-          timeoutSec=40)
+    junit(
+        client, "RebalanceTest", "growAndShrink", cluster, java_home, count=5000, queues=8, settleSec=30, timeoutSec=40
+    )
 
 
 @clients
@@ -127,8 +131,14 @@ def test_query(client, cluster, java_home):
 def test_offsets_survive_restart(client, cluster, java_home, tmp_path):
     """8b. A group's committed offsets survive a broker restart: it resumes with exactly the unconsumed tail."""
     _, broker = cluster
-    props = {"topic": f"Offsets_{uuid.uuid4().hex[:10]}", "group": f"compat_offsets_{uuid.uuid4().hex[:10]}",
-             "stateFile": tmp_path / "offsets.properties", "count": 50, "more": 30, "timeoutSec": 30}
+    props = {
+        "topic": f"Offsets_{uuid.uuid4().hex[:10]}",
+        "group": f"compat_offsets_{uuid.uuid4().hex[:10]}",
+        "stateFile": tmp_path / "offsets.properties",
+        "count": 50,
+        "more": 30,
+        "timeoutSec": 30,
+    }
     junit(client, "OffsetRestartTest", "phase1", cluster, java_home, **props)
     restart_broker(broker)
     junit(client, "OffsetRestartTest", "phase2", cluster, java_home, **props)

@@ -26,14 +26,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
-from pyrmq.protocol.codes import ResponseCode
-from pyrmq.protocol.command import RemotingCommand
-from pyrmq.remoting.client import RemotingClient
 from support import probe
 from support.ports import free_port
 from support.requests import send_v2
 from support.servers import JavaBroker, JavaController, PyrmqController, PyrmqNamesrv, namesrv_under_test
+
+from pyrmq.protocol.codes import ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.remoting.client import RemotingClient
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
@@ -112,14 +112,27 @@ RAW_BROKER = "ctl-raw-broker"  # a broker set built by requests only (no process
 def _build_raw_broker_set(controller_addr: str) -> None:
     """Broker ids 1 and 2 of RAW_BROKER, applied and registered with raw requests; never alive."""
     for broker_id, addr in ((1, "127.0.0.1:30911"), (2, "127.0.0.1:30921")):
-        r = probe.request(controller_addr, APPLY_BROKER_ID, {
-            "clusterName": CLUSTER, "brokerName": RAW_BROKER, "appliedBrokerId": str(broker_id),
-            "registerCheckCode": f"{addr};1700000000000",
-        })
+        r = probe.request(
+            controller_addr,
+            APPLY_BROKER_ID,
+            {
+                "clusterName": CLUSTER,
+                "brokerName": RAW_BROKER,
+                "appliedBrokerId": str(broker_id),
+                "registerCheckCode": f"{addr};1700000000000",
+            },
+        )
         assert r.code == ResponseCode.SUCCESS, r
-        r = probe.request(controller_addr, REGISTER_BROKER, {
-            "clusterName": CLUSTER, "brokerName": RAW_BROKER, "brokerId": str(broker_id), "brokerAddress": addr,
-        })
+        r = probe.request(
+            controller_addr,
+            REGISTER_BROKER,
+            {
+                "clusterName": CLUSTER,
+                "brokerName": RAW_BROKER,
+                "brokerId": str(broker_id),
+                "brokerAddress": addr,
+            },
+        )
         assert r.code == ResponseCode.SUCCESS, r
 
 
@@ -203,9 +216,13 @@ def _scenario(side: Side) -> float:
     _build_raw_broker_set(ctl)
     side.mqadmin("electMaster-first", "electMaster", "-a", ctl, "-c", CLUSTER, "-bn", RAW_BROKER, "-b", "2")
     side.mqadmin("cleanBrokerMetadata-stillMaster", "cleanBrokerMetadata", "-a", ctl, "-bn", RAW_BROKER, "-c", CLUSTER)
-    side.mqadmin("cleanBrokerMetadata-ids", "cleanBrokerMetadata", "-a", ctl, "-bn", RAW_BROKER, "-c", CLUSTER, "-b", "1")
+    side.mqadmin(
+        "cleanBrokerMetadata-ids", "cleanBrokerMetadata", "-a", ctl, "-bn", RAW_BROKER, "-c", CLUSTER, "-b", "1"
+    )
     side.mqadmin("getSyncStateSet-raw", "getSyncStateSet", "-a", ctl, "-b", RAW_BROKER)
-    side.mqadmin("updateControllerConfig", "updateControllerConfig", "-a", ctl, "-k", "scanInactiveMasterInterval", "-v", "7000")
+    side.mqadmin(
+        "updateControllerConfig", "updateControllerConfig", "-a", ctl, "-k", "scanInactiveMasterInterval", "-v", "7000"
+    )
     side.mqadmin("getControllerConfig-updated", "getControllerConfig", "-a", ctl)
 
     took = _kill_master(ctl, master, slave, epoch)

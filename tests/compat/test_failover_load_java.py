@@ -240,6 +240,7 @@ def test_pyrmq_controller_mixed_group(
     _check(f"pyrmq controller, {master_kind} master killed", measured, started)
 
 
+@pytest.mark.reference
 def test_java_reference_group(java_harness, java_broker, java_home, tmp_path):
     """(c) the reference, in the same run: Java 5.5.0 name server, controller and two brokers."""
     started = time.monotonic()

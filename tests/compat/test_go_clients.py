@@ -50,9 +50,7 @@ def go_compat_binary() -> Path:
         timeout=900,
     )
     if proc.returncode != 0:
-        pytest.fail(
-            f"compat/go-tests/build.sh exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-        )
+        pytest.fail(f"compat/go-tests/build.sh exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     if not os.access(BINARY, os.X_OK):
         pytest.fail(f"{BINARY} missing after build.sh")
     return BINARY

@@ -60,9 +60,7 @@ def _wait_in_sync(master_addr: str, java_home, timeout: float = 120) -> str:
         time.sleep(1)
 
 
-def test_mqadmin_sees_a_pyrmq_pair_as_a_java_pair(
-    pyrmq_namesrv, pyrmq_broker, java_namesrv, java_broker, java_home
-):
+def test_mqadmin_sees_a_pyrmq_pair_as_a_java_pair(pyrmq_namesrv, pyrmq_broker, java_namesrv, java_broker, java_home):
     sides = {
         "pyrmq": (pyrmq_namesrv, *_pair(pyrmq_namesrv, pyrmq_broker)),
         "java": (java_namesrv, *_pair(java_namesrv, java_broker, brokerIP2="127.0.0.1")),

@@ -114,9 +114,7 @@ def test_official_consumer_reads_the_pyrmq_slave_of_a_killed_java_master(
     pyrmq_namesrv, pyrmq_broker, java_broker, java_home, tmp_path
 ):
     name = "slave-read-java"
-    master = java_broker(
-        pyrmq_namesrv.addr, name=name, brokerRole="ASYNC_MASTER", brokerIP2="127.0.0.1", fresh=True
-    )
+    master = java_broker(pyrmq_namesrv.addr, name=name, brokerRole="ASYNC_MASTER", brokerIP2="127.0.0.1", fresh=True)
     slave = pyrmq_broker(
         pyrmq_namesrv.addr, name=name, brokerId=1, brokerRole="SLAVE", slaveReadEnable="true", fresh=True
     )

@@ -12,7 +12,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-
 from support import probe
 from support.java import CLIENT_VERSIONS, run_junit
 
@@ -38,15 +37,36 @@ def test_java_broker_registers(namesrv, java_broker):
 @pytest.mark.parametrize("client", CLIENT_VERSIONS)
 def test_route_only(client, namesrv, java_broker, java_home):
     broker = java_broker(namesrv.addr, name=BROKER)
-    run_junit(client, "RouteOnlyTest", "route", home=java_home, timeout=120, props={
-        "namesrv": namesrv.addr, "topic": f"RouteOnly_{uuid.uuid4().hex[:10]}", "queues": 4,
-        "expectBroker": broker.name, "expectBrokerAddr": broker.addr})
+    run_junit(
+        client,
+        "RouteOnlyTest",
+        "route",
+        home=java_home,
+        timeout=120,
+        props={
+            "namesrv": namesrv.addr,
+            "topic": f"RouteOnly_{uuid.uuid4().hex[:10]}",
+            "queues": 4,
+            "expectBroker": broker.name,
+            "expectBrokerAddr": broker.addr,
+        },
+    )
 
 
 @pytest.mark.parametrize("client", CLIENT_VERSIONS)
 def test_quickstart(client, namesrv, java_broker, java_home):
     """1,000 sync sends, then a push consumer receives exactly those 1,000, intact."""
     java_broker(namesrv.addr, name=BROKER)
-    run_junit(client, "QuickstartTest", "quickstart", home=java_home, timeout=240, props={
-        "namesrv": namesrv.addr, "topic": f"Quickstart_{uuid.uuid4().hex[:10]}", "count": 1000,
-        "timeoutSec": 120})
+    run_junit(
+        client,
+        "QuickstartTest",
+        "quickstart",
+        home=java_home,
+        timeout=240,
+        props={
+            "namesrv": namesrv.addr,
+            "topic": f"Quickstart_{uuid.uuid4().hex[:10]}",
+            "count": 1000,
+            "timeoutSec": 120,
+        },
+    )

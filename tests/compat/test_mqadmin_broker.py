@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from support import java
 
 from pyrmq.common.properties import load_properties
@@ -56,8 +55,9 @@ class Side:
         text = DATE.sub("<time>", text)
         return VERSION.sub("<ver>", text)
 
-    def batch(self, version: str, name: str, lines: list[str], timeout: float = 240,
-              files: dict[str, str] | None = None) -> list[Step]:
+    def batch(
+        self, version: str, name: str, lines: list[str], timeout: float = 240, files: dict[str, str] | None = None
+    ) -> list[Step]:
         """Run the lines in one MqadminBatch JVM; `$B`/`$NS` are this side's broker/name server, `$WD`
         the batch's directory (where `files` are written first)."""
         wd = self.workdir / f"{name}-{version}"
@@ -68,18 +68,39 @@ class Side:
         for line in lines:
             line = line.replace("$B", self.broker.addr).replace("$NS", self.ns.addr).replace("$WD", str(wd))
             tool = not line.startswith("@") or line.startswith("@timed ")
-            script.append("\t".join(line.split(" ") + ["-n", self.ns.addr]) if tool else line)
+            script.append("\t".join([*line.split(" "), "-n", self.ns.addr]) if tool else line)
         (wd / "script.txt").write_text("\n".join(script) + "\n")
         home = java.prepare_home(wd / "home")
-        argv = java.java_argv(java.CLIENT_MODULE[version], "io.pyrmq.compat.scenarios.MqadminBatch",
-                              [str(wd / "script.txt"), str(wd / "out")], home,
-                              {"namesrv": self.ns.addr, "java.security.manager": "allow"}, with_tests=True)
-        r = subprocess.run(argv, capture_output=True, text=True, env=java.java_env(home), cwd=wd,
-                           timeout=timeout, stdin=subprocess.DEVNULL)
-        assert r.returncode == 0 and "DONE" in r.stdout, f"[{self.label}] batch {name} {version}:\n{r.stdout}\n{r.stderr}"
+        argv = java.java_argv(
+            java.CLIENT_MODULE[version],
+            "io.pyrmq.compat.scenarios.MqadminBatch",
+            [str(wd / "script.txt"), str(wd / "out")],
+            home,
+            {"namesrv": self.ns.addr, "java.security.manager": "allow"},
+            with_tests=True,
+        )
+        r = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            env=java.java_env(home),
+            cwd=wd,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        assert r.returncode == 0 and "DONE" in r.stdout, (
+            f"[{self.label}] batch {name} {version}:\n{r.stdout}\n{r.stderr}"
+        )
         out = wd / "out"
-        return [Step(lines[i], (out / f"{i}.out").read_text(), (out / f"{i}.err").read_text(),
-                     int((out / f"{i}.exit").read_text())) for i in range(len(lines))]
+        return [
+            Step(
+                lines[i],
+                (out / f"{i}.out").read_text(),
+                (out / f"{i}.err").read_text(),
+                int((out / f"{i}.exit").read_text()),
+            )
+            for i in range(len(lines))
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +118,7 @@ def run_both(sides, version, name, lines):
 
 def dump(sides, results, idx=None) -> str:
     parts = []
-    for s, steps in zip(sides, results):
+    for s, steps in zip(sides, results, strict=False):
         for i, st in enumerate(steps):
             if idx is not None and i not in idx:
                 continue
@@ -107,7 +128,7 @@ def dump(sides, results, idx=None) -> str:
 
 def ok(sides, results, i, *needles):
     """Step i exited 0 on both sides, printed no exception, and pyrmq's stdout has every needle."""
-    for s, steps in zip(sides, results):
+    for s, steps in zip(sides, results, strict=False):
         st = steps[i]
         assert st.exit == 0, dump(sides, results, {i})
         assert "Exception" not in st.out and "command failed" not in st.err, dump(sides, results, {i})
@@ -117,7 +138,7 @@ def ok(sides, results, i, *needles):
 
 
 def same(sides, results, i, pick=lambda t: t):
-    texts = [pick(s.norm(steps[i].out)) for s, steps in zip(sides, results)]
+    texts = [pick(s.norm(steps[i].out)) for s, steps in zip(sides, results, strict=False)]
     assert texts[0] == texts[1], dump(sides, results, {i})
     return texts[0]
 
@@ -136,38 +157,38 @@ def _scenario(version: str):
     v = version.replace(".", "")
     t, g, pg = f"AdmTopic{v}", f"AdmGroup{v}", f"AdmProducer{v}"
     phase_a = [
-        f"updateTopic -b $B -t {t} -r 4 -w 4",                  # 0
-        f"updateSubGroup -b $B -g {g}",                          # 1
+        f"updateTopic -b $B -t {t} -r 4 -w 4",  # 0
+        f"updateSubGroup -b $B -g {g}",  # 1
         f"sendMessage -t {t} -p body-1 -k K1 -c tagA -b {BROKER} -i 0",  # 2
         f"sendMessage -t {t} -p body-2 -k K2 -c tagB -b {BROKER} -i 0",  # 3
         f"sendMessage -t {t} -p body-3 -k K3 -c tagA -b {BROKER} -i 0",  # 4
-        f"@push-consumer {g} {t}",                               # 5
-        f"@producer {pg} {t}",                                   # 6
-        f"@wait-consumed {g} 4 40000",                           # 7
-        f"@wait-committed {g} {t} 4 60000",                      # 8 offsets committed (first persist 10 s in)
-        "clusterList",                                           # 9
-        "brokerStatus -b $B",                                    # 10
-        f"topicRoute -t {t}",                                    # 11
-        f"topicStatus -t {t}",                                   # 12
-        f"topicClusterList -t {t}",                              # 13
-        "topicList",                                             # 14
-        f"consumerProgress -g {g}",                              # 15
-        f"consumerConnection -g {g}",                            # 16
-        f"producerConnection -g {pg} -t {t}",                    # 17
-        f"consumerStatus -g {g}",                                # 18
-        f"getConsumerConfig -g {g}",                             # 19
-        "getBrokerConfig -b $B",                                 # 20
-        f"queryMsgByKey -t {t} -k K1",                           # 21
-        f"printMsg -t {t} -d true",                              # 22
-        f"printMsgByQueue -t {t} -a {BROKER} -i 0 -p true",      # 23
-        f"consumeMessage -t {t} -b {BROKER} -i 0 -o 1 -c 2",     # 24
-        f"queryMsgByOffset -t {t} -b {BROKER} -i 0 -o 0",        # 25
-        f"updateTopic -b $B -t AdmTrace{v} -r 1 -w 1",           # 26 for queryMsgTraceById in phase B
-        "@sleep 1500",                                           # 27
+        f"@push-consumer {g} {t}",  # 5
+        f"@producer {pg} {t}",  # 6
+        f"@wait-consumed {g} 4 40000",  # 7
+        f"@wait-committed {g} {t} 4 60000",  # 8 offsets committed (first persist 10 s in)
+        "clusterList",  # 9
+        "brokerStatus -b $B",  # 10
+        f"topicRoute -t {t}",  # 11
+        f"topicStatus -t {t}",  # 12
+        f"topicClusterList -t {t}",  # 13
+        "topicList",  # 14
+        f"consumerProgress -g {g}",  # 15
+        f"consumerConnection -g {g}",  # 16
+        f"producerConnection -g {pg} -t {t}",  # 17
+        f"consumerStatus -g {g}",  # 18
+        f"getConsumerConfig -g {g}",  # 19
+        "getBrokerConfig -b $B",  # 20
+        f"queryMsgByKey -t {t} -k K1",  # 21
+        f"printMsg -t {t} -d true",  # 22
+        f"printMsgByQueue -t {t} -a {BROKER} -i 0 -p true",  # 23
+        f"consumeMessage -t {t} -b {BROKER} -i 0 -o 1 -c 2",  # 24
+        f"queryMsgByOffset -t {t} -b {BROKER} -i 0 -o 0",  # 25
+        f"updateTopic -b $B -t AdmTrace{v} -r 1 -w 1",  # 26 for queryMsgTraceById in phase B
+        "@sleep 1500",  # 27
         f"@trace-producer AdmTraceP{v} {BROKER} AdmTrace{v} TK{v}",  # 28 traces flushed at batch end
         # the client's trace dispatcher gives its queue only 500 ms at shutdown; on a loaded machine the
         # trace was once still queued then (and lost): let the dispatcher send it while the batch lives
-        "@sleep 3000",                                           # 29
+        "@sleep 3000",  # 29
     ]
     return t, g, pg, phase_a
 
@@ -181,7 +202,7 @@ KNOWN_SECONDARY_FAILURES = {"4.9.8": {"exportConfigs"}}
 
 SECONDARY_FILES = {
     "topics.json": '[{"topicName":"SecListT1","readQueueNums":2,"writeQueueNums":2,"perm":6},'
-                   '{"topicName":"SecListT2","readQueueNums":1,"writeQueueNums":1,"perm":6}]',
+    '{"topicName":"SecListT2","readQueueNums":1,"writeQueueNums":1,"perm":6}]',
     "groups.json": '[{"groupName":"SecListG1","retryMaxTimes":5},{"groupName":"SecListG2"}]',
 }
 
@@ -213,9 +234,11 @@ def _secondary(version: str, t: str, g: str) -> list[tuple[str, str]]:
         ("cleanUnusedTopic", "cleanUnusedTopic -b $B"),
     ]
     if version != "4.9.8":
-        lines += [("updateTopicList", "updateTopicList -b $B -f $WD/topics.json"),
-                  ("updateSubGroupList", "updateSubGroupList -b $B -f $WD/groups.json"),
-                  ("_batch applied", "@sleep 1000")]
+        lines += [
+            ("updateTopicList", "updateTopicList -b $B -f $WD/topics.json"),
+            ("updateSubGroupList", "updateSubGroupList -b $B -f $WD/groups.json"),
+            ("_batch applied", "@sleep 1000"),
+        ]
     lines += [
         ("exportMetadata", "exportMetadata -b $B -t -f $WD/export-b"),
         ("exportMetadata -c", f"exportMetadata -c {CLUSTER} -f $WD/export-c"),
@@ -265,10 +288,23 @@ def _sec_check(name, sides, res, i, version, t, g):
             return re.sub(r"physicOffset=\d+", "physicOffset=<n>", x), [o - offs[0] for o in offs]
 
         same(sides, res, i, relative)
-    elif name in ("allocateMQ", "updateKvConfig", "deleteKvConfig", "updateNamesrvConfig",
-                  "cleanExpiredCQ", "deleteExpiredCommitLog", "cleanUnusedTopic", "wipeWritePerm", "addWritePerm"):
-        needles = {"allocateMQ": ["10.0.0.2", t],
-                   "wipeWritePerm": ["OK, "], "addWritePerm": ["OK, "], "updateNamesrvConfig": ["clusterTest : false"]}
+    elif name in (
+        "allocateMQ",
+        "updateKvConfig",
+        "deleteKvConfig",
+        "updateNamesrvConfig",
+        "cleanExpiredCQ",
+        "deleteExpiredCommitLog",
+        "cleanUnusedTopic",
+        "wipeWritePerm",
+        "addWritePerm",
+    ):
+        needles = {
+            "allocateMQ": ["10.0.0.2", t],
+            "wipeWritePerm": ["OK, "],
+            "addWritePerm": ["OK, "],
+            "updateNamesrvConfig": ["clusterTest : false"],
+        }
         ok(sides, res, i, *needles.get(name, ["success"]))
         same(sides, res, i)
     elif name.startswith("updateOrderConf"):
@@ -284,8 +320,14 @@ def _sec_check(name, sides, res, i, version, t, g):
         from pyrmq.namesrv.config import PYRMQ_KEYS  # pyrmq-only keys (documented there), e.g. the expiry
 
         ok(sides, res, i, "clusterTest")
-        same(sides, res, i, lambda x: sorted(k for k in (ln.split("=")[0].strip() for ln in x.splitlines()
-                                                         if " =  " in ln) if k not in PYRMQ_KEYS))
+        same(
+            sides,
+            res,
+            i,
+            lambda x: sorted(
+                k for k in (ln.split("=")[0].strip() for ln in x.splitlines() if " =  " in ln) if k not in PYRMQ_KEYS
+            ),
+        )
     elif name in ("updateTopicList", "updateSubGroupList"):
         ok(sides, res, i, "success, please check the result later")
         same(sides, res, i)
@@ -320,7 +362,9 @@ def _sec_check(name, sides, res, i, version, t, g):
             # the Java 5.5.0 broker no longer reports getTransferedTps, which 4.9.8's tool needs; pyrmq does
             assert "getTransferedTps" in sides[1].norm(res[1][i].out + res[1][i].err), dump(sides, res, {i})
             st = res[0][i]
-            assert st.exit == 0 and "metrics.json success" in st.out and "Exception" not in st.err, dump(sides, res, {i})
+            assert st.exit == 0 and "metrics.json success" in st.out and "Exception" not in st.err, dump(
+                sides, res, {i}
+            )
             doc = doc_of(sides[0])
             assert set(doc["totalData"]) == {"totalOneDayNum", "totalTps"} and BROKER in doc["evaluateReport"], doc
             return
@@ -333,7 +377,7 @@ def _sec_check(name, sides, res, i, version, t, g):
         got = same(sides, res, i, norm_rows("Pub", 3))
         assert got == [["Pub", f"AdmTraceP{version.replace('.', '')}", "127.0.0.1"]], got
     elif name == "clusterRT":
-        for s, steps in zip(sides, res):
+        for _s, steps in zip(sides, res, strict=False):
             st = steps[i]
             assert st.exit == 0 and "timed: interrupted" in st.err, dump(sides, res, {i})
             assert "InterruptedException" in st.err, dump(sides, res, {i})  # the only failure: our interrupt
@@ -355,18 +399,17 @@ def test_core_commands(sides, version):
     for i in (2, 3, 4):
         ok(sides, a, i, "SEND_OK")
         same(sides, a, i)
-    for s, steps in zip(sides, a):
+    for steps in a:
         assert steps[7].exit == 0, dump(sides, a, {5, 6, 7})
 
     ok(sides, a, 9, CLUSTER, BROKER)
-    cl = [rows(s.norm(steps[9].out), CLUSTER) for s, steps in zip(sides, a)]
+    cl = [rows(s.norm(steps[9].out), CLUSTER) for s, steps in zip(sides, a, strict=False)]
     assert [r[:4] for r in cl[0]] == [[CLUSTER, BROKER, "0", "<broker>"]], dump(sides, a, {9})
     assert [r[:5] for r in cl[0]] == [r[:5] for r in cl[1]], dump(sides, a, {9})
     ok(sides, a, 10, "msgPutTotalTodayNow", "getTransferredTps", "brokerVersionDesc")
     keys = [{ln.split(":")[0].strip() for ln in steps[10].out.splitlines() if ":" in ln} for steps in a]
     # every key the Java broker reports is reported by pyrmq (the per-path disk ratio names its own path)
-    assert {k for k in keys[1] - keys[0] if not k.startswith("commitLogDiskRatio_")} == set(), \
-        sorted(keys[1] - keys[0])
+    assert {k for k in keys[1] - keys[0] if not k.startswith("commitLogDiskRatio_")} == set(), sorted(keys[1] - keys[0])
     ok(sides, a, 11, BROKER)
     same(sides, a, 11)
     ok(sides, a, 12, BROKER)
@@ -377,11 +420,11 @@ def test_core_commands(sides, version):
     ok(sides, a, 14, t)
     topics = [{ln.strip() for ln in steps[14].out.splitlines() if ln.strip()} for steps in a]
     assert {t, f"%RETRY%{g}", BROKER, CLUSTER} <= topics[0], dump(sides, a, {14})
-    assert topics[0] == topics[1], (topics[0] ^ topics[1])
-    for s, steps in zip(sides, a):
+    assert topics[0] == topics[1], topics[0] ^ topics[1]
+    for steps in a:
         assert steps[8].exit == 0, dump(sides, a, {7, 8})
     ok(sides, a, 15, t)
-    prog = [[r[:6] for r in rows(s.norm(steps[15].out), t)] for s, steps in zip(sides, a)]
+    prog = [[r[:6] for r in rows(s.norm(steps[15].out), t)] for s, steps in zip(sides, a, strict=False)]
     assert prog[0][0] == [t, BROKER, "0", "4", "4", "0"], dump(sides, a, {15})
     assert prog[0] == prog[1], dump(sides, a, {15})
     ok(sides, a, 16, "CONSUME_PASSIVELY", "CLUSTERING", t)
@@ -394,8 +437,9 @@ def test_core_commands(sides, version):
     same(sides, a, 19)
     ok(sides, a, 20, "brokerClusterName", CLUSTER)
     ok(sides, a, 21, "#Message ID")
-    assert len(rows(a[0][21].out, "<id>") or [ln for ln in a[0][21].out.splitlines() if HEX_ID.search(ln)]) == 1, \
-        dump(sides, a, {21})
+    assert len(rows(a[0][21].out, "<id>") or [ln for ln in a[0][21].out.splitlines() if HEX_ID.search(ln)]) == 1, dump(
+        sides, a, {21}
+    )
     same(sides, a, 21, lambda x: re.sub(r"\d{13}@", "<ts>@", x))
     ok(sides, a, 22, "body-1", "KEYS=K1")
     ok(sides, a, 23, "KEYS=K1", "KEYS=K2", "KEYS=K3", "queueOffset=3")
@@ -412,43 +456,50 @@ def test_core_commands(sides, version):
     for key in ("Topic", "Tags", "Keys", "Queue ID", "Queue Offset", "System Flag"):
         vals = [_field(steps[25].out, key) for steps in a]
         assert vals[0] == vals[1], f"{key}: {vals}\n" + dump(sides, a, {25})
-    stores = [_field(s.norm(steps[25].out).replace("Store Host: ", "Store Host:"), "Store Host") for s, steps in
-              zip(sides, a)]
+    stores = [
+        _field(s.norm(steps[25].out).replace("Store Host: ", "Store Host:"), "Store Host")
+        for s, steps in zip(sides, a, strict=False)
+    ]
     assert stores == ["<broker>", "<broker>"], dump(sides, a, {25})
 
     # ---------------------------------------------------------------- phase B: ids, resets, changes, deletes
     offset_ids = [_field(steps[25].out, "OffsetID") for steps in a]
     uniq_ids = [HEX_ID.search(steps[2].out).group(0) for steps in a]
     lines_b = [
-        "QMBI",                                                   # 0 queryMsgById, per side
-        f"queryMsgByUniqueKey -t {t} -i UNIQ",                   # 1
-        f"resetOffsetByTime -g {g} -t {t} -s 0",                 # 2
-        "@sleep 3000",                                           # 3
-        f"skipAccumulatedMessage -g {g} -t {t}",                 # 4
-        f"updateTopicPerm -b $B -t {t} -p 4",                    # 5
-        f"updateTopicPerm -b $B -t {t} -p 6",                    # 6
+        "QMBI",  # 0 queryMsgById, per side
+        f"queryMsgByUniqueKey -t {t} -i UNIQ",  # 1
+        f"resetOffsetByTime -g {g} -t {t} -s 0",  # 2
+        "@sleep 3000",  # 3
+        f"skipAccumulatedMessage -g {g} -t {t}",  # 4
+        f"updateTopicPerm -b $B -t {t} -p 4",  # 5
+        f"updateTopicPerm -b $B -t {t} -p 6",  # 6
         "updateBrokerConfig -b $B -k flushIntervalCommitLog -v 600",  # 7
-        "getBrokerConfig -b $B",                                 # 8
+        "getBrokerConfig -b $B",  # 8
     ]
     sec = _secondary(version, t, g)
     sec_at = {name: len(lines_b) + i for i, (name, _) in enumerate(sec)}
     lines_b += [line for _, line in sec]
     end = len(lines_b)
     lines_b += [
-        f"@shutdown {g}",                                        # end + 0
-        f"@shutdown {pg}",                                       # end + 1
-        "@sleep 1000",                                           # end + 2
-        f"deleteSubGroup -b $B -g {g}",                          # end + 3
-        f"deleteTopic -c {CLUSTER} -t {t}",                      # end + 4
-        "topicList",                                             # end + 5
+        f"@shutdown {g}",  # end + 0
+        f"@shutdown {pg}",  # end + 1
+        "@sleep 1000",  # end + 2
+        f"deleteSubGroup -b $B -g {g}",  # end + 3
+        f"deleteTopic -c {CLUSTER} -t {t}",  # end + 4
+        "topicList",  # end + 5
     ]
     qmbi = f"queryMsgById -t {t} -i OFFSETID" if version != "4.9.8" else "queryMsgById -i OFFSETID"
     trace_ids = [re.search(r"^traced (\S+) SEND_OK", steps[28].out, re.M) for steps in a]
     assert all(trace_ids), dump(sides, a, {26, 27, 28})
 
     def lines_for(k):
-        return [ln.replace("QMBI", qmbi).replace("OFFSETID", offset_ids[k]).replace("UNIQ", uniq_ids[k])
-                .replace("TRACEID", trace_ids[k].group(1)) for ln in lines_b]
+        return [
+            ln.replace("QMBI", qmbi)
+            .replace("OFFSETID", offset_ids[k])
+            .replace("UNIQ", uniq_ids[k])
+            .replace("TRACEID", trace_ids[k].group(1))
+            for ln in lines_b
+        ]
 
     with ThreadPoolExecutor(2) as ex:
         b = list(ex.map(lambda k: sides[k].batch(version, "b", lines_for(k), files=SECONDARY_FILES), (0, 1)))
@@ -471,7 +522,7 @@ def test_core_commands(sides, version):
         same(sides, b, i)
     ok(sides, b, 7, "update broker config success")
     same(sides, b, 7)
-    for s, steps in zip(sides, b):
+    for steps in b:
         assert re.search(r"^flushIntervalCommitLog\s+=\s+600$", steps[8].out, re.M), dump(sides, b, {8})
     ok(sides, b, end + 3, "success")
     same(sides, b, end + 3)
@@ -480,7 +531,7 @@ def test_core_commands(sides, version):
     for steps in b:
         assert t not in {ln.strip() for ln in steps[end + 5].out.splitlines()}, dump(sides, b, {end + 5})
 
-    for s, sa, sb in zip(sides, a, b):
+    for s, sa, sb in zip(sides, a, b, strict=False):
         first = re.search(r"physicOffset=(\d+)", sb[sec_at["queryCq"]].out)
         assert first and first.group(1) == _field(sa[25].out, "CommitLog Offset"), s.label
 
@@ -493,8 +544,10 @@ def test_core_commands(sides, version):
         except AssertionError as e:
             failed[name] = str(e)[:3000]
     counted = [n for n in sec_at if not n.startswith("_")]
-    print(f"secondary command steps passing with mqadmin {version}: {len(counted) - len(failed) - len(java_too)} "
-          f"of {len(counted)}; failing like the Java broker: {sorted(java_too)}; failing: {sorted(failed)}")
+    print(
+        f"secondary command steps passing with mqadmin {version}: {len(counted) - len(failed) - len(java_too)} "
+        f"of {len(counted)}; failing like the Java broker: {sorted(java_too)}; failing: {sorted(failed)}"
+    )
     assert not failed, "\n\n".join(f"== {k}\n{v}" for k, v in failed.items())
     assert java_too == KNOWN_SECONDARY_FAILURES.get(version, set())
 
@@ -504,9 +557,20 @@ def error_kind(step: Step) -> tuple:
     text = step.out + "\n" + step.err
     codes = tuple(sorted(set(re.findall(r"CODE: (-?\d+)", text))))
     excs = tuple(sorted(set(re.findall(r"\b(?:\w+\.)*(\w+Exception)\b", text)) - {"SubCommandException"}))
-    msgs = tuple(m for m in ("Not found the consumer group connection", "not online", "Message not found",
-                             "Not found the topic stats info", "does not exist", "not exist",
-                             "black list", "success") if m in text)
+    msgs = tuple(
+        m
+        for m in (
+            "Not found the consumer group connection",
+            "not online",
+            "Message not found",
+            "Not found the topic stats info",
+            "does not exist",
+            "not exist",
+            "black list",
+            "success",
+        )
+        if m in text
+    )
     return step.exit, codes, excs, msgs
 
 
@@ -515,23 +579,23 @@ def test_bad_input(sides, version):
     v = version.replace(".", "")
     t, g = f"BadTopic{v}", f"BadGroup{v}"
     lines = [
-        f"updateTopic -b $B -t {t} -r 2 -w 2",                          # 0 a real topic
-        f"sendMessage -t {t} -p x -b {BROKER} -i 0",                      # 1
-        "topicRoute -t NoSuchTopicXyz",                                  # 2
-        "topicStatus -t NoSuchTopicXyz",                                 # 3
-        "consumerProgress -g NoSuchGroupXyz",                            # 4
-        "consumerConnection -g NoSuchGroupXyz",                          # 5
-        f"resetOffsetByTime -g NoSuchGroupXyz -t {t} -s now",            # 6
-        f"resetOffsetByTime -g {g} -t NoSuchTopicXyz -s now",            # 7
-        f"queryMsgByOffset -t {t} -b {BROKER} -i 0 -o 999999",           # 8
-        f"queryMsgByOffset -t {t} -b {BROKER} -i 7 -o 0",                # 9 queue beyond the topic
+        f"updateTopic -b $B -t {t} -r 2 -w 2",  # 0 a real topic
+        f"sendMessage -t {t} -p x -b {BROKER} -i 0",  # 1
+        "topicRoute -t NoSuchTopicXyz",  # 2
+        "topicStatus -t NoSuchTopicXyz",  # 3
+        "consumerProgress -g NoSuchGroupXyz",  # 4
+        "consumerConnection -g NoSuchGroupXyz",  # 5
+        f"resetOffsetByTime -g NoSuchGroupXyz -t {t} -s now",  # 6
+        f"resetOffsetByTime -g {g} -t NoSuchTopicXyz -s now",  # 7
+        f"queryMsgByOffset -t {t} -b {BROKER} -i 0 -o 999999",  # 8
+        f"queryMsgByOffset -t {t} -b {BROKER} -i 7 -o 0",  # 9 queue beyond the topic
         "updateBrokerConfig -b $B -k flushIntervalCommitLog -v not-a-number",  # 10
-        "getBrokerConfig -b $B",                                         # 11
-        "updateBrokerConfig -b $B -k brokerConfigPath -v /tmp/x",        # 12 black list
-        "deleteSubGroup -b $B -g NoSuchGroupXyz",                        # 13
-        "producerConnection -g NoSuchProducerXyz -t " + t,               # 14
-        f"getConsumerConfig -g NoSuchGroupXyz",                          # 15
-        "clusterList",                                                   # 16 still up
+        "getBrokerConfig -b $B",  # 11
+        "updateBrokerConfig -b $B -k brokerConfigPath -v /tmp/x",  # 12 black list
+        "deleteSubGroup -b $B -g NoSuchGroupXyz",  # 13
+        "producerConnection -g NoSuchProducerXyz -t " + t,  # 14
+        "getConsumerConfig -g NoSuchGroupXyz",  # 15
+        "clusterList",  # 16 still up
     ]
     r = run_both(sides, version, "bad", lines)
     for i in (0, 1, 16):
@@ -539,24 +603,35 @@ def test_bad_input(sides, version):
     for i in range(2, 16):
         kinds = [error_kind(steps[i]) for steps in r]
         assert kinds[0] == kinds[1], f"#{i}: {kinds}\n" + dump(sides, r, {i})
-    for s, steps in zip(sides, r):
+    for s, steps in zip(sides, r, strict=False):
         assert not re.search(r"^flushIntervalCommitLog\s+=\s+not-a-number$", steps[11].out, re.M), dump(sides, r, {11})
         assert s.broker.alive(), s.label
     assert BROKER in r[0][16].out, dump(sides, r, {16})
 
 
 def test_update_broker_config_back_to_default_persists_and_survives_restart(
-        pyrmq_namesrv, pyrmq_broker, java_namesrv, java_broker, tmp_path_factory):
+    pyrmq_namesrv, pyrmq_broker, java_namesrv, java_broker, tmp_path_factory
+):
     """flushDiskType set back to its default (ASYNC_FLUSH) on a broker started with SYNC_FLUSH, through
     the official updateBrokerConfig: getBrokerConfig shows it at once, it is written into the broker's
     -c file (Java Configuration#persist), and a restart comes back with it. A bad value beside it is
     skipped. Same script against the Java broker 5.5.0, same outcome."""
     base = tmp_path_factory.mktemp("mqadmin-flush")
     conf = {"flushDiskType": "SYNC_FLUSH", "maxMessageSize": 1048576}
-    sides_ = [Side("pyrmq", pyrmq_namesrv, pyrmq_broker(pyrmq_namesrv.addr, name="broker-flush", cluster=CLUSTER,
-                                                      fresh=True, **conf), base / "pyrmq"),
-              Side("java", java_namesrv, java_broker(java_namesrv.addr, name="broker-flush", cluster=CLUSTER,
-                                                    fresh=True, **conf), base / "java")]
+    sides_ = [
+        Side(
+            "pyrmq",
+            pyrmq_namesrv,
+            pyrmq_broker(pyrmq_namesrv.addr, name="broker-flush", cluster=CLUSTER, fresh=True, **conf),
+            base / "pyrmq",
+        ),
+        Side(
+            "java",
+            java_namesrv,
+            java_broker(java_namesrv.addr, name="broker-flush", cluster=CLUSTER, fresh=True, **conf),
+            base / "java",
+        ),
+    ]
     version = java.CLIENT_VERSIONS[0]
     try:
         _flush_type_round_trip(sides_, version)
@@ -571,14 +646,16 @@ def _flush_type_round_trip(sides_: list[Side], version: str) -> None:
     def flush_type(step: Step) -> str:
         return _field(step.out.replace(" =  ", ": ").replace(" ", ""), "flushDiskType")
 
-    before = ["getBrokerConfig -b $B",                                        # 0
-              "updateBrokerConfig -b $B -k flushDiskType -v ASYNC_FLUSH",     # 1
-              "updateBrokerConfig -b $B -k maxMessageSize -v 4MB",            # 2 bad value: skipped
-              "getBrokerConfig -b $B"]                                        # 3
+    before = [
+        "getBrokerConfig -b $B",  # 0
+        "updateBrokerConfig -b $B -k flushDiskType -v ASYNC_FLUSH",  # 1
+        "updateBrokerConfig -b $B -k maxMessageSize -v 4MB",  # 2 bad value: skipped
+        "getBrokerConfig -b $B",
+    ]  # 3
     r = run_both(sides_, version, "flush", before)
     for i in range(4):
         ok(sides_, r, i)
-    for s, steps in zip(sides_, r):
+    for s, steps in zip(sides_, r, strict=False):
         assert flush_type(steps[0]) == "SYNC_FLUSH", dump(sides_, r, {0})
         assert flush_type(steps[3]) == "ASYNC_FLUSH", dump(sides_, r, {3})
         assert re.search(r"^maxMessageSize\s+=\s+1048576$", steps[3].out, re.M), dump(sides_, r, {3})
@@ -596,5 +673,10 @@ def test_dashboard_admin_calls_over_vip_port(sides, java_home, label):
     """The dashboard 2.0.0 jar is not on Maven Central: its admin calls are made by the official
     DefaultMQAdminExt 5.5.0 with setVipChannelEnabled(true), as the dashboard does (docs/admin.md)."""
     side = next(s for s in sides if s.label == label)
-    java.run_junit("5.5.0", "DashboardAdminTest", props={"namesrv": side.ns.addr, "broker": side.broker.name},
-                   home=java_home, timeout=180)
+    java.run_junit(
+        "5.5.0",
+        "DashboardAdminTest",
+        props={"namesrv": side.ns.addr, "broker": side.broker.name},
+        home=java_home,
+        timeout=180,
+    )

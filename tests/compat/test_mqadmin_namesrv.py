@@ -13,7 +13,6 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from support import probe
 from support.java import CLIENT_VERSIONS
 
@@ -51,7 +50,7 @@ def sides(pyrmq_namesrv, java_namesrv, java_broker, mqadmin):
     for s in pair:
         out = s.run("5.5.0", "updateTopic", "-b", s.broker.addr, "-t", TOPIC, "-r", "4", "-w", "4")
         assert "success" in out.stdout.lower(), out.stdout + out.stderr
-        _wait(lambda: probe.topic_route(s.ns.addr, TOPIC).code == probe.SUCCESS, f"route of {TOPIC} at {s.label}")
+        _wait(lambda s=s: probe.topic_route(s.ns.addr, TOPIC).code == probe.SUCCESS, f"route of {TOPIC} at {s.label}")
     return pair
 
 
@@ -70,15 +69,18 @@ def both(sides, version, *args):
     """Run the command on both sides at once (mqadmin JVMs mostly wait on I/O)."""
     with ThreadPoolExecutor(2) as ex:
         results = list(ex.map(lambda s: s.run(version, *args), sides))
-    for s, r in zip(sides, results):
+    for s, r in zip(sides, results, strict=False):
         assert r.returncode == 0, f"[{s.label}] mqadmin {version} {args} exit {r.returncode}\n{r.stdout}\n{r.stderr}"
         assert "Exception" not in r.stdout or "getTransferedTps" in r.stderr, (
-            f"[{s.label}] mqadmin {version} {args} failed:\n{r.stdout}\n{r.stderr}")
+            f"[{s.label}] mqadmin {version} {args} failed:\n{r.stdout}\n{r.stderr}"
+        )
     return results
 
 
 def show(sides, results) -> str:
-    return "\n".join(f"--- {s.label} ({s.ns.addr}) ---\n{r.stdout}\n{r.stderr[-3000:]}" for s, r in zip(sides, results))
+    return "\n".join(
+        f"--- {s.label} ({s.ns.addr}) ---\n{r.stdout}\n{r.stderr[-3000:]}" for s, r in zip(sides, results, strict=False)
+    )
 
 
 def _cluster_rows(side, text):
@@ -93,7 +95,7 @@ def _cluster_rows(side, text):
 @pytest.mark.parametrize("version", CLIENT_VERSIONS)
 def test_cluster_list(sides, version):
     results = both(sides, version, "clusterList")
-    rows = [_cluster_rows(s, r.stdout) for s, r in zip(sides, results)]
+    rows = [_cluster_rows(s, r.stdout) for s, r in zip(sides, results, strict=False)]
     # 4.9.8 mqadmin prints an NPE on stderr for 5.x brokers (getTransferedTps missing from
     # the broker's runtime info); it comes from the broker, not the name server, and still prints the row.
     assert rows[1] == [(CLUSTER, BROKER, "0", "<broker>", "V5_5_0")], show(sides, results)
@@ -111,7 +113,7 @@ def test_topic_list(sides, version):
 @pytest.mark.parametrize("version", CLIENT_VERSIONS)
 def test_topic_route(sides, version):
     results = both(sides, version, "topicRoute", "-t", TOPIC)
-    texts = [s.norm(r.stdout) for s, r in zip(sides, results)]
+    texts = [s.norm(r.stdout) for s, r in zip(sides, results, strict=False)]
     for t in texts:
         assert BROKER in t and "<broker>" in t, show(sides, results)
     assert texts[0] == texts[1], show(sides, results)
@@ -130,7 +132,7 @@ def test_kv_config(sides, version):
         assert "success" in r.stdout.lower(), show(sides, results)
     assert results[0].stdout == results[1].stdout, show(sides, results)
     got = [_kv(s) for s in sides]
-    for s, g in zip(sides, got):
+    for s, g in zip(sides, got, strict=False):
         assert (g.code, g.ext_fields.get("value")) == (probe.SUCCESS, value), f"[{s.label}] {g}"
 
     results = both(sides, version, "deleteKvConfig", "-s", KV_NS, "-k", KV_KEY)
@@ -153,13 +155,13 @@ def _perm(side):
 @pytest.mark.parametrize("version", CLIENT_VERSIONS)
 def test_write_perm(sides, version):
     results = both(sides, version, "wipeWritePerm", "-b", BROKER)
-    texts = [s.norm(r.stdout) for s, r in zip(sides, results)]
+    texts = [s.norm(r.stdout) for s, r in zip(sides, results, strict=False)]
     assert "wipe write perm of broker[" + BROKER in texts[1], show(sides, results)
     assert texts[0] == texts[1], show(sides, results)
     assert [_perm(s) for s in sides] == [4, 4]  # PermName.PERM_READ only
 
     results = both(sides, version, "addWritePerm", "-b", BROKER)
-    texts = [s.norm(r.stdout) for s, r in zip(sides, results)]
+    texts = [s.norm(r.stdout) for s, r in zip(sides, results, strict=False)]
     assert "add write perm of broker[" + BROKER in texts[1], show(sides, results)
     assert texts[0] == texts[1], show(sides, results)
     assert [_perm(s) for s in sides] == [6, 6]  # read | write
@@ -188,11 +190,12 @@ def test_namesrv_config(sides, version):
     results = both(sides, version, "updateNamesrvConfig", "-k", "waitSecondsForService", "-v", value)
     for r in results:
         assert "success" in r.stdout.lower(), show(sides, results)
-    assert [s.norm(r.stdout) for s, r in zip(sides, results)][0] == sides[1].norm(results[1].stdout), \
+    assert next(s.norm(r.stdout) for s, r in zip(sides, results, strict=False)) == sides[1].norm(results[1].stdout), (
         show(sides, results)
+    )
 
     results = both(sides, version, "getNamesrvConfig")
-    confs = [_config(s, r.stdout) for s, r in zip(sides, results)]
+    confs = [_config(s, r.stdout) for s, r in zip(sides, results, strict=False)]
     assert confs[1].get("waitSecondsForService") == value, show(sides, results)
     assert confs[0].get("waitSecondsForService") == value, show(sides, results)
     pyrmq = {k: v for k, v in confs[0].items() if k not in PYRMQ_ONLY_KEYS}

@@ -18,7 +18,6 @@ import os
 import time
 
 import pytest
-
 from support import probe
 from support.servers import namesrv_under_test
 
@@ -31,8 +30,11 @@ SCAN_MS = 1_000
 @pytest.fixture(scope="module")
 def liveness_namesrv(tmp_path_factory, request):
     """A name server under test with a short broker expiry (its own, not the shared one)."""
-    ns = namesrv_under_test(tmp_path_factory.mktemp("liveness-namesrv"), scanNotActiveBrokerInterval=SCAN_MS,
-                             brokerChannelExpiredTime=EXPIRY_MS)
+    ns = namesrv_under_test(
+        tmp_path_factory.mktemp("liveness-namesrv"),
+        scanNotActiveBrokerInterval=SCAN_MS,
+        brokerChannelExpiredTime=EXPIRY_MS,
+    )
     yield ns
     if getattr(request.module, "_compat_failed", False):
         print(f"\n{ns!r}\n{ns.tail(80)}")
@@ -50,8 +52,10 @@ def _broker_conf():
 
 
 def _gone(ns, broker) -> bool:
-    return (not probe.broker_registered(ns.addr, broker.name)
-            and probe.topic_route(ns.addr, broker.name).code == probe.TOPIC_NOT_EXIST)
+    return (
+        not probe.broker_registered(ns.addr, broker.name)
+        and probe.topic_route(ns.addr, broker.name).code == probe.TOPIC_NOT_EXIST
+    )
 
 
 def _wait_gone(ns, broker, timeout: float) -> float:
@@ -61,8 +65,10 @@ def _wait_gone(ns, broker, timeout: float) -> float:
         if _gone(ns, broker):
             return time.monotonic() - t0
         time.sleep(0.1)
-    raise AssertionError(f"{broker.name} still known to {ns.addr} {timeout}s later:\n"
-                         f"{probe.cluster_info(ns.addr).text}\n{probe.topic_route(ns.addr, broker.name)}")
+    raise AssertionError(
+        f"{broker.name} still known to {ns.addr} {timeout}s later:\n"
+        f"{probe.cluster_info(ns.addr).text}\n{probe.topic_route(ns.addr, broker.name)}"
+    )
 
 
 def test_kill9_broker_route_disappears_at_once(liveness_namesrv, java_broker):

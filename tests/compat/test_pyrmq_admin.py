@@ -9,6 +9,7 @@ Then `pyrmq admin` alone changes things (reset offsets, skip, perm, broker confi
 topic) on both sides, and bad input (unknown topic/group, bad offsets, malformed values, an
 unreachable server) must fail the same way on both sides with exit 1, the brokers staying up.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from support import java
 
 pytestmark = [pytest.mark.compat, pytest.mark.java]
@@ -62,9 +62,15 @@ SETUP = [
 
 
 def pyadmin(side, line: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    args = line.replace("$B", side.broker.addr).split(" ") + ["-n", side.ns.addr]
-    return subprocess.run([sys.executable, "-m", "pyrmq", "admin", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL)
+    args = [*line.replace("$B", side.broker.addr).split(" "), "-n", side.ns.addr]
+    return subprocess.run(
+        [sys.executable, "-m", "pyrmq", "admin", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 class Side:
@@ -77,15 +83,26 @@ class Side:
         script = []
         for line in lines:
             line = line.replace("$B", self.broker.addr)
-            script.append(line if line.startswith("@") else "\t".join(line.split(" ") + ["-n", self.ns.addr]))
+            script.append(line if line.startswith("@") else "\t".join([*line.split(" "), "-n", self.ns.addr]))
         (self.workdir / "script.txt").write_text("\n".join(script) + "\n")
         home = java.prepare_home(self.workdir / "home")
-        argv = java.java_argv(java.CLIENT_MODULE["5.5.0"], "io.pyrmq.compat.scenarios.MqadminBatch",
-                              [str(self.workdir / "script.txt"), str(self.workdir / "out")], home,
-                              {"namesrv": self.ns.addr, "java.security.manager": "allow"}, with_tests=True)
+        argv = java.java_argv(
+            java.CLIENT_MODULE["5.5.0"],
+            "io.pyrmq.compat.scenarios.MqadminBatch",
+            [str(self.workdir / "script.txt"), str(self.workdir / "out")],
+            home,
+            {"namesrv": self.ns.addr, "java.security.manager": "allow"},
+            with_tests=True,
+        )
         log = open(self.workdir / "batch.log", "w")
-        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=java.java_env(home), cwd=self.workdir,
-                             stdin=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=java.java_env(home),
+            cwd=self.workdir,
+            stdin=subprocess.DEVNULL,
+        )
         return p, self.workdir / "out"
 
     def official(self, out: Path, i: int) -> tuple[str, str, int]:
@@ -207,12 +224,14 @@ def run_bad(side: Side) -> list[tuple[str, subprocess.CompletedProcess]]:
 @pytest.fixture(scope="module")
 def results(sides):
     with ThreadPoolExecutor(2) as ex:
-        return dict(zip(("pyrmq", "java"), ex.map(run_side, sides)))
+        return dict(zip(("pyrmq", "java"), ex.map(run_side, sides), strict=False))
 
 
 def show(label, line, official, ours) -> str:
-    return (f"[{label}] {line}\n--- official mqadmin (exit {official[2]})\n{official[0]}\n{official[1][-1500:]}"
-            f"\n--- pyrmq admin (exit {ours.returncode})\n{ours.stdout}\n{ours.stderr[-1500:]}")
+    return (
+        f"[{label}] {line}\n--- official mqadmin (exit {official[2]})\n{official[0]}\n{official[1][-1500:]}"
+        f"\n--- pyrmq admin (exit {ours.returncode})\n{ours.stdout}\n{ours.stderr[-1500:]}"
+    )
 
 
 @pytest.mark.parametrize("line", READS)
@@ -227,8 +246,10 @@ def test_reads_match_official_mqadmin(results, line):
 
 
 def test_changes_on_both_brokers(results, sides):
-    out = {label: {line.split(" ")[0] + str(i): r for i, (line, r) in enumerate(results[label]["changes"])}
-           for label in ("pyrmq", "java")}
+    out = {
+        label: {line.split(" ")[0] + str(i): r for i, (line, r) in enumerate(results[label]["changes"])}
+        for label in ("pyrmq", "java")
+    }
 
     def dump(label):
         return "\n".join(f"--- {k} (exit {r.returncode})\n{r.stdout}\n{r.stderr}" for k, r in out[label].items())
@@ -254,8 +275,11 @@ def test_changes_on_both_brokers(results, sides):
         assert f"delete subscription group [{G}] from broker [{s.broker.addr}] success." in o["deleteSubGroup10"].stdout
         assert f"delete topic [{T}] from NameServer success." in o["deleteTopic11"].stdout, dump(s.label)
         assert T not in o["topicList12"].stdout.split(), dump(s.label)
-        norms[s.label] = {k: _norm_side(s, r.stdout) for k, r in o.items()
-                          if k.startswith(("reset", "skip", "updateTopicPerm", "updateBrokerConfig", "delete"))}
+        norms[s.label] = {
+            k: _norm_side(s, r.stdout)
+            for k, r in o.items()
+            if k.startswith(("reset", "skip", "updateTopicPerm", "updateBrokerConfig", "delete"))
+        }
     assert norms["pyrmq"] == norms["java"], (dump("pyrmq"), dump("java"))
 
 
@@ -267,13 +291,17 @@ def _norm_side(side, text: str) -> str:
 
 def error_kind(r: subprocess.CompletedProcess) -> tuple:
     text = r.stdout + r.stderr
-    return (r.returncode, tuple(sorted(set(re.findall(r"CODE: (-?\d+)", text)))),
-            tuple(sorted(set(re.findall(r"\b(\w+Exception)\b", text)))), text.startswith("usage:") or "usage:" in r.stdout)
+    return (
+        r.returncode,
+        tuple(sorted(set(re.findall(r"CODE: (-?\d+)", text)))),
+        tuple(sorted(set(re.findall(r"\b(\w+Exception)\b", text)))),
+        text.startswith("usage:") or "usage:" in r.stdout,
+    )
 
 
 def test_bad_input_fails_the_same_way(results, sides):
     pyr, jav = results["pyrmq"]["bad"], results["java"]["bad"]
-    for (line, a), (_, b) in zip(pyr[:-1], jav[:-1]):
+    for (line, a), (_, b) in zip(pyr[:-1], jav[:-1], strict=False):
         ka, kb = error_kind(a), error_kind(b)
         what = f"{line}\n--- pyrmq\n{a.stdout}\n{a.stderr}\n--- java\n{b.stdout}\n{b.stderr}"
         assert ka == kb, what
@@ -291,8 +319,13 @@ def test_bad_input_fails_the_same_way(results, sides):
 
 
 def test_unreachable_name_server_and_listing(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "pyrmq", "admin", "clusterList", "-n", "127.0.0.1:1"],
-                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "pyrmq", "admin", "clusterList", "-n", "127.0.0.1:1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert r.returncode == 1
     assert "RemotingConnectException: connect to 127.0.0.1:1 failed" in r.stderr, r.stderr
     r = subprocess.run([sys.executable, "-m", "pyrmq", "admin"], capture_output=True, text=True, timeout=60)

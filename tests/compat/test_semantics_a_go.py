@@ -21,8 +21,11 @@ BINARY = GO_TESTS / "bin" / "compat.test"
 BROKER = "semantics-a-go"
 DELAY_LEVELS = "1s 2s 3s 1s 1s 10s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 DELAYS_MS = ",".join(str(int(x[:-1]) * 1000) for x in DELAY_LEVELS.split())
-JAVA_BROKER_CONF = {"brokerFastFailureEnable": "false", "waitTimeMillsInSendQueue": 3000,
-                    "osPageCacheBusyTimeOutMills": 5000}
+JAVA_BROKER_CONF = {
+    "brokerFastFailureEnable": "false",
+    "waitTimeMillsInSendQueue": 3000,
+    "osPageCacheBusyTimeOutMills": 5000,
+}
 
 
 @pytest.fixture(scope="session")
@@ -42,22 +45,38 @@ def cluster(request):
         broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=BROKER, messageDelayLevel=DELAY_LEVELS)
     else:
         ns = request.getfixturevalue("java_namesrv")
-        broker = request.getfixturevalue("java_broker")(ns.addr, name=BROKER, messageDelayLevel=DELAY_LEVELS,
-                                                        **JAVA_BROKER_CONF)
+        broker = request.getfixturevalue("java_broker")(
+            ns.addr, name=BROKER, messageDelayLevel=DELAY_LEVELS, **JAVA_BROKER_CONF
+        )
     return ns, broker
 
 
 def run_case(binary: Path, case: str, cluster) -> str:
     ns, broker = cluster
     run = uuid.uuid4().hex[:12]
-    env = {**os.environ, "NAMESRV_ADDR": ns.addr, "TOPIC": f"GoSemA_{case}_{run}", "RUN_ID": run,
-           "CREATE_TOPIC_BROKER_ADDR": broker.addr, "CREATE_TOPIC_QUEUES": "4", "ROUTE_WAIT_SECONDS": "15",
-           "DELAYS_MS": DELAYS_MS, "LATE_MS": "1000", "CASE_TIMEOUT_SECONDS": "90"}
+    env = {
+        **os.environ,
+        "NAMESRV_ADDR": ns.addr,
+        "TOPIC": f"GoSemA_{case}_{run}",
+        "RUN_ID": run,
+        "CREATE_TOPIC_BROKER_ADDR": broker.addr,
+        "CREATE_TOPIC_QUEUES": "4",
+        "ROUTE_WAIT_SECONDS": "15",
+        "DELAYS_MS": DELAYS_MS,
+        "LATE_MS": "1000",
+        "CASE_TIMEOUT_SECONDS": "90",
+    }
     env.setdefault("ROCKETMQ_GO_LOG_LEVEL", "warn")
     try:
-        p = subprocess.run([str(binary), "-test.run", f"^{case}$", "-test.v", "-test.count=1", "-test.timeout=110s"],
-                           cwd=GO_TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=130)
+        p = subprocess.run(
+            [str(binary), "-test.run", f"^{case}$", "-test.v", "-test.count=1", "-test.timeout=110s"],
+            cwd=GO_TESTS,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=130,
+        )
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"Go case {case} did not finish in 130 s:\n{e.stdout}", pytrace=False)
     if p.returncode != 0 or f"--- PASS: {case}" not in p.stdout:

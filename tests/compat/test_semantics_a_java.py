@@ -17,7 +17,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-
 from support.java import CLIENT_VERSIONS, run_junit
 from support.pyrmq_proc import restart_broker
 from support.servers import JavaBroker
@@ -30,8 +29,11 @@ CASE_TIMEOUT = 150
 DELAY_LEVELS = "1s 2s 3s 1s 1s 10s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 DELAYS_MS = ",".join(str(int(x[:-1]) * 1000) for x in DELAY_LEVELS.split())
 #: commit-log / consume-queue file sizes the Java harness broker uses (item 7 needs them equal)
-STORE_CONF = {"mappedFileSizeCommitLog": 16 * 1024 * 1024, "mappedFileSizeConsumeQueue": 300000 * 20 // 100,
-              "messageDelayLevel": DELAY_LEVELS}
+STORE_CONF = {
+    "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+    "mappedFileSizeConsumeQueue": 300000 * 20 // 100,
+    "messageDelayLevel": DELAY_LEVELS,
+}
 #: the client rebalances every 20 s by default: the %RETRY% queue (routed only after the broker created
 #: the topic at the first heartbeat) would be pulled late; both brokers get the same client setting
 FAST_REBALANCE = {"rocketmq.client.rebalance.waitInterval": 1000}
@@ -67,15 +69,28 @@ clients = pytest.mark.parametrize("client", CLIENT_VERSIONS)
 def test_delay_levels(client, cluster, java_home):
     """1. Levels 1, 2, 3 (1 s, 2 s, 3 s): no earlier than the delay, within 1 s after; the broker reports the table."""
     ns, _ = cluster
-    junit(client, "DelayTest", "delayLevels", ns.addr, java_home, levels="1,2,3", perLevel=3, lateMs=1000,
-          expectDelayLevel=DELAY_LEVELS)
+    junit(
+        client,
+        "DelayTest",
+        "delayLevels",
+        ns.addr,
+        java_home,
+        levels="1,2,3",
+        perLevel=3,
+        lateMs=1000,
+        expectDelayLevel=DELAY_LEVELS,
+    )
 
 
 def test_delay_survives_restart(cluster, java_home, tmp_path):
     """1. A broker restart while level-6 (10 s) messages wait loses none."""
     ns, broker = cluster
-    props = {"topic": f"DelayRestart_{uuid.uuid4().hex[:10]}", "stateFile": tmp_path / "delay.properties",
-             "level": 6, "count": 10}
+    props = {
+        "topic": f"DelayRestart_{uuid.uuid4().hex[:10]}",
+        "stateFile": tmp_path / "delay.properties",
+        "level": 6,
+        "count": 10,
+    }
     junit("5.5.0", "DelayTest", "sendDelayed", ns.addr, java_home, **props)
     restart_broker(broker)
     junit("5.5.0", "DelayTest", "receiveDelayed", ns.addr, java_home, **props)
@@ -91,8 +106,12 @@ def test_timer_on_time(client, cluster, java_home):
 def test_timer_survives_restart(cluster, java_home, tmp_path):
     """2. Timer messages 12 s ahead survive a broker restart and arrive, not early."""
     ns, broker = cluster
-    props = {"topic": f"TimerRestart_{uuid.uuid4().hex[:10]}", "stateFile": tmp_path / "timer.properties",
-             "count": 5, "aheadMs": 12000}
+    props = {
+        "topic": f"TimerRestart_{uuid.uuid4().hex[:10]}",
+        "stateFile": tmp_path / "timer.properties",
+        "count": 5,
+        "aheadMs": 12000,
+    }
     junit("5.5.0", "TimerTest", "timerSend", ns.addr, java_home, **props)
     restart_broker(broker)
     junit("5.5.0", "TimerTest", "timerReceive", ns.addr, java_home, timeoutSec=60, **props)
@@ -127,15 +146,23 @@ def test_java_broker_serves_pyrmq_store(pyrmq_namesrv, pyrmq_broker, java_harnes
     ns = pyrmq_namesrv
     own = pyrmq_broker(ns.addr, name="semantics-a-handover", fresh=True, **STORE_CONF)
     d = tmp_path_factory.mktemp("handover")
-    delay = {"topic": f"HandDelay_{uuid.uuid4().hex[:8]}", "stateFile": d / "delay.properties", "level": 6,
-             "count": 5}
-    timer = {"topic": f"HandTimer_{uuid.uuid4().hex[:8]}", "stateFile": d / "timer.properties", "count": 5,
-             "aheadMs": 12000}
+    delay = {"topic": f"HandDelay_{uuid.uuid4().hex[:8]}", "stateFile": d / "delay.properties", "level": 6, "count": 5}
+    timer = {
+        "topic": f"HandTimer_{uuid.uuid4().hex[:8]}",
+        "stateFile": d / "timer.properties",
+        "count": 5,
+        "aheadMs": 12000,
+    }
     junit("5.5.0", "DelayTest", "sendDelayed", ns.addr, java_home, **delay)
     junit("5.5.0", "TimerTest", "timerSend", ns.addr, java_home, **timer)
     own.stop()
-    java = JavaBroker(ns.addr, tmp_path_factory.mktemp("java-on-pyrmq"), store_dir=own.store_dir,
-                      name="semantics-a-handover", **STORE_CONF)
+    java = JavaBroker(
+        ns.addr,
+        tmp_path_factory.mktemp("java-on-pyrmq"),
+        store_dir=own.store_dir,
+        name="semantics-a-handover",
+        **STORE_CONF,
+    )
     try:
         junit("5.5.0", "DelayTest", "receiveDelayed", ns.addr, java_home, **delay)
         junit("5.5.0", "TimerTest", "timerReceive", ns.addr, java_home, timeoutSec=60, **timer)

@@ -28,11 +28,18 @@ BROKER = "semantics-b-go"
 CASE_TIMEOUT_S = 60
 #: as test_semantics_b_java.py: checks every second for half messages older than 4 s (above Java 5.x's
 #: 3 s op-message batching, so committed messages are not checked back), property filters on
-CONF = {"transactionCheckInterval": 1000, "transactionTimeOut": 4000, "transactionCheckMax": 60,
-        "enablePropertyFilter": "true"}
+CONF = {
+    "transactionCheckInterval": 1000,
+    "transactionTimeOut": 4000,
+    "transactionCheckMax": 60,
+    "enablePropertyFilter": "true",
+}
 #: the reference broker on a loaded 2-core machine: no SYSTEM_BUSY fast failure (the Go producer does not retry it)
-JAVA_BROKER_CONF = {"brokerFastFailureEnable": "false", "waitTimeMillsInSendQueue": 3000,
-                    "osPageCacheBusyTimeOutMills": 5000}
+JAVA_BROKER_CONF = {
+    "brokerFastFailureEnable": "false",
+    "waitTimeMillsInSendQueue": 3000,
+    "osPageCacheBusyTimeOutMills": 5000,
+}
 
 
 @pytest.fixture(scope="session")
@@ -59,14 +66,29 @@ def cluster(request):
 def run_case(binary: Path, case: str, cluster, **extra: str) -> str:
     ns, broker = cluster
     run = uuid.uuid4().hex[:12]
-    env = {**os.environ, "NAMESRV_ADDR": ns.addr, "TOPIC": f"GoSemB_{case}_{run}", "RUN_ID": run,
-           "CREATE_TOPIC_BROKER_ADDR": broker.addr, "CREATE_TOPIC_QUEUES": "4", "ROUTE_WAIT_SECONDS": "15",
-           "CASE_TIMEOUT_SECONDS": str(CASE_TIMEOUT_S), **extra}
+    env = {
+        **os.environ,
+        "NAMESRV_ADDR": ns.addr,
+        "TOPIC": f"GoSemB_{case}_{run}",
+        "RUN_ID": run,
+        "CREATE_TOPIC_BROKER_ADDR": broker.addr,
+        "CREATE_TOPIC_QUEUES": "4",
+        "ROUTE_WAIT_SECONDS": "15",
+        "CASE_TIMEOUT_SECONDS": str(CASE_TIMEOUT_S),
+        **extra,
+    }
     env.setdefault("ROCKETMQ_GO_LOG_LEVEL", "warn")
     cmd = [str(binary), "-test.run", f"^{case}$", "-test.v", "-test.count=1", f"-test.timeout={CASE_TIMEOUT_S + 20}s"]
     try:
-        p = subprocess.run(cmd, cwd=GO_TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=CASE_TIMEOUT_S + 40)
+        p = subprocess.run(
+            cmd,
+            cwd=GO_TESTS,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=CASE_TIMEOUT_S + 40,
+        )
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         pytest.fail(f"Go case {case} did not finish in {CASE_TIMEOUT_S + 40} s:\n{out[-20000:]}", pytrace=False)

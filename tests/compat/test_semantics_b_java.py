@@ -8,12 +8,12 @@ official 5.5.0 broker, configured the same way: proves each scenario states Java
 Item 7 (test_java_broker_checks_back_pyrmq_half_messages): a half message left pending in
 pyrmq's store is checked back by the Java broker started on that store, and committed.
 """
+
 from __future__ import annotations
 
 import uuid
 
 import pytest
-
 from support.java import CLIENT_VERSIONS, run_junit
 from support.servers import JavaBroker
 
@@ -24,9 +24,14 @@ CASE_TIMEOUT = 120
 #: short check-back timings, property filters on; file sizes equal to the Java harness broker's (item 7).
 #: transactionTimeOut stays above Java 5.x's op-message batching (transactionOpBatchInterval, 3 s): with a
 #: shorter one the Java broker checks already committed messages back (and a COMMIT answer commits twice)
-CONF = {"transactionCheckInterval": 1000, "transactionTimeOut": 4000, "transactionCheckMax": 60,
-        "enablePropertyFilter": "true",
-        "mappedFileSizeCommitLog": 16 * 1024 * 1024, "mappedFileSizeConsumeQueue": 300000 * 20 // 100}
+CONF = {
+    "transactionCheckInterval": 1000,
+    "transactionTimeOut": 4000,
+    "transactionCheckMax": 60,
+    "enablePropertyFilter": "true",
+    "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+    "mappedFileSizeConsumeQueue": 300000 * 20 // 100,
+}
 
 
 @pytest.fixture(scope="module", params=["pyrmq", "java"])
@@ -86,8 +91,9 @@ def test_sql92_invalid_expression(client, sql, cluster, java_home):
     junit(client, "Sql92FilterTest", "invalidExpression", ns.addr, java_home, sql=sql)
 
 
-def test_java_broker_checks_back_pyrmq_half_messages(pyrmq_namesrv, pyrmq_broker, java_harness, java_home,
-                                                     tmp_path_factory):
+def test_java_broker_checks_back_pyrmq_half_messages(
+    pyrmq_namesrv, pyrmq_broker, java_harness, java_home, tmp_path_factory
+):
     """7. Half message pending in pyrmq's store (RMQ_SYS_TRANS_HALF_TOPIC, op topic, CID_RMQ_SYS_TRANS offsets):
     the Java 5.5.0 broker started on that store checks it back; the new producer commits; it is delivered."""
     ns = pyrmq_namesrv
@@ -96,8 +102,9 @@ def test_java_broker_checks_back_pyrmq_half_messages(pyrmq_namesrv, pyrmq_broker
     props = {"topic": f"TxHand_{uuid.uuid4().hex[:8]}", "group": f"compat_txh_{uuid.uuid4().hex[:8]}"}
     junit("5.5.0", "TransactionTest", "restartPhase1", ns.addr, java_home, **props)
     own.stop()
-    java = JavaBroker(ns.addr, tmp_path_factory.mktemp("java-on-pyrmq"), store_dir=own.store_dir,
-                      name="semantics-b-handover", **CONF)
+    java = JavaBroker(
+        ns.addr, tmp_path_factory.mktemp("java-on-pyrmq"), store_dir=own.store_dir, name="semantics-b-handover", **CONF
+    )
     try:
         junit("5.5.0", "TransactionTest", "restartPhase2", ns.addr, java_home, timeoutSec=40, **props)
     except AssertionError:

@@ -2,6 +2,7 @@
 and index entry of it and agrees with what the Java side reported. Also: after kill -9, pyrmq's
 abnormal recovery reaches the same offsets as the Java broker's own restart.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,6 +15,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from support import java
 
 from pyrmq.store import cli as store_cli
 from pyrmq.store import config as cfg
@@ -21,15 +23,19 @@ from pyrmq.store import reader
 from pyrmq.store.message import decode_message_id
 from pyrmq.store.message_store import MessageStore
 from pyrmq.store.store_config import MessageStoreConfig
-from support import java
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
 CL_SIZE = 2 * 1024 * 1024  # a 1 MiB body still fits, and a few of them roll the commit log
 CQ_SIZE = 300000 * 20 // 100  # the harness's mappedFileSizeConsumeQueue
 SLOTS, ENTRIES = 1000, 4000
-BROKER_CONF = dict(mappedFileSizeCommitLog=CL_SIZE, mappedFileSizeConsumeQueue=CQ_SIZE, maxHashSlotNum=SLOTS,
-                   maxIndexNum=ENTRIES, flushConsumerOffsetInterval=1000)
+BROKER_CONF = dict(
+    mappedFileSizeCommitLog=CL_SIZE,
+    mappedFileSizeConsumeQueue=CQ_SIZE,
+    maxHashSlotNum=SLOTS,
+    maxIndexNum=ENTRIES,
+    flushConsumerOffsetInterval=1000,
+)
 #: properties the consumer adds on its side (not in the store)
 CLIENT_SIDE_PROPS = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 ALL_BYTES = bytes(range(256)).hex()
@@ -42,8 +48,13 @@ def repeat_body(n: int) -> bytes:
 
 
 def store_config(root: Path) -> MessageStoreConfig:
-    return MessageStoreConfig(store_path_root_dir=str(root), mapped_file_size_commit_log=CL_SIZE,
-                              mapped_file_size_consume_queue=CQ_SIZE, max_hash_slot_num=SLOTS, max_index_num=ENTRIES)
+    return MessageStoreConfig(
+        store_path_root_dir=str(root),
+        mapped_file_size_commit_log=CL_SIZE,
+        mapped_file_size_consume_queue=CQ_SIZE,
+        max_hash_slot_num=SLOTS,
+        max_index_num=ENTRIES,
+    )
 
 
 def scenario(java_home: Path, workdir: Path, method: str, namesrv: str, spec: dict, timeout: float = 240) -> list[dict]:
@@ -51,36 +62,78 @@ def scenario(java_home: Path, workdir: Path, method: str, namesrv: str, spec: di
     spec_path = workdir / f"{method}-{time.monotonic_ns()}.json"
     out = spec_path.with_suffix(".out")
     spec_path.write_text(json.dumps(spec))
-    java.run_junit("client5", "StoreScenarioTest", method, home=java_home, timeout=timeout,
-                   props={"namesrv": namesrv, "spec": spec_path, "out": out})
+    java.run_junit(
+        "client5",
+        "StoreScenarioTest",
+        method,
+        home=java_home,
+        timeout=timeout,
+        props={"namesrv": namesrv, "spec": spec_path, "out": out},
+    )
     return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
 
 def create_topic(mqadmin, broker, namesrv: str, topic: str, queues: int) -> None:
-    r = mqadmin("5.5.0", "updateTopic", "-b", broker.addr, "-t", topic, "-r", str(queues), "-w", str(queues),
-                namesrv=namesrv)
+    r = mqadmin(
+        "5.5.0", "updateTopic", "-b", broker.addr, "-t", topic, "-r", str(queues), "-w", str(queues), namesrv=namesrv
+    )
     assert "success" in r.stdout, r.stdout + r.stderr
 
 
 def sends(broker_name: str) -> tuple[dict, dict[str, bytes]]:
     """The send spec and the body of every message by a key unique to it."""
     msgs: list[dict] = [
-        {"messages": [{"topic": "TopicEight", "tags": "TagA", "keys": ["k1", "k2"],
-                       "props": {"color": "red", "n": "1"}, "bodyHex": b"hello".hex()}]},
+        {
+            "messages": [
+                {
+                    "topic": "TopicEight",
+                    "tags": "TagA",
+                    "keys": ["k1", "k2"],
+                    "props": {"color": "red", "n": "1"},
+                    "bodyHex": b"hello".hex(),
+                }
+            ]
+        },
         {"messages": [{"topic": "TopicEight", "tags": "Bin", "keys": ["bin"], "bodyHex": ALL_BYTES}]},
         {"messages": [{"topic": "TopicOne", "tags": "Big", "keys": ["big1"], "bodyRepeat": BIG}]},
-        {"messages": [{"topic": "TopicEight", "tags": "D", "keys": ["delayed"], "delayLevel": 1,
-                       "bodyHex": b"later".hex()}]},
-        {"batch": True, "queueId": 3, "broker": broker_name,
-         "messages": [{"topic": "TopicEight", "tags": "B", "keys": [f"b{i}"], "props": {"i": str(i)},
-                       "bodyHex": bytes([i]).hex()} for i in range(3)]},
+        {
+            "messages": [
+                {"topic": "TopicEight", "tags": "D", "keys": ["delayed"], "delayLevel": 1, "bodyHex": b"later".hex()}
+            ]
+        },
+        {
+            "batch": True,
+            "queueId": 3,
+            "broker": broker_name,
+            "messages": [
+                {
+                    "topic": "TopicEight",
+                    "tags": "B",
+                    "keys": [f"b{i}"],
+                    "props": {"i": str(i)},
+                    "bodyHex": bytes([i]).hex(),
+                }
+                for i in range(3)
+            ],
+        },
         # incompressible: the compressed record still takes ~1 MiB, so the commit log rolls
         {"messages": [{"topic": "TopicOne", "tags": "Big", "keys": ["big2"], "bodyHex": RANDOM_BIG.hex()}]},
         {"messages": [{"topic": "TopicEight", "tags": "Big", "keys": ["big3"], "bodyHex": RANDOM_BIG[::-1].hex()}]},
     ]
-    msgs += [{"messages": [{"topic": "TopicOne" if i % 2 else "TopicEight", "tags": f"t{i % 3}",
-                            "keys": [f"small{i}", "common"], "props": {"seq": str(i)},
-                            "bodyHex": f"msg-{i}".encode().hex()}]} for i in range(24)]
+    msgs += [
+        {
+            "messages": [
+                {
+                    "topic": "TopicOne" if i % 2 else "TopicEight",
+                    "tags": f"t{i % 3}",
+                    "keys": [f"small{i}", "common"],
+                    "props": {"seq": str(i)},
+                    "bodyHex": f"msg-{i}".encode().hex(),
+                }
+            ]
+        }
+        for i in range(24)
+    ]
     bodies: dict[str, bytes] = {}
     for s in msgs:
         for m in s["messages"]:
@@ -98,9 +151,19 @@ def test_java_store_read_by_pyrmq(java_namesrv, java_broker, mqadmin, java_home,
     results = scenario(java_home, tmp_path, "send", java_namesrv.addr, spec)
     assert len(results) == len(spec["sends"]) and all(r["status"] == "SEND_OK" for r in results), results
     n_messages = sum(len(s["messages"]) for s in spec["sends"])
-    consumed = scenario(java_home, tmp_path, "consume", java_namesrv.addr,
-                        {"group": "StoreCheckGroup", "topics": ["TopicEight", "TopicOne"], "expect": n_messages,
-                         "timeoutSec": 90, "lingerMs": 2500})
+    consumed = scenario(
+        java_home,
+        tmp_path,
+        "consume",
+        java_namesrv.addr,
+        {
+            "group": "StoreCheckGroup",
+            "topics": ["TopicEight", "TopicOne"],
+            "expect": n_messages,
+            "timeoutSec": 90,
+            "lingerMs": 2500,
+        },
+    )
     time.sleep(1.5)  # flushConsumerOffsetInterval, then a clean stop persists everything once more
     assert b.stop() == 0 or not b.alive()
     assert not (store / "abort").exists()
@@ -115,12 +178,12 @@ def test_java_store_read_by_pyrmq(java_namesrv, java_broker, mqadmin, java_home,
     assert cl.file_size == CL_SIZE
     try:
         # 2. what the producer was told matches the records
-        for s, r in zip(spec["sends"], results):
+        for s, r in zip(spec["sends"], results, strict=False):
             offsets = [decode_message_id(x).offset for x in r["offsetMsgId"].split(",")]
             uniq = r["msgId"].split(",")
             props_list = r["properties"] if s.get("batch") else [r["properties"]]
             assert len(offsets) == len(s["messages"]) == len(uniq) == len(props_list)
-            for i, (m, off) in enumerate(zip(s["messages"], offsets)):
+            for i, (m, off) in enumerate(zip(s["messages"], offsets, strict=False)):
                 rec = cl.record_at(off, read_body=True)
                 assert rec.msg_id == r["offsetMsgId"].split(",")[i]
                 assert rec.uniq_key == uniq[i]
@@ -194,11 +257,22 @@ def test_kill9_recovery_reaches_the_java_offsets(java_namesrv, java_broker, mqad
     b = java_broker(java_namesrv.addr, store_dir=store, fresh=True, **BROKER_CONF)
     create_topic(mqadmin, b, java_namesrv.addr, "TopicEight", 8)
     create_topic(mqadmin, b, java_namesrv.addr, "TopicOne", 1)
-    spec = {"group": "KillProducer", "sends": [
-        {"messages": [{"topic": "TopicOne" if i % 3 == 0 else "TopicEight", "tags": f"t{i % 4}",
-                       "keys": [f"kill{i}"], "bodyRepeat": 200_000 if i % 10 == 0 else 300}]}
-        for i in range(60)
-    ]}
+    spec = {
+        "group": "KillProducer",
+        "sends": [
+            {
+                "messages": [
+                    {
+                        "topic": "TopicOne" if i % 3 == 0 else "TopicEight",
+                        "tags": f"t{i % 4}",
+                        "keys": [f"kill{i}"],
+                        "bodyRepeat": 200_000 if i % 10 == 0 else 300,
+                    }
+                ]
+            }
+            for i in range(60)
+        ],
+    }
     results = scenario(java_home, tmp_path, "send", java_namesrv.addr, spec)
     assert all(r["status"] == "SEND_OK" for r in results)
     b.kill9()
@@ -212,16 +286,18 @@ def test_kill9_recovery_reaches_the_java_offsets(java_namesrv, java_broker, mqad
     try:
         assert not ms.last_exit_ok
         py_max_phy = ms.get_max_phy_offset()
-        py_queues = {(t, q): ms.get_max_offset_in_queue(t, q)
-                     for t in ("TopicEight", "TopicOne") for q in ms.get_queue_ids(t)}
+        py_queues = {
+            (t, q): ms.get_max_offset_in_queue(t, q) for t in ("TopicEight", "TopicOne") for q in ms.get_queue_ids(t)
+        }
     finally:
         ms.shutdown()
 
     jb = java_broker(java_namesrv.addr, store_dir=for_java, fresh=True, **BROKER_CONF)
     assert jb.stop() == 0 or not jb.alive()
     info = store_cli.inspect_store(str(for_java))
-    java_queues = {(t, int(q)): v["max_offset"] for t in ("TopicEight", "TopicOne")
-                   for q, v in info["topics"].get(t, {}).items()}
+    java_queues = {
+        (t, int(q)): v["max_offset"] for t in ("TopicEight", "TopicOne") for q, v in info["topics"].get(t, {}).items()
+    }
     assert py_queues == java_queues
     sent: dict[tuple[str, int], int] = {}
     for r in results:
@@ -241,10 +317,10 @@ def test_kill9_recovery_reaches_the_java_offsets(java_namesrv, java_broker, mqad
     (bad / "commitlog" / "stray.log").write_bytes(b"junk")
     last = bad / "commitlog" / names[-1]
     last.write_bytes(last.read_bytes()[: CL_SIZE // 2])
-    r = subprocess.run([sys.executable, "-m", "pyrmq", "store", "verify", str(bad)], capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pyrmq", "store", "verify", str(bad)], capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"PROBLEM commitlog/{names[0]} @ 0: bad record: body CRC mismatch at 0" in r.stdout, r.stdout
     assert "PROBLEM commitlog/stray.log: stray file" in r.stdout, r.stdout
     assert f"PROBLEM commitlog/{names[-1]}: length {CL_SIZE // 2} != {CL_SIZE}" in r.stdout, r.stdout
-

@@ -3,6 +3,7 @@ files with committed offsets); the Java 5.5.0 broker serves it: the official con
 message from the committed offsets with identical body, tags, keys and properties, and the official
 mqadmin queryMsgByKey / queryMsgById / queryMsgByOffset / consumerProgress find what they should.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,6 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+import support.servers
+from support import java
+from support.ports import broker_port
 
 from pyrmq.store import cli as store_cli
 from pyrmq.store import config as cfg
@@ -19,9 +23,6 @@ from pyrmq.store import reader
 from pyrmq.store.message import MessageExtBrokerInner, UniqIdGenerator
 from pyrmq.store.message_store import MessageStore
 from pyrmq.store.store_config import MessageStoreConfig
-import support.servers
-from support import java
-from support.ports import broker_port
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
@@ -38,10 +39,15 @@ def write_store(root: Path, port: int) -> list[dict]:
     """Messages written through pyrmq.store; returns what each one is."""
     rnd = random.Random(42)
     ids = UniqIdGenerator(seed=7)
-    ms = MessageStore(MessageStoreConfig(
-        store_path_root_dir=str(root), mapped_file_size_commit_log=CL_SIZE, mapped_file_size_consume_queue=CQ_SIZE,
-        max_hash_slot_num=SLOTS, max_index_num=ENTRIES,
-    ))
+    ms = MessageStore(
+        MessageStoreConfig(
+            store_path_root_dir=str(root),
+            mapped_file_size_commit_log=CL_SIZE,
+            mapped_file_size_consume_queue=CQ_SIZE,
+            max_hash_slot_num=SLOTS,
+            max_index_num=ENTRIES,
+        )
+    )
     ms.load()
     ms.start()
     written = []
@@ -50,30 +56,59 @@ def write_store(root: Path, port: int) -> list[dict]:
             topic = "PT1" if i % 5 == 0 else "PT4"
             qid = 0 if topic == "PT1" else i % 4
             body = rnd.randbytes(rnd.choice((0, 10, 300, 9000))) if i % 7 else f"text body {i}".encode()
-            props = {"TAGS": f"tag{i % 3}", "KEYS": f"key{i} shared{i % 2}", "UNIQ_KEY": ids.create(),
-                     "WAIT": "true", "CLUSTER": "DefaultCluster", "user.prop": f"v{i}", "ünï": "çødé"}
+            props = {
+                "TAGS": f"tag{i % 3}",
+                "KEYS": f"key{i} shared{i % 2}",
+                "UNIQ_KEY": ids.create(),
+                "WAIT": "true",
+                "CLUSTER": "DefaultCluster",
+                "user.prop": f"v{i}",
+                "ünï": "çødé",
+            }
             msg = MessageExtBrokerInner(
-                topic=topic, body=body, queue_id=qid, flag=i % 4, properties=props,
-                born_timestamp=int(time.time() * 1000), born_host=("127.0.0.1", 40000 + i),
+                topic=topic,
+                body=body,
+                queue_id=qid,
+                flag=i % 4,
+                properties=props,
+                born_timestamp=int(time.time() * 1000),
+                born_host=("127.0.0.1", 40000 + i),
                 store_host=("127.0.0.1", port),
             )
             r = ms.put_message(msg)
             assert r.is_ok(), r
             a = r.append_message_result
-            written.append({"topic": topic, "queueId": qid, "queueOffset": a.logics_offset, "offsetMsgId": a.msg_id,
-                            "commitLogOffset": a.wrote_offset, "body": body, "properties": props, "flag": i % 4})
+            written.append(
+                {
+                    "topic": topic,
+                    "queueId": qid,
+                    "queueOffset": a.logics_offset,
+                    "offsetMsgId": a.msg_id,
+                    "commitLogOffset": a.wrote_offset,
+                    "body": body,
+                    "properties": props,
+                    "flag": i % 4,
+                }
+            )
     finally:
         ms.shutdown()
     # the group's retry topic too, as a broker that has seen the group would have it
     topics = {**TOPICS, f"%RETRY%{GROUP}": 1}
-    cfg.persist_config(root, cfg.TopicConfigSerializeWrapper(
-        topic_config_table={t: cfg.TopicConfig(topic_name=t, read_queue_nums=n, write_queue_nums=n)
-                            for t, n in topics.items()},
-        data_version=cfg.DataVersion(1, 0, int(time.time() * 1000)),
-    ))
-    cfg.persist_config(root, cfg.SubscriptionGroupSerializeWrapper(
-        subscription_group_table={GROUP: cfg.SubscriptionGroupConfig(group_name=GROUP)},
-    ))
+    cfg.persist_config(
+        root,
+        cfg.TopicConfigSerializeWrapper(
+            topic_config_table={
+                t: cfg.TopicConfig(topic_name=t, read_queue_nums=n, write_queue_nums=n) for t, n in topics.items()
+            },
+            data_version=cfg.DataVersion(1, 0, int(time.time() * 1000)),
+        ),
+    )
+    cfg.persist_config(
+        root,
+        cfg.SubscriptionGroupSerializeWrapper(
+            subscription_group_table={GROUP: cfg.SubscriptionGroupConfig(group_name=GROUP)},
+        ),
+    )
     table: dict[str, dict[int, int]] = {}
     for (t, q), off in COMMITTED.items():
         table.setdefault(f"{t}@{GROUP}", {})[q] = off
@@ -85,8 +120,14 @@ def scenario(java_home: Path, workdir: Path, method: str, namesrv: str, spec: di
     spec_path = workdir / f"{method}-{time.monotonic_ns()}.json"
     out = spec_path.with_suffix(".out")
     spec_path.write_text(json.dumps(spec))
-    java.run_junit("client5", "StoreScenarioTest", method, home=java_home, timeout=240,
-                   props={"namesrv": namesrv, "spec": spec_path, "out": out})
+    java.run_junit(
+        "client5",
+        "StoreScenarioTest",
+        method,
+        home=java_home,
+        timeout=240,
+        props={"namesrv": namesrv, "spec": spec_path, "out": out},
+    )
     return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
 
@@ -108,8 +149,15 @@ def test_java_broker_serves_a_pyrmq_store(java_namesrv, java_broker, mqadmin, ja
     report, _ = store_cli.verify_store(str(root))
     assert report.problem_count == 0, [str(p) for p in report.problems]
 
-    b = java_broker(java_namesrv.addr, store_dir=root, fresh=True, mappedFileSizeCommitLog=CL_SIZE,
-                    mappedFileSizeConsumeQueue=CQ_SIZE, maxHashSlotNum=SLOTS, maxIndexNum=ENTRIES)
+    b = java_broker(
+        java_namesrv.addr,
+        store_dir=root,
+        fresh=True,
+        mappedFileSizeCommitLog=CL_SIZE,
+        mappedFileSizeConsumeQueue=CQ_SIZE,
+        maxHashSlotNum=SLOTS,
+        maxIndexNum=ENTRIES,
+    )
     assert b.port == port
     ns = java_namesrv.addr
     by_uniq = {w["properties"]["UNIQ_KEY"]: w for w in written}
@@ -129,7 +177,9 @@ def test_java_broker_serves_a_pyrmq_store(java_namesrv, java_broker, mqadmin, ja
     (w7,) = [w for w in written if w["properties"]["KEYS"].split()[0] == "key7"]
     assert w7["properties"]["UNIQ_KEY"] in out, out
     out = admin(mqadmin, ns, "queryMsgByKey", "-t", "PT4", "-k", "shared1")
-    want = {w["properties"]["UNIQ_KEY"] for w in written if w["topic"] == "PT4" and "shared1" in w["properties"]["KEYS"]}
+    want = {
+        w["properties"]["UNIQ_KEY"] for w in written if w["topic"] == "PT4" and "shared1" in w["properties"]["KEYS"]
+    }
     assert want and want <= set(re.findall(r"[0-9A-F]{32}", out)), out
 
     # queryMsgById with the offsetMsgId pyrmq returned: the broker finds the record by offset
@@ -148,11 +198,16 @@ def test_java_broker_serves_a_pyrmq_store(java_namesrv, java_broker, mqadmin, ja
 
     # the official consumer starts at the committed offsets and gets identical messages
     expected = [w for w in written if w["queueOffset"] >= COMMITTED[(w["topic"], w["queueId"])]]
-    consumed = scenario(java_home, tmp_path, "consume", ns,
-                        {"group": GROUP, "topics": list(TOPICS), "expect": len(expected), "timeoutSec": 90,
-                         "lingerMs": 0})
+    consumed = scenario(
+        java_home,
+        tmp_path,
+        "consume",
+        ns,
+        {"group": GROUP, "topics": list(TOPICS), "expect": len(expected), "timeoutSec": 90, "lingerMs": 0},
+    )
     assert sorted((c["topic"], c["queueId"], c["queueOffset"]) for c in consumed) == sorted(
-        (w["topic"], w["queueId"], w["queueOffset"]) for w in expected)
+        (w["topic"], w["queueId"], w["queueOffset"]) for w in expected
+    )
     for c in consumed:
         w = by_uniq[c["msgId"]]
         assert (c["topic"], c["queueId"], c["queueOffset"]) == (w["topic"], w["queueId"], w["queueOffset"])

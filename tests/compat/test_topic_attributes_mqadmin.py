@@ -43,7 +43,13 @@ def test_update_topic_attributes_like_java(pyrmq_namesrv, pyrmq_broker, java_nam
         assert "success" in created and _remark(created) is None, created
         # stored without the sign, read back flat (the dashboard's Topic Config page)
         ns = pyrmq_namesrv if kind == "pyrmq" else java_namesrv
-        props = {"namesrv": ns.addr, "broker": broker.addr, "topic": topic, "queues": 8, "attributes": "message.type=FIFO"}
+        props = {
+            "namesrv": ns.addr,
+            "broker": broker.addr,
+            "topic": topic,
+            "queues": 8,
+            "attributes": "message.type=FIFO",
+        }
         run_junit("5.5.0", "TopicConfigReadTest", "read", props=props, home=java_home, timeout=120)
         seen[kind] = [
             _remark(_update(broker.addr, topic, attrs, java_home))
