@@ -5,10 +5,11 @@ Java: ``common/BrokerConfig``, ``remoting/netty/NettyServerConfig`` and
 ``pyrmq.store.store_config.MessageStoreConfig.from_properties``), filled by
 ``MixAll#properties2Object`` from the ``-c`` file like ``BrokerStartup``.
 
-``BROKER_KEYS`` lists every broker/netty key pyrmq reads with its Java default;
-store keys are ``MessageStoreConfig.KEYS``. Anything else is kept in
-``file_properties`` (shown by GET_BROKER_CONFIG) and reported by
-``unknown_keys``; it is never fatal.
+``BROKER_KEYS`` lists every broker/netty key of Java 5.5.0 with its Java default: those
+pyrmq acts on (``_core_defaults``) and those it only accepts and reports
+(``broker/java_config.py``, docs/broker-config-keys.md); store keys pyrmq acts on are
+``MessageStoreConfig.KEYS``. Anything else is kept in ``file_properties`` (shown by
+GET_BROKER_CONFIG) and reported by ``unknown_keys``; it is never fatal.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
+from pyrmq.broker.java_config import accepted_only_defaults
 from pyrmq.common.constants import RMQ_SYS_TRACE_TOPIC
 from pyrmq.common.files import write_file_atomically
 from pyrmq.common.properties import KeyTable, format_value, properties_text
@@ -57,6 +59,13 @@ def _host_name() -> str:
 
 
 def _defaults() -> dict[str, Any]:
+    """Every key of Java's four config objects but the store's: the keys the broker acts on with
+    their Java defaults (5.x), over the keys it only accepts and reports (broker/java_config.py)."""
+    core = _core_defaults()
+    return {**accepted_only_defaults([*core, *MessageStoreConfig.KEYS]), **core}
+
+
+def _core_defaults() -> dict[str, Any]:
     """Java defaults (5.x) of the keys the broker core uses; BrokerConfig then NettyServerConfig."""
     return {
         # BrokerConfig
@@ -140,8 +149,6 @@ def _defaults() -> dict[str, Any]:
         "timerMaxDelaySec": 259200,
         "flushDelayOffsetInterval": 10000,  # MessageStoreConfig: delayOffset.json persist period
         "storeReplyMessageEnable": True,
-        "retryQueueNums": 1,  # pyrmq: Java hard-codes PermName/retry queue 1 (MixAll)
-        "consumeBroadcastEnable": True,
         "slaveReadEnable": False,  # a slave serves pulls only with it (Java PullMessageProcessor#rejectRequest)
         "enableMixedMessageType": False,  # a topic's +message.type=MIXED is refused without it
         "useTLS": False,  # NettyClientConfig; reported only, mqadmin exportConfigs reads it

@@ -164,6 +164,8 @@ class BrokerController:
             expect_consumer_num=int(config["expectConsumerNumUseFilter"]),
             clean_time_span_ms=int(config["filterDataCleanTimeSpan"]),
         )
+        # Java ConsumerFilterManager: the store's bit map length is the bloom filter's width
+        config["bitMapLengthConsumeQueueExt"] = self.consumer_filter_manager.bloom_filter.m
         self.transactional_message_service = TransactionalMessageService(
             config=config,
             message_store=self.message_store,

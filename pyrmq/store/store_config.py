@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from pyrmq.common.properties import KeyTable
+from pyrmq.protocol.headers.base import camel_case
 
 
 class FlushDiskType(StrEnum):
@@ -31,12 +32,6 @@ class BrokerRole(StrEnum):
     ASYNC_MASTER = "ASYNC_MASTER"
     SYNC_MASTER = "SYNC_MASTER"
     SLAVE = "SLAVE"
-
-
-def camel_case(name: str) -> str:
-    """``flush_disk_type`` -> ``flushDiskType``: a snake_case attribute under its Java name."""
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 @dataclass(slots=True)
@@ -194,5 +189,13 @@ def _field_types() -> dict[str, type]:
     return out
 
 
-_ATTR_OF: dict[str, str] = {camel_case(name): name for name in _field_types()}
-MessageStoreConfig.KEYS = KeyTable({camel_case(name): tp for name, tp in _field_types().items()})
+#: attributes whose Java name is not their camel case
+_JAVA_NAMES = {"check_crc_on_recover": "checkCRCOnRecover"}
+
+
+def java_name(attr: str) -> str:
+    return _JAVA_NAMES.get(attr) or camel_case(attr)
+
+
+_ATTR_OF: dict[str, str] = {java_name(name): name for name in _field_types()}
+MessageStoreConfig.KEYS = KeyTable({java_name(name): tp for name, tp in _field_types().items()})
