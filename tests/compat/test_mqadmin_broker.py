@@ -393,11 +393,24 @@ def _sec_check(name, sides, res, i, version, t, g):
 #: getBrokerConfig values that differ by instance, not by broker: addresses, ports, paths, names and
 #: file sizes the harness sets for each side, and brokerIP2 (Java: the local address; pyrmq: empty
 #: means brokerIP1)
-_INSTANCE_KEYS = set(
-    "brokerIP1 brokerIP2 listenPort haListenPort bindAddress namesrvAddr brokerName brokerClusterName rocketmqHome"
-    " brokerConfigPath storePathRootDir storePathCommitLog storePathEpochFile storePathBrokerIdentity"
-    " mappedFileSizeCommitLog mappedFileSizeConsumeQueue".split()
-)
+_INSTANCE_KEYS = {
+    "brokerIP1",
+    "brokerIP2",
+    "listenPort",
+    "haListenPort",
+    "bindAddress",
+    "namesrvAddr",
+    "brokerName",
+    "brokerClusterName",
+    "rocketmqHome",
+    "brokerConfigPath",
+    "storePathRootDir",
+    "storePathCommitLog",
+    "storePathEpochFile",
+    "storePathBrokerIdentity",
+    "mappedFileSizeCommitLog",
+    "mappedFileSizeConsumeQueue",
+}
 
 
 def _broker_config(text: str) -> dict[str, str]:
