@@ -1,6 +1,9 @@
-"""Checks every collected test carries its suite's marker (tests/support/suites.py); the shared clock fixture."""
+"""Checks every collected test carries its suite's marker (tests/support/suites.py); deselects the
+opt-in `soak` runs unless PYRMQ_SOAK=1; the shared clock fixture."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from support.fakes import ManualClock
@@ -14,7 +17,7 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Runs after the suite conftests' tryfirst hooks and before pytest's own -m selection.
     missing = unmarked(items)
     if missing:
@@ -22,3 +25,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             f"{len(missing)} tests carry no suite marker {SUITES} (is their folder's conftest.py missing?): "
             + ", ".join(missing[:5])
         )
+    if os.environ.get("PYRMQ_SOAK") != "1":
+        soak = [item for item in items if item.get_closest_marker("soak") is not None]
+        if soak:
+            # Deselected, never skipped: the hour-long runs are reported in docs, not in CI.
+            config.hook.pytest_deselected(items=soak)
+            items[:] = [item for item in items if item.get_closest_marker("soak") is None]

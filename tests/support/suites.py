@@ -1,6 +1,6 @@
 """Suite markers: each tests/<suite>/conftest.py marks the items under its own folder.
 
-The folder is the suite (unit, integration, durability, compat, spark, container), so
+The folder is the suite (unit, integration, durability, reliability, compat, spark, container), so
 `pytest -m "unit or integration"` (what `tools/test --fast` runs) selects by what a test
 needs without listing paths. tests/conftest.py fails the run when a collected test carries
 no suite marker, so a new folder without its conftest cannot silently leave the fast path.
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 #: tests/<name>/ folders that hold tests; each has a conftest calling mark_suite.
-SUITES = ("unit", "integration", "durability", "compat", "spark", "container")
+SUITES = ("unit", "integration", "durability", "reliability", "compat", "spark", "container")
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 
