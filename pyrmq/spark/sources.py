@@ -132,11 +132,16 @@ class CommitLogReader(DataSourceReader):
         if self.corrupt not in ("fail", "skip"):
             raise ValueError(f"option corrupt must be fail or skip, not {self.corrupt!r}")
         self.check_crc = _opt_or(options, "checkCRC", "true").lower() == "true"
-        self.batch_rows = int(_opt_or(options, "batchRows", "4096"))
+        self.batch_rows = int(_opt_or(options, "batchRows", "16384"))
+        self.decoder = _opt_or(options, "decoder", "bulk")
+        if self.decoder not in ("bulk", "reference"):
+            raise ValueError(f"option decoder must be bulk or reference, not {self.decoder!r}")
         self.corrupt_acc = corrupt_acc
         f = RecordFilter()
         if (t := _opt(options, "topic")) is not None:
             f.intersect_topics({x for x in t.split(",") if x})
+        if (tg := _opt(options, "tags")) is not None:
+            f.intersect_tags({x for x in tg.split(",") if x})
         if (q := _opt(options, "queueId")) is not None:
             f.intersect_queue_ids({int(x) for x in q.split(",") if x})
         if (s := _opt(options, "startTime")) is not None:
@@ -168,6 +173,13 @@ class CommitLogReader(DataSourceReader):
                 return True
             if isinstance(flt, In) and all(isinstance(v, str) for v in flt.value):
                 f.intersect_topics(set(flt.value))
+                return True
+        elif col == "tags":
+            if isinstance(flt, EqualTo) and isinstance(flt.value, str):
+                f.intersect_tags({flt.value})
+                return True
+            if isinstance(flt, In) and all(isinstance(v, str) for v in flt.value):
+                f.intersect_tags(set(flt.value))
                 return True
         elif col == "queueId":
             if isinstance(flt, EqualTo) and isinstance(flt.value, int):
@@ -216,22 +228,40 @@ class CommitLogReader(DataSourceReader):
         if split is None:  # Spark's stand-in when there is no partition
             return
         arrow_schema = _arrow_schema(self.schema)
-        cols = MessageColumns(self.names)
         stats = scan.ScanStats()
-        accepts = self.filter.accepts
-        add = cols.add
-        name = os.path.basename(split.path)
         try:
-            for buf, pos, msg in scan.iter_split(split, check_crc=self.check_crc, corrupt=self.corrupt, stats=stats):
-                if accepts(msg):
-                    add(buf, pos, msg, name)
-                    if cols.rows >= self.batch_rows:
-                        yield cols.take_batch(arrow_schema)
+            if self.decoder == "bulk":
+                from pyrmq.spark.bulk import BulkScan
+
+                bulk = BulkScan(self.names, arrow_schema, self.filter, self.check_crc, self.corrupt, self.batch_rows)
+                for batch in bulk.read(split, stats):
+                    if batch.num_rows:
+                        yield batch
+            else:
+                yield from self._read_reference(split, arrow_schema, stats)
         finally:
             if stats.corrupt and self.corrupt_acc is not None:
                 self.corrupt_acc.add(list(stats.corrupt))
+
+    def _read_reference(self, split: scan.Split, arrow_schema: Any, stats: scan.ScanStats) -> Iterator[Any]:
+        """One StoredMessage per record (decoder=reference): the definition the bulk decoder is
+        tested against."""
+        names = self.names if self.filter.tags is None or "tags" in self.names else [*self.names, "tags"]
+        if names is not self.names:
+            import pyarrow as pa
+
+            arrow_schema = arrow_schema.append(pa.field("tags", pa.string()))
+        cols = MessageColumns(names)
+        accepts = self.filter.accepts
+        add = cols.add
+        name = os.path.basename(split.path)
+        for buf, pos, msg in scan.iter_split(split, check_crc=self.check_crc, corrupt=self.corrupt, stats=stats):
+            if accepts(msg):
+                add(buf, pos, msg, name)
+                if cols.rows >= self.batch_rows:
+                    yield self.filter.keep_tags(cols.take_batch(arrow_schema), self.names)
         if cols.rows:
-            yield cols.take_batch(arrow_schema)
+            yield self.filter.keep_tags(cols.take_batch(arrow_schema), self.names)
 
 
 class CommitLogPushdownReader(CommitLogReader):
