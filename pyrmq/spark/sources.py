@@ -44,6 +44,21 @@ except ImportError:  # pragma: no cover - pyspark 4.0: no pushdown, options only
     EqualTo = GreaterThan = GreaterThanOrEqual = In = LessThan = LessThanOrEqual = ()  # type: ignore
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+#: the JVM class whose `readInfo` field says that Spark plans each scan of a Python source afresh
+SCAN_BUILDER_CLASS = "org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder"
+
+
+def read_info_per_scan(spark: Any) -> bool:
+    """Whether the running Spark keeps a Python data source's planned read per scan (then a
+    pushed filter cannot leak into a later query on the same DataFrame). False when it cannot
+    tell (Spark Connect: no JVM at hand)."""
+    try:
+        fields = spark._jvm.java.lang.Class.forName(SCAN_BUILDER_CLASS).getDeclaredFields()
+        return any(f.getName() == "readInfo" for f in fields)
+    except Exception:
+        return False
+
+
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
@@ -91,8 +106,8 @@ def _to_us(value: Any) -> int | None:
     return None
 
 
-def _pushdown(options: Options) -> bool:
-    return _opt_or(options, "pushdown", "false").lower() == "true"
+def _pushdown(options: Options, default: bool = False) -> bool:
+    return _opt_or(options, "pushdown", "true" if default else "false").lower() == "true"
 
 
 def _columns(options: Options, known: dict[str, str]) -> list[str]:
@@ -265,11 +280,13 @@ class CommitLogReader(DataSourceReader):
 
 
 class CommitLogPushdownReader(CommitLogReader):
-    """CommitLogReader that also takes filters from Spark (option pushdown=true).
+    """CommitLogReader that also takes filters from Spark (pushdown, see RocketMQDataSource).
 
-    Spark 4.1-4.3 keeps the pushdown result on the DataFrame: a later query on the *same*
-    DataFrame that offers no filter reuses the earlier query's reader, filters included (seen
-    with 4.3.0, docs/spark.md). So pushdown is opt-in and wants one DataFrame per query."""
+    Spark up to 4.3 keeps the planned read (reader + partitions) on the data source provider of
+    the DataFrame's relation (PythonDataSourceV2.readInfo) and replaces it only when a query
+    offers a filter Python can take: a later query on the *same* DataFrame without one reuses
+    the earlier query's reader, filters included. Later Spark keeps it per scan
+    (PythonScanBuilder.readInfo); register() detects which one runs (docs/spark.md)."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         return self._push_filters(filters)
@@ -280,6 +297,8 @@ class RocketMQDataSource(DataSource):
 
     #: set on the subclass register() makes: (file, file position, commit-log offset, reason) per skipped record
     corrupt_accumulator: Accumulator[list[tuple[str, int, int, str]]] | None = None
+    #: pushdown when the option is not given: register() sets it where Spark plans each scan afresh
+    pushdown_default: bool = False
 
     @classmethod
     def name(cls) -> str:
@@ -289,7 +308,7 @@ class RocketMQDataSource(DataSource):
         return ddl(MESSAGE_COLUMNS, _columns(self.options, MESSAGE_COLUMNS))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        cls = CommitLogPushdownReader if _pushdown(self.options) else CommitLogReader
+        cls = CommitLogPushdownReader if _pushdown(self.options, self.pushdown_default) else CommitLogReader
         return cls(self.options, schema, type(self).corrupt_accumulator)
 
 
@@ -356,6 +375,8 @@ class ConsumeQueuePushdownReader(ConsumeQueueReader):
 class ConsumeQueueDataSource(DataSource):
     """`rocketmq_consumequeue`: one row per consume-queue entry (one partition per queue)."""
 
+    pushdown_default: bool = False
+
     @classmethod
     def name(cls) -> str:
         return "rocketmq_consumequeue"
@@ -364,7 +385,7 @@ class ConsumeQueueDataSource(DataSource):
         return ddl(CONSUME_QUEUE_COLUMNS, _columns(self.options, CONSUME_QUEUE_COLUMNS))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        cls = ConsumeQueuePushdownReader if _pushdown(self.options) else ConsumeQueueReader
+        cls = ConsumeQueuePushdownReader if _pushdown(self.options, self.pushdown_default) else ConsumeQueueReader
         return cls(self.options, schema)
 
 
