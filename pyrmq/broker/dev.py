@@ -71,6 +71,8 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
                 "storePathRootDir": store,
                 "autoCreateTopicEnable": "true",
                 "autoCreateSubscriptionGroup": "true",
+                # more broker.conf keys (tests shorten housekeeping intervals this way)
+                **getattr(args, "broker_properties", {}),
             }
         )
         brokers.append(BrokerController(cfg))
