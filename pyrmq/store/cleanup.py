@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pyrmq.common.clock import now_ms
 from pyrmq.store.running_flags import RunningFlag
+from pyrmq.store.space import existing_ancestor
 
 if TYPE_CHECKING:
     from pyrmq.store.commitlog import CommitLog
@@ -74,16 +75,11 @@ def disk_partition_space_used_percent(path: str) -> float:
     folder) is measured on the partition of its nearest existing parent, the one it will be
     created on; Java answers -1 there, which its cleaner then takes for a full disk.
     """
-    if not path:
+    where = existing_ancestor(path) if path else None
+    if where is None:
         return -1.0
-    path = os.path.abspath(path)
-    while not os.path.exists(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            return -1.0
-        path = parent
     try:
-        st = os.statvfs(path)
+        st = os.statvfs(where)
     except OSError:
         return -1.0
     total = st.f_blocks * st.f_frsize
@@ -227,6 +223,11 @@ class StoreCleaner:
     # --- one round --------------------------------------------------------------------------------
     def _commit_log_paths(self) -> list[str]:
         return [p.strip() for p in self.config.commit_log_dir.split(",") if p.strip()]
+
+    def commit_log_ratio(self) -> float:
+        """Used ratio of the emptiest commit-log partition (-1 when it cannot be measured)."""
+        ratios = [self.disk_usage(p) for p in self._commit_log_paths()]
+        return min(ratios) if ratios else -1.0
 
     def _is_space_to_delete(self, r: CleanRound) -> bool:
         """Java CleanCommitLogService#isSpaceToDelete (single replica per partition)."""
