@@ -697,7 +697,7 @@ class CommitLog:
         files = self.mapped_file_queue.mapped_files
         check_crc = self.config.check_crc_on_recover
         mf = files[index]
-        buf = memoryview(mf.mm)
+        buf = memoryview(mf.mm)[: mf.reserved]  # past it: holes, never written (space.backed_prefix)
         process_offset = mf.file_from_offset
         pos = 0
         last_valid = -1
@@ -723,7 +723,7 @@ class CommitLog:
                         break
                     buf.release()
                     mf = files[index]
-                    buf = memoryview(mf.mm)
+                    buf = memoryview(mf.mm)[: mf.reserved]
                     process_offset = mf.file_from_offset
                     pos = 0
                 else:
@@ -783,6 +783,8 @@ class CommitLog:
         return end
 
     def _is_mapped_file_matched_recover(self, mf: MappedFile, min_timestamp: int) -> bool:
+        if mf.reserved < m.MIN_RECORD_SIZE:
+            return False  # nothing written (a hole: not read, see space.backed_prefix)
         _total, magic = m.peek_total_size_and_magic(mf.mm)
         if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
             return False

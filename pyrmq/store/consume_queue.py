@@ -77,7 +77,8 @@ class ConsumeQueue:
         while index < len(files):
             mf = files[index]
             pos = 0
-            for offset, sz, _tags in CQ_ENTRY_LAYOUT.iter_unpack(mf.mm[: size - size % CQ_STORE_UNIT_SIZE]):
+            readable = min(size, mf.reserved)  # past it: holes, never written (space.backed_prefix)
+            for offset, sz, _tags in CQ_ENTRY_LAYOUT.iter_unpack(mf.mm[: readable - readable % CQ_STORE_UNIT_SIZE]):
                 if offset >= 0 and sz > 0:
                     pos += CQ_STORE_UNIT_SIZE
                     if sz != PRE_BLANK_SIZE:

@@ -28,7 +28,7 @@ from pyrmq.common.constants import MessageConst
 from pyrmq.common.java_lang import java_string_hash
 from pyrmq.store.message import MessageSysFlag
 from pyrmq.store.results import DispatchRequest
-from pyrmq.store.space import INDEX_RESERVE_AHEAD, PAGE, DiskFullError, allocate, reserve_ahead
+from pyrmq.store.space import INDEX_RESERVE_AHEAD, PAGE, DiskFullError, allocate, data_ranges, reserve_ahead
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +126,12 @@ class IndexFile:
                     os.unlink(path)
             raise
         self._entries_base = index_entry_position(hash_slot_num, 0)
-        self._slot_pages = bytearray(self._entries_base // PAGE + 1)  # 1 = the page has disk space
+        # 1 = the slot page has disk space (written or reserved); the others are holes, read as
+        # empty slots without touching the mapping (a read fault allocates on tmpfs)
+        self._slot_pages = bytearray(self._entries_base // PAGE + 1)
         self._slot_pages[0] = 1
+        for start, end in data_ranges(self._fd, PAGE, self._entries_base):
+            self._slot_pages[start // PAGE : -(-end // PAGE)] = b"\x01" * (-(-end // PAGE) - start // PAGE)
         self._entries_reserved = 0
         self.begin_timestamp: int
         self.end_timestamp: int
@@ -227,7 +231,10 @@ class IndexFile:
     def select_phy_offset(self, phy_offsets: list[int], key: str, max_num: int, begin: int, end: int) -> None:
         """Append matching commit-log offsets, newest first. Java IndexFile#selectPhyOffset."""
         key_hash = index_key_hash(key)
-        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, hash_slot_position(key_hash % self.hash_slot_num))
+        slot_pos = hash_slot_position(key_hash % self.hash_slot_num)
+        if not self._slot_pages[slot_pos // PAGE]:
+            return  # a hole: no key ever hashed into this page
+        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, slot_pos)
         if slot_value <= INVALID_INDEX or slot_value > self.index_count or self.index_count <= 1:
             return
         nxt = slot_value

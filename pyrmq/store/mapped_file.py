@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from pyrmq.common.clock import now_ms as system_now_ms
-from pyrmq.store.space import CONSUME_QUEUE_RESERVE_AHEAD, DiskFullError, is_disk_full, reserve_ahead
+from pyrmq.store.space import CONSUME_QUEUE_RESERVE_AHEAD, DiskFullError, backed_prefix, is_disk_full, reserve_ahead
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,9 @@ class MappedFile:
         self.store_timestamp = 0  # store time of the last appended record
         self.first_create_in_queue = False
         self._closed = False
-        self.reserved = 0  # [0, reserved) is backed by disk space (and so is [0, wrote_position))
+        # [0, reserved) has disk space (and so has [0, wrote_position)); readers of data not known
+        # to be written (recovery) stop there too: see space.backed_prefix
+        self.reserved = backed_prefix(fd, file_size)
         self.reserve_ahead = reserve_ahead
 
     # --- positions -------------------------------------------------------------------------------
@@ -364,8 +366,8 @@ class MappedFileQueue:
         # could need space the disk no longer has)
         step = 1 << 16
         p = pos
-        while p < mf.file_size:
-            n = min(step, mf.file_size - p)
+        while p < mf.reserved:  # past it: holes, zeros already
+            n = min(step, mf.reserved - p)
             chunk = mf.mm[p : p + n]
             if chunk.count(0) == n:
                 break

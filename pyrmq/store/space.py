@@ -22,9 +22,9 @@ PAGE = mmap.PAGESIZE  # allocation unit of the reservations (the mapping's page)
 
 #: how far ahead of the write position each kind of file reserves (bytes). The commit log asks
 #: for a few MiB at a time (one system call per 4 MiB of messages); a consume queue, of which a
-#: broker has thousands, 16 KiB (819 entries); an index file's entry area 256 KiB.
+#: broker has thousands, one page (204 entries); an index file's entry area 256 KiB.
 COMMIT_LOG_RESERVE_AHEAD = 4 * 1024 * 1024
-CONSUME_QUEUE_RESERVE_AHEAD = 16 * 1024
+CONSUME_QUEUE_RESERVE_AHEAD = 4 * 1024
 INDEX_RESERVE_AHEAD = 256 * 1024
 
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -59,6 +59,38 @@ def space_available(path: str) -> int:
     except OSError:
         return -1
     return st.f_bavail * st.f_frsize
+
+
+def backed_prefix(fd: int, size: int) -> int:
+    """Bytes from the file's start before its first hole: all of them have disk space. Past it,
+    reading through a mapping is not safe either on tmpfs, where a read fault allocates the page
+    (and is SIGBUS on a full one); holes read as zeros, so readers treat the rest as zeros."""
+    try:
+        return min(size, os.lseek(fd, 0, os.SEEK_HOLE))
+    except OSError:
+        return size  # no SEEK_HOLE here: no sparse-read hazard to avoid either
+
+
+def data_ranges(fd: int, start: int, end: int) -> list[tuple[int, int]]:
+    """The runs of [start, end) that hold data (SEEK_DATA / SEEK_HOLE); the rest are holes."""
+    out: list[tuple[int, int]] = []
+    pos = start
+    try:
+        while pos < end:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:  # no data after pos
+                    break
+                raise
+            if data >= end:
+                break
+            hole = min(end, os.lseek(fd, data, os.SEEK_HOLE))
+            out.append((data, hole))
+            pos = hole
+    except OSError:
+        return [(start, end)]  # no SEEK_DATA: read it all (no tmpfs hazard then)
+    return out
 
 
 def _page_ceil(n: int) -> int:
