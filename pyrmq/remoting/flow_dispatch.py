@@ -1,0 +1,127 @@
+"""The asyncio side of flow control: queue received requests, start them, answer the excess busy.
+
+One FlowDispatcher is shared by every server that shares Java's executors (the broker's main
+and VIP ports). It also holds the cap on bytes of requests in flight: a request is counted from
+the moment its frame is decoded until its handler returned (or it was answered busy), and a
+request that would pass the cap is answered SYSTEM_BUSY "[OVERLOAD]..." at once, so its body is
+freed at once. The sans-IO rules are in flow.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable
+
+from pyrmq.protocol.codes import ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.remoting.channel import Channel
+from pyrmq.remoting.flow import OVERLOAD_REMARK, FlowControl, RequestQueue
+
+log = logging.getLogger("pyrmq.remoting.flow")
+
+#: BrokerFastFailure runs cleanExpiredRequest every 10 ms, starting 1 s after the broker
+SWEEP_INTERVAL_S = 0.010
+
+Item = tuple[Channel, RemotingCommand, int]  # (channel, request, frame bytes)
+
+
+def request_size(cmd: RemotingCommand) -> int:
+    """What a request holds in memory, near enough: its body and a fixed share for the header and objects."""
+    body = cmd.body
+    return (len(body) if body is not None else 0) + 1024
+
+
+class FlowDispatcher:
+    """Feeds requests through a FlowControl's queues; `max_bytes_in_flight` (0 = no cap)."""
+
+    def __init__(
+        self,
+        flow: FlowControl[Item],
+        *,
+        max_bytes_in_flight: Callable[[], int] = lambda: 0,
+        clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.flow = flow
+        self.max_bytes_in_flight = max_bytes_in_flight
+        self.clock_ms = clock_ms
+        self.bytes_in_flight = 0
+        self.busy_answers = 0  # every SYSTEM_BUSY this dispatcher gave (overload, cleaned queues)
+        self._sweeper: asyncio.Task | None = None
+
+    # -- Channel.dispatch ------------------------------------------------------
+
+    def __call__(self, channel: Channel, cmd: RemotingCommand, received_at_ms: int) -> bool:
+        queue = self.flow.queue_for(cmd.code)
+        if queue is None:
+            return False
+        size = request_size(cmd)
+        cap = self.max_bytes_in_flight()
+        if (cap > 0 and self.bytes_in_flight + size > cap and self.bytes_in_flight > 0) or not queue.offer(
+            (channel, cmd, size), received_at_ms
+        ):
+            self._busy(channel, cmd, OVERLOAD_REMARK)
+            return True
+        self.bytes_in_flight += size
+        self._pump(queue)
+        return True
+
+    # -- running -----------------------------------------------------------------
+
+    def _pump(self, queue: RequestQueue[Item]) -> None:
+        loop = asyncio.get_running_loop()
+        while (item := queue.take()) is not None:
+            channel, cmd, size = item
+            if channel.closed:
+                queue.finished()
+                self.bytes_in_flight -= size
+                continue
+            channel.start_request(cmd, self.clock_ms(), functools.partial(self._done, size))
+            # the worker is free once the handler ran up to its first wait (its first step is
+            # scheduled before this callback): a Java thread that handed its work on
+            loop.call_soon(self._free, queue)
+
+    def _free(self, queue: RequestQueue[Item]) -> None:
+        queue.finished()
+        self._pump(queue)
+
+    def _done(self, size: int) -> None:
+        self.bytes_in_flight -= size
+
+    def _busy(self, channel: Channel, cmd: RemotingCommand, remark: str) -> None:
+        self.busy_answers += 1
+        channel.answer(cmd, ResponseCode.SYSTEM_BUSY, remark)
+
+    # -- BrokerFastFailure -------------------------------------------------------
+
+    def sweep(self) -> int:
+        """Answer busy every request the flow control cleans now; how many were."""
+        rejected = self.flow.sweep(self.clock_ms())
+        for r in rejected:
+            channel, cmd, size = r.item
+            self.bytes_in_flight -= size
+            self._busy(channel, cmd, r.remark)
+        return len(rejected)
+
+    def start(self, delay_s: float = 1.0) -> None:
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop(delay_s), name="fast-failure")
+
+    async def _sweep_loop(self, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        while True:
+            try:
+                self.sweep()
+            except Exception:
+                log.exception("fast failure sweep failed")
+            await asyncio.sleep(SWEEP_INTERVAL_S)
+
+    def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+
+
+__all__ = ["FlowDispatcher", "request_size"]
