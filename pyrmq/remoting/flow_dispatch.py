@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from pyrmq.common import memory
 from pyrmq.protocol.codes import ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.channel import Channel
@@ -24,6 +25,8 @@ log = logging.getLogger("pyrmq.remoting.flow")
 
 #: BrokerFastFailure runs cleanExpiredRequest every 10 ms, starting 1 s after the broker
 SWEEP_INTERVAL_S = 0.010
+#: after a burst that held this many bytes in flight, malloc is asked to trim once it is over
+TRIM_AFTER_BYTES = 16 * 1024 * 1024
 
 Item = tuple[Channel, RemotingCommand, int]  # (channel, request, frame bytes)
 
@@ -50,6 +53,9 @@ class FlowDispatcher:
         self.bytes_in_flight = 0
         self.busy_answers = 0  # every SYSTEM_BUSY this dispatcher gave (overload, cleaned queues)
         self._sweeper: asyncio.Task | None = None
+        self._freeing: set[RequestQueue[Item]] = set()
+        self.peak_bytes = 0  # the most bytes in flight since the last trim
+        self.trims = 0
 
     # -- Channel.dispatch ------------------------------------------------------
 
@@ -65,6 +71,8 @@ class FlowDispatcher:
             self._busy(channel, cmd, OVERLOAD_REMARK)
             return True
         self.bytes_in_flight += size
+        if self.bytes_in_flight > self.peak_bytes:
+            self.peak_bytes = self.bytes_in_flight
         self._pump(queue)
         return True
 
@@ -75,16 +83,18 @@ class FlowDispatcher:
         while (item := queue.take()) is not None:
             channel, cmd, size = item
             if channel.closed:
-                queue.finished()
                 self.bytes_in_flight -= size
                 continue
             channel.start_request(cmd, self.clock_ms(), functools.partial(self._done, size))
-            # the worker is free once the handler ran up to its first wait (its first step is
-            # scheduled before this callback): a Java thread that handed its work on
+        # the workers are free once the handlers ran up to their first wait (their first steps
+        # are scheduled before this callback): Java threads that handed their work on
+        if queue.running and queue not in self._freeing:
+            self._freeing.add(queue)
             loop.call_soon(self._free, queue)
 
     def _free(self, queue: RequestQueue[Item]) -> None:
-        queue.finished()
+        self._freeing.discard(queue)
+        queue.running = 0
         self._pump(queue)
 
     def _done(self, size: int) -> None:
@@ -105,6 +115,15 @@ class FlowDispatcher:
             self._busy(channel, cmd, r.remark)
         return len(rejected)
 
+    def trim_after_burst(self) -> bool:
+        """Once a large burst is over (nothing in flight), give the freed memory back."""
+        if self.bytes_in_flight > 0 or self.peak_bytes < TRIM_AFTER_BYTES:
+            return False
+        self.peak_bytes = 0
+        self.trims += 1
+        memory.trim()
+        return True
+
     def start(self, delay_s: float = 1.0) -> None:
         if self._sweeper is None:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop(delay_s), name="fast-failure")
@@ -114,6 +133,7 @@ class FlowDispatcher:
         while True:
             try:
                 self.sweep()
+                self.trim_after_burst()
             except Exception:
                 log.exception("fast failure sweep failed")
             await asyncio.sleep(SWEEP_INTERVAL_S)
