@@ -64,4 +64,17 @@ def rss_bytes(pid: int | None = None) -> int:
         return 0
 
 
-__all__ = ["MMAP_THRESHOLD", "fix_mmap_threshold", "rss_bytes", "trim"]
+def anon_bytes(pid: int | None = None) -> int:
+    """RssAnon of a process: its resident memory less mapped files (the store's mapped commit log
+    is resident too, but it is page cache the kernel may drop); 0 where /proc has none."""
+    try:
+        with open(f"/proc/{pid or 'self'}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+__all__ = ["MMAP_THRESHOLD", "anon_bytes", "fix_mmap_threshold", "rss_bytes", "trim"]

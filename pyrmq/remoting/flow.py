@@ -5,10 +5,12 @@ LinkedBlockingQueue (sendThreadPoolQueueCapacity and friends); NettyRemotingAbst
 SYSTEM_BUSY "[OVERLOAD]..." when the queue is full, and BrokerFastFailure (every 10 ms) answers
 SYSTEM_BUSY "[TIMEOUT_CLEAN_QUEUE]..." to each request that waited longer than its family's
 waitTimeMillsIn*Queue, and "[PCBUSY_CLEAN_QUEUE]..." to every queued send while the store's
-page cache is busy. pyrmq has one event loop instead of threads: a queue's `workers` bound how
-many of its requests start per turn of the loop (a Java thread runs a processor until it returns,
-an asyncio handler until its first wait), so under overload requests wait here, visibly and with
-their arrival time, instead of in the loop's ready list, and the excess gets a cheap busy answer.
+page cache is busy. pyrmq has one event loop instead of threads: a queue starts a batch of its
+requests per turn of the loop (a Java thread runs a processor until it returns, an asyncio
+handler until its first wait), so under overload requests wait here, visibly and with their
+arrival time, instead of in the loop's ready list, and the excess gets a cheap busy answer. The
+batch starts at the Java thread count and adapts so that a turn spends about TURN_TARGET_S
+running handlers: the rest of the turn reads sockets, which Java does on other threads.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+#: how long one turn of the loop should spend starting one queue's batch of handlers
+TURN_TARGET_S = 0.100
 
 #: NettyRemotingAbstract#processRequestCommand on RejectedExecutionException (the queue is full)
 OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
@@ -63,7 +68,7 @@ class RequestQueue(Generic[T]):
     at once); None means the queue is never cleaned (Java cleans seven of its queues only).
     """
 
-    __slots__ = ("_queue", "capacity", "max_wait_ms", "name", "running", "workers")
+    __slots__ = ("_queue", "batch", "capacity", "max_wait_ms", "name", "running", "workers")
 
     def __init__(
         self,
@@ -77,6 +82,7 @@ class RequestQueue(Generic[T]):
         self.workers = max(1, workers)
         self.max_wait_ms = max_wait_ms
         self.running = 0
+        self.batch = self.workers  # how many start per turn (adapt)
         self._queue: deque[Queued[T]] = deque()
 
     def __len__(self) -> int:
@@ -94,13 +100,21 @@ class RequestQueue(Generic[T]):
 
     def take(self) -> T | None:
         """The next request to start when a worker is free, else None; `finished` frees it."""
-        if self.running >= self.workers or not self._queue:
+        if self.running >= self.batch or not self._queue:
             return None
         self.running += 1
         return self._queue.popleft().item
 
     def finished(self) -> None:
         self.running = max(0, self.running - 1)
+
+    def adapt(self, elapsed_s: float, target_s: float = TURN_TARGET_S) -> None:
+        """A full batch took `elapsed_s` to start: grow the batch when that was well under the
+        target, shrink it (never below the thread count) when well over."""
+        if elapsed_s < target_s / 2:
+            self.batch = min(self.batch * 2, self.capacity)
+        elif elapsed_s > target_s * 2:
+            self.batch = max(self.workers, self.batch // 2)
 
     def clean_expired(self, now_ms: int) -> list[Rejected[T]]:
         """BrokerFastFailure#cleanExpiredRequestInQueue: from the head, every request that waited

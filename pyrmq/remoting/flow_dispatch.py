@@ -80,6 +80,7 @@ class FlowDispatcher:
 
     def _pump(self, queue: RequestQueue[Item]) -> None:
         loop = asyncio.get_running_loop()
+        started = queue.running
         while (item := queue.take()) is not None:
             channel, cmd, size = item
             if channel.closed:
@@ -88,12 +89,14 @@ class FlowDispatcher:
             channel.start_request(cmd, self.clock_ms(), functools.partial(self._done, size))
         # the workers are free once the handlers ran up to their first wait (their first steps
         # are scheduled before this callback): Java threads that handed their work on
-        if queue.running and queue not in self._freeing:
+        if queue.running > started and queue not in self._freeing:
             self._freeing.add(queue)
-            loop.call_soon(self._free, queue)
+            loop.call_soon(self._free, queue, time.perf_counter())
 
-    def _free(self, queue: RequestQueue[Item]) -> None:
+    def _free(self, queue: RequestQueue[Item], since: float) -> None:
         self._freeing.discard(queue)
+        if queue.running >= queue.batch:  # a full batch: was the turn's share right?
+            queue.adapt(time.perf_counter() - since)
         queue.running = 0
         self._pump(queue)
 

@@ -95,3 +95,20 @@ def test_broker_queues_follow_javas_keys():
     admin = flow.queue_for(RequestCode.UPDATE_AND_CREATE_TOPIC)
     assert admin is not None and admin.name == "adminBroker" and admin.capacity == 10000
     assert max_bytes_in_flight(cfg) == 64 * 4 * 1024 * 1024
+
+
+def test_batch_per_turn_adapts_between_the_thread_count_and_the_capacity():
+    q: RequestQueue[int] = RequestQueue("send", capacity=64, workers=4)
+    for i in range(100):
+        q.offer(i, 0)
+    assert [q.take() for _ in range(5)] == [0, 1, 2, 3, None]  # one batch: the thread count
+    q.adapt(0.001, target_s=0.1)  # cheap turn: double
+    assert q.batch == 8
+    for _ in range(10):
+        q.adapt(0.0, target_s=0.1)
+    assert q.batch == 64  # never above the capacity
+    q.adapt(0.05, target_s=0.1)  # about right: kept
+    assert q.batch == 64
+    for _ in range(10):
+        q.adapt(1.0, target_s=0.1)
+    assert q.batch == 4  # never below the thread count
