@@ -10,11 +10,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-from support.requests import send_v2
-
 from pyrmq.protocol.codes import ResponseCode
 from pyrmq.protocol.command import encode, next_opaque
 from pyrmq.protocol.framing import FrameDecoder
+from support.requests import send_v2
 
 
 def kind(code: int, remark: str | None) -> str:
