@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Any
 
@@ -37,8 +38,22 @@ log = logging.getLogger("pyrmq.remoting.server")
 
 __all__ = ["Channel", "RemotingServer", "RequestContext", "handles", "water_marks"]
 
-#: a connection stuck in the middle of a frame this long is dropped (no Java counterpart)
+#: a connection stuck in the middle of a frame this long is dropped (no Java counterpart);
+#: PYRMQ_HALF_OPEN_SECONDS changes it for every pyrmq server
 HALF_OPEN_SECONDS = 30.0
+
+
+def _env_number(name: str, default: float) -> float:
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        log.warning("%s=%r is not a number: %s used", name, os.environ[name], default)
+        return default
+
+
+def max_connections_from_env() -> int:
+    """PYRMQ_MAX_CONNECTIONS: connections a server keeps open at once (0 or unset = no limit)."""
+    return int(_env_number("PYRMQ_MAX_CONNECTIONS", 0))
 
 
 def water_marks(low: int, high: int) -> tuple[int, int]:
@@ -60,20 +75,27 @@ class RemotingServer:
         name: str = "namesrv",
         max_frame_length: int = MAX_FRAME_LENGTH,
         idle_seconds: float = 120,
-        half_open_seconds: float = HALF_OPEN_SECONDS,
-        max_connections: int = 0,
+        half_open_seconds: float | None = None,
+        max_connections: int | None = None,
         write_buffer: tuple[int, int] | None = None,
         dispatch: Dispatch | None = None,
+        backlog: int = 1024,
     ) -> None:
         self.host = host
         self.port = port
         self.name = name
         self.max_frame_length = max_frame_length
         self.idle_seconds = idle_seconds
-        self.half_open_seconds = half_open_seconds
-        self.max_connections = max_connections  # 0 = no limit
+        self.half_open_seconds = (
+            half_open_seconds
+            if half_open_seconds is not None
+            else _env_number("PYRMQ_HALF_OPEN_SECONDS", HALF_OPEN_SECONDS)
+        )
+        # 0 = no limit (Java has none); PYRMQ_MAX_CONNECTIONS sets it for every pyrmq server
+        self.max_connections = max_connections if max_connections is not None else max_connections_from_env()
         self.write_buffer = write_buffer
         self.dispatch = dispatch
+        self.backlog = backlog  # Java serverSocketBacklog (1024; asyncio's own default is 100)
         self.refused_connections = 0
         self.table = ProcessorTable()
         self.channels: set[Channel] = set()
@@ -102,7 +124,7 @@ class RemotingServer:
         registered processors that needed the port."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            self._make_channel, self.host, self.port, reuse_address=True, start_serving=serving
+            self._make_channel, self.host, self.port, reuse_address=True, start_serving=serving, backlog=self.backlog
         )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
