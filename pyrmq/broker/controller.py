@@ -27,6 +27,7 @@ from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
 from pyrmq.broker.controller_api import ControllerApi
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
+from pyrmq.broker.flow_control import build_flow_control, max_bytes_in_flight
 from pyrmq.broker.processor.acting_master import ActingMasterProcessor
 from pyrmq.broker.processor.admin import AdminBrokerProcessor
 from pyrmq.broker.processor.client_forward import ClientForwardProcessor
@@ -72,7 +73,8 @@ from pyrmq.protocol.headers.namesrv import (
     UnRegisterBrokerRequestHeader,
 )
 from pyrmq.remoting.client import RemotingClient
-from pyrmq.remoting.server import RemotingServer
+from pyrmq.remoting.flow_dispatch import FlowDispatcher
+from pyrmq.remoting.server import RemotingServer, water_marks
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore, PutMessage
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
@@ -213,6 +215,11 @@ class BrokerController:
         self.pull_request_hold_service = self.pull_processor.pull_request_hold_service
         self.server: RemotingServer | None = None
         self.fast_server: RemotingServer | None = None
+        # Java's executors and BrokerFastFailure, shared by both ports (docs/reliability.md)
+        self.flow_dispatcher = FlowDispatcher(
+            build_flow_control(config, self._page_cache_busy),
+            max_bytes_in_flight=lambda: max_bytes_in_flight(self.config),
+        )
         self.outer_client = RemotingClient()
         # a slave copies its master's metadata (Java SlaveSynchronize); the master address comes
         # with each REGISTER_BROKER answer
@@ -296,9 +303,21 @@ class BrokerController:
         deps = self._dependencies()
         return [self.build(cls, deps) for cls in PROCESSORS]
 
+    def _page_cache_busy(self) -> bool:
+        """Java MessageStore#isOSPageCacheBusy, when the store can tell."""
+        busy = getattr(self.message_store, "is_os_page_cache_busy", None)
+        return bool(busy()) if busy is not None else False
+
     def _make_server(self, port: int, name: str) -> RemotingServer:
         server = RemotingServer(
-            self.host, port, name=name, idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"])
+            self.host,
+            port,
+            name=name,
+            idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]),
+            write_buffer=water_marks(
+                int(self.config["writeBufferLowWaterMark"]), int(self.config["writeBufferHighWaterMark"])
+            ),
+            dispatch=self.flow_dispatcher,
         )
         server.add_close_listener(self._channel_closed)
         return server
@@ -330,6 +349,7 @@ class BrokerController:
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self._started = True
+        self.flow_dispatcher.start()
         await self.acting_master_service.start()  # special services by role, member-group loops
         if not self.fenced:  # controller mode: not before the controller gave a role
             await self.register_broker_all()
@@ -488,6 +508,7 @@ class BrokerController:
         if self._started:
             await self.unregister_broker_all()
         self.pull_request_hold_service.shutdown()
+        self.flow_dispatcher.stop()
         for server in (self.fast_server, self.server):
             if server is not None:
                 await server.close()
