@@ -20,6 +20,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
+from pyrmq.auth.config import AUTH_CONFIG_KEYS
 from pyrmq.broker.java_config import accepted_only_defaults
 from pyrmq.common.constants import RMQ_SYS_TRACE_TOPIC
 from pyrmq.common.files import write_file_atomically
@@ -189,7 +190,7 @@ class BrokerConfig(KeyedSettings):
         return [k for k in unknown if k not in MessageStoreConfig.KEYS]
 
     def is_known(self, key: str) -> bool:
-        return key in BROKER_KEYS or key in MessageStoreConfig.KEYS
+        return key in BROKER_KEYS or key in MessageStoreConfig.KEYS or key in AUTH_CONFIG_KEYS
 
     # ----------------------------------------------------------- derived values
 

@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pyrmq.broker.auth import BrokerAuth
 from pyrmq.broker.broker2client import Broker2Client
 from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
@@ -214,6 +215,7 @@ class BrokerController:
         self.server: RemotingServer | None = None
         self.fast_server: RemotingServer | None = None
         self.outer_client = RemotingClient()
+        self.auth: BrokerAuth | None = None  # built at start (pyrmq/broker/auth.py)
         # a slave copies its master's metadata (Java SlaveSynchronize); the master address comes
         # with each REGISTER_BROKER answer
         self.slave_synchronize = SlaveSynchronize(
@@ -300,11 +302,14 @@ class BrokerController:
         server = RemotingServer(
             self.host, port, name=name, idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"])
         )
+        server.request_check = self.auth.request_check() if self.auth is not None else None
         server.add_close_listener(self._channel_closed)
         return server
 
     async def start(self) -> None:
         self.load()
+        self.auth = BrokerAuth.from_broker_config(self.config)  # users, ACLs, the request check
+        self.outer_client.rpc_hook = self.auth.client_hook()
         self.message_store.start()
         self._store_started = True
         await self._start_ha()

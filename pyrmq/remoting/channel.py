@@ -30,6 +30,9 @@ log = logging.getLogger("pyrmq.remoting")
 
 Handler = Callable[["RequestContext", RemotingCommand], Awaitable["RemotingCommand | None"]]
 CloseListener = Callable[["Channel"], Any]
+#: Run for every request before its handler (Java's RequestPipeline): a response short-circuits
+#: the request (an ACL refusal, say), None lets it through to the processor table.
+RequestCheck = Callable[["Channel", RemotingCommand], "RemotingCommand | None"]
 
 _HANDLES_ATTR = "__remoting_codes__"
 
@@ -241,7 +244,10 @@ class Channel(asyncio.BufferedProtocol):
         ctx = RequestContext(self, self.endpoint, int(time.time() * 1000))
         handler = self.table.lookup(cmd.code)
         response: RemotingCommand | None
-        if handler is None:
+        check: RequestCheck | None = getattr(self.endpoint, "request_check", None)
+        if check is not None and (response := check(self, cmd)) is not None:
+            pass
+        elif handler is None:
             self.table.log_unsupported(cmd.code, self)
             response = cmd.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
