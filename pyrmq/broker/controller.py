@@ -30,6 +30,7 @@ from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.processor.acting_master import ActingMasterProcessor
 from pyrmq.broker.processor.admin import AdminBrokerProcessor
+from pyrmq.broker.processor.auth_admin import AuthAdminProcessor
 from pyrmq.broker.processor.client_forward import ClientForwardProcessor
 from pyrmq.broker.processor.client_manage import ClientManageProcessor
 from pyrmq.broker.processor.consumer_manage import ConsumerManageProcessor
@@ -99,6 +100,7 @@ PROCESSORS: tuple[type, ...] = (
     HAStatusProcessor,
     ActingMasterProcessor,
     ReplicasProcessor,
+    AuthAdminProcessor,
 )
 
 #: Java ClientHousekeepingService: scan every 10 s
@@ -284,6 +286,7 @@ class BrokerController:
             "acting_master_service": getattr(self, "acting_master_service", None),  # built after the pull processor
             "special_services_running": self._special_services_running,
             "replicas_manager": self.replicas_manager,
+            "broker_auth": getattr(self, "auth", None),  # built at start
         }
 
     def build(self, cls: type[P], deps: dict[str, Any] | None = None) -> P:
