@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from support.java import mqadmin as java_mqadmin
 from support.java import prepare_home, run_junit
 from support.pyrmq_proc import PyrmqBroker
 from support.servers import JavaBroker
@@ -120,3 +121,64 @@ def test_java_client_outcomes_match_java_broker(client, clusters, names, tmp_pat
     assert r["app_consume"] == "CONSUMED some"
     assert r["app_consume_denied_group"] == "CONSUMED none"
     assert r["wrong_secret_consume"] == "CONSUMED none"
+
+
+def _tools_home(tmp_path: Path, name: str, ak: str, sk: str) -> Path:
+    home = prepare_home(tmp_path / name)
+    (home / "conf" / "tools.yml").write_text(f"accessKey: {ak}\nsecretKey: {sk}\n")
+    return home
+
+
+def test_mqadmin_tools_yml_and_user_acl_commands(clusters, names, tmp_path):
+    """Official mqadmin 5.5.0 signs with $ROCKETMQ_HOME/conf/tools.yml: a normal user may not
+    create a topic, the super user may; then the user and ACL commands (createUser, getUser,
+    listUser, updateUser, createAcl, updateAcl, getAcl, listAcl, deleteAcl, deleteUser): the
+    same output from pyrmq and Java, broker addresses aside."""
+    admin_home = _tools_home(tmp_path, "admin", "admin_user", "admin_secret_1")
+    app_home = _tools_home(tmp_path, "app", "app_user", "app_secret_1")
+    steps = [
+        ("app", ["updateTopic", "-t", "AclAdminT_app"]),
+        ("admin", ["updateTopic", "-t", "AclAdminT_admin"]),
+        ("admin", ["createUser", "-u", "mq_user1", "-p", "pw_1"]),
+        ("admin", ["createUser", "-u", "mq_user1", "-p", "pw_1"]),
+        ("app", ["createUser", "-u", "mq_user2", "-p", "pw_2"]),
+        ("admin", ["getUser", "-u", "mq_user1"]),
+        ("admin", ["updateUser", "-u", "mq_user1", "-s", "disable"]),
+        ("admin", ["listUser", "-f", "mq_user"]),
+        ("admin", ["createAcl", "-s", "User:mq_user1", "-r", "Topic:orders,Group:g1", "-a", "Pub,Sub", "-d", "Allow"]),
+        (
+            "admin",
+            ["updateAcl", "-s", "User:mq_user1", "-r", "Topic:orders", "-a", "Sub", "-d", "Deny", "-i", "10.0.0.0/8"],
+        ),
+        ("admin", ["getAcl", "-s", "User:mq_user1"]),
+        ("admin", ["listAcl", "-s", "mq_user1"]),
+        ("admin", ["deleteAcl", "-s", "User:mq_user1", "-r", "Topic:orders"]),
+        ("admin", ["getAcl", "-s", "User:mq_user1"]),
+        ("admin", ["deleteUser", "-u", "mq_user1"]),
+        ("admin", ["getUser", "-u", "mq_user1"]),
+    ]
+    outputs: dict[str, list[str]] = {}
+    for kind, (ns, broker) in clusters.items():
+        outputs[kind] = []
+        for who, args in steps:
+            home = admin_home if who == "admin" else app_home
+            r = java_mqadmin("5.5.0", *args, "-b", broker.addr, namesrv=ns.addr, home=home, timeout=90)
+            text = (r.stdout + r.stderr).replace(broker.addr, "<broker>")
+            outputs[kind].append(f"{who} {' '.join(args)}\n{_essence(text)}")
+    for p, j in zip(outputs["pyrmq"], outputs["java"], strict=True):
+        assert p == j, f"pyrmq:\n{p}\njava:\n{j}"
+    first = outputs["pyrmq"]
+    assert "CODE: 16" in first[0] and "User:app_user has no permission to access Topic:AclAdminT_app" in first[0]
+    assert "success" in first[1]
+    assert "mq_user1" in first[7] and "disable" in first[7]
+
+
+def _essence(text: str) -> str:
+    """mqadmin's lines without timestamps, stack frames and the doc links of exceptions."""
+    keep = []
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith("at ") or "For more information" in s or s.startswith("...") or "SLF4J" in s:
+            continue
+        keep.append(s)
+    return "\n".join(keep)
