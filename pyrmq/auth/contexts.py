@@ -2,7 +2,8 @@
 
 A few codes are read by hand in Java (sends, pulls, heartbeats, offsets, locks); the others
 follow the @RocketMQAction / @RocketMQResource annotations of their header class, generated
-into actions.py. A code with neither gives no context: Java lets any authenticated user send it.
+into actions.py. A code with neither gives no context: Java lets any authenticated user send it. pyrmq is
+stricter for the codes of that kind that write or read messages (STRICTER below).
 """
 
 from __future__ import annotations
@@ -32,6 +33,25 @@ class AuthorizationContext:
 
 _SUB_GET = (Action.SUB, Action.GET)
 
+#: Codes Java 5.5.0 leaves to any authenticated user (no annotated header), checked here:
+#: LITE_PULL_MESSAGE as a pull, the reply sends as sends, and the broker-changing admin codes
+#: (broker config, subscription groups, clean-ups) as Update on the cluster.
+CLUSTER_UPDATE_CODES = frozenset(
+    {
+        RequestCode.UPDATE_BROKER_CONFIG,
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
+        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,
+        RequestCode.CLEAN_UNUSED_TOPIC,
+        RequestCode.DELETE_EXPIRED_COMMITLOG,
+    }
+)
+STRICTER = CLUSTER_UPDATE_CODES | {
+    RequestCode.LITE_PULL_MESSAGE,
+    RequestCode.SEND_REPLY_MESSAGE,
+    RequestCode.SEND_REPLY_MESSAGE_V2,
+}
+
 
 def source_ip_of(remote_addr: str) -> str:
     """StringUtils.substringBeforeLast(remoteAddr, ":")."""
@@ -56,9 +76,9 @@ def build_contexts(cmd: RemotingCommand, remote_addr: str, cluster_name: str) ->
                 out.append((Resource.group(t), _SUB_GET))
             else:
                 out.append((Resource.topic(t), (Action.PUB, Action.SUB, Action.GET)))
-        elif code == RequestCode.SEND_MESSAGE:
+        elif code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE):
             _send(out, get("topic"), get("group"))
-        elif code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+        elif code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2):
             _send(out, get("b"), get("a"))
         elif code == RequestCode.RECALL_MESSAGE:
             out.append((Resource.topic(get("topic")), (Action.PUB,)))
@@ -67,7 +87,7 @@ def build_contexts(cmd: RemotingCommand, remote_addr: str, cluster_name: str) ->
                 out.append((Resource.topic(get("topic")), (Action.PUB,)))
         elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
             out.append((Resource.group(get("group")), (Action.SUB,)))
-        elif code == RequestCode.PULL_MESSAGE:
+        elif code in (RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE):
             if not is_retry_topic(get("topic")):
                 out.append((Resource.topic(get("topic")), (Action.SUB,)))
             out.append((Resource.group(get("consumerGroup")), (Action.SUB,)))
@@ -97,6 +117,8 @@ def build_contexts(cmd: RemotingCommand, remote_addr: str, cluster_name: str) ->
             for mq in lock.mq_set:
                 if not is_retry_topic(mq.topic):
                     out.append((Resource.topic(mq.topic), (Action.SUB,)))
+        elif code in CLUSTER_UPDATE_CODES:
+            out.append((Resource.cluster(cluster_name), (Action.UPDATE,)))
         else:
             _by_annotation(out, code, fields, cluster_name)
     except AuthorizationError:

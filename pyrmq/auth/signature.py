@@ -35,7 +35,9 @@ def signed_content(
     """AclUtils#combineRequestContent over ``fields`` sorted as a TreeMap (a null value counts
     as the text "null", as StringBuilder#append does)."""
     parts = []
-    for key in sorted(fields, key=_java_string_order):
+    # ASCII keys (all of RocketMQ's) sort the same by code point; others need UTF-16 order
+    keys = sorted(fields) if all(k.isascii() for k in fields) else sorted(fields, key=_java_string_order)
+    for key in keys:
         if key == SIGNATURE or key in skip:
             continue
         value = fields[key]

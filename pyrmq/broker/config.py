@@ -244,6 +244,8 @@ class BrokerConfig(KeyedSettings):
     def all_properties(self) -> dict[str, str]:
         """GET_BROKER_CONFIG text source: file properties overlaid with current values."""
         out = super().all_properties()
+        for key in AUTH_CONFIG_KEYS.intersection(out):
+            del out[key]  # AuthConfig's, not reported by Java (and they carry passwords)
         for key, value in self.store.properties().items():
             if value is not None:
                 out[key] = format_value(value)
@@ -270,6 +272,7 @@ class BrokerConfig(KeyedSettings):
         """Write every setting to ``config_path`` (errors are logged, as Java does)."""
         path = self.config_path
         try:
-            write_file_atomically(path, properties_text(self.all_properties()))
+            kept = {k: v for k, v in self.file_properties.items() if k in AUTH_CONFIG_KEYS}  # not dropped here
+            write_file_atomically(path, properties_text({**self.all_properties(), **kept}))
         except OSError as e:
             log.error("persist broker config to %s failed: %s", path, e)

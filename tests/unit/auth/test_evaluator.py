@@ -274,3 +274,36 @@ def test_initial_users_are_super() -> None:
     assert store.get_user("root") == User("root", "pw", UserType.SUPER)
     assert store.get_user("inner") == User("inner", "isk", UserType.SUPER)
     assert cfg.inner_credentials() == ("inner", "isk", None)
+
+
+def test_codes_java_leaves_open_are_checked(store: AuthMetadataStore) -> None:
+    """Stricter than Java 5.5.0: these codes have no annotated header, so Java lets any
+    authenticated user send them; pyrmq checks them (docs/security.md)."""
+    ev = AuthEvaluator(config(), store)
+    for code in (RequestCode.UPDATE_BROKER_CONFIG, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP):
+        refused = check(ev, signed(code, {}, "app", "appsecret", b"x=1"))
+        assert refused is not None and "Cluster:DefaultCluster" in refused[1], code
+        assert check(ev, signed(code, {}, "admin", "adminsecret", b"x=1")) is None
+    lite = {"consumerGroup": "other", "topic": "orders", "queueId": "0"}
+    refused = check(ev, signed(RequestCode.LITE_PULL_MESSAGE, lite, "app", "appsecret"))
+    assert refused is not None and "Group:other" in refused[1]
+    reply = {"a": "pg", "b": "audit", "c": "TBW102"}
+    refused = check(ev, signed(RequestCode.SEND_REPLY_MESSAGE_V2, reply, "app", "appsecret"))
+    assert refused is not None and "Topic:audit" in refused[1]
+
+
+def test_broker_config_answer_hides_auth_keys(tmp_path: Path) -> None:
+    from pyrmq.broker.config import BrokerConfig
+
+    props = {
+        "brokerName": "b",
+        "storePathRootDir": str(tmp_path),
+        "initAuthenticationUser": '{"username":"root","password":"pw"}',
+        "authenticationEnabled": "true",
+    }
+    cfg = BrokerConfig.from_properties(props)
+    assert "initAuthenticationUser" not in cfg.all_properties()
+    assert "pw" not in cfg.properties_text()
+    assert "initAuthenticationUser" not in cfg.unknown_keys()
+    cfg.persist()
+    assert "initAuthenticationUser" in Path(cfg.config_path).read_text()
