@@ -265,6 +265,7 @@ class BrokerConfig(KeyedSettings):
     def black_list(self) -> set[str]:
         """Keys UPDATE_BROKER_CONFIG refuses (Java AdminBrokerProcessor#validateBlackListConfigExist)."""
         keys = set(CONFIG_BLACK_LIST_BUILTIN)
+        keys.update(AUTH_CONFIG_KEYS)  # Java's update cannot reach AuthConfig either; pyrmq says so
         keys.update(k.strip() for k in str(self.values["configBlackList"]).split(";") if k.strip())
         return keys
 

@@ -307,3 +307,4 @@ def test_broker_config_answer_hides_auth_keys(tmp_path: Path) -> None:
     assert "initAuthenticationUser" not in cfg.unknown_keys()
     cfg.persist()
     assert "initAuthenticationUser" in Path(cfg.config_path).read_text()
+    assert {"authenticationEnabled", "authorizationEnabled", "innerClientAuthenticationCredentials"} <= cfg.black_list()
