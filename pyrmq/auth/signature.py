@@ -75,3 +75,23 @@ def sign_request(cmd: RemotingCommand, access_key: str, secret_key: str, securit
     if security_token is not None:
         cmd.ext_fields[SECURITY_TOKEN] = security_token
     cmd.ext_fields[SIGNATURE] = calc_signature(signed_content(cmd.ext_fields, cmd.body), secret_key)
+
+
+def tools_credentials(rocketmq_home: str) -> tuple[str, str] | None:
+    """mqadmin's `$ROCKETMQ_HOME/conf/tools.yml` (AclUtils#getAclRPCHook): accessKey and
+    secretKey, or None when the file is missing, unreadable or either is blank."""
+    import yaml  # only the tools need it
+
+    if not rocketmq_home:
+        return None
+    try:
+        with open(f"{rocketmq_home}/conf/tools.yml", encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    ak, sk = data.get("accessKey"), data.get("secretKey")
+    if ak is None or sk is None or not str(ak).strip() or not str(sk).strip():
+        return None
+    return str(ak), str(sk)

@@ -101,7 +101,12 @@ def outcomes(client: str, ns_addr: str, names: dict[str, str], home: Path) -> di
     return got
 
 
-@pytest.mark.parametrize("client", ["5.5.0", "4.9.8"])
+#: the 4.9.8 client's run and the long mqadmin sequence are opt-in (PYRMQ_SOAK=1): the default
+#: run keeps within the suite's time budget with the 5.5.0 client and a short mqadmin sequence
+SOAK = pytest.mark.soak
+
+
+@pytest.mark.parametrize("client", ["5.5.0", pytest.param("4.9.8", marks=SOAK)])
 def test_java_client_outcomes_match_java_broker(client, clusters, names, tmp_path):
     """Right key, wrong secret, unknown key, no credentials, a topic without PUB, a group
     without SUB: the same answers from pyrmq and from the Java broker, and the expected ones."""
@@ -129,19 +134,23 @@ def _tools_home(tmp_path: Path, name: str, ak: str, sk: str) -> Path:
     return home
 
 
-def test_mqadmin_tools_yml_and_user_acl_commands(clusters, names, tmp_path):
+SHORT_STEPS = 4
+
+
+@pytest.mark.parametrize("steps", [SHORT_STEPS, pytest.param(None, marks=SOAK)])
+def test_mqadmin_tools_yml_and_user_acl_commands(clusters, names, tmp_path, steps):
     """Official mqadmin 5.5.0 signs with $ROCKETMQ_HOME/conf/tools.yml: a normal user may not
     create a topic, the super user may; then the user and ACL commands (createUser, getUser,
     listUser, updateUser, createAcl, updateAcl, getAcl, listAcl, deleteAcl, deleteUser): the
     same output from pyrmq and Java, broker addresses aside."""
     admin_home = _tools_home(tmp_path, "admin", "admin_user", "admin_secret_1")
     app_home = _tools_home(tmp_path, "app", "app_user", "app_secret_1")
-    steps = [
+    sequence = [
         ("app", ["updateTopic", "-t", "AclAdminT_app"]),
         ("admin", ["updateTopic", "-t", "AclAdminT_admin"]),
         ("admin", ["createUser", "-u", "mq_user1", "-p", "pw_1"]),
-        ("admin", ["createUser", "-u", "mq_user1", "-p", "pw_1"]),
         ("app", ["createUser", "-u", "mq_user2", "-p", "pw_2"]),
+        ("admin", ["createUser", "-u", "mq_user1", "-p", "pw_1"]),
         ("admin", ["getUser", "-u", "mq_user1"]),
         ("admin", ["updateUser", "-u", "mq_user1", "-s", "disable"]),
         ("admin", ["listUser", "-f", "mq_user"]),
@@ -156,11 +165,11 @@ def test_mqadmin_tools_yml_and_user_acl_commands(clusters, names, tmp_path):
         ("admin", ["getAcl", "-s", "User:mq_user1"]),
         ("admin", ["deleteUser", "-u", "mq_user1"]),
         ("admin", ["getUser", "-u", "mq_user1"]),
-    ]
+    ][:steps]
     outputs: dict[str, list[str]] = {}
     for kind, (ns, broker) in clusters.items():
         outputs[kind] = []
-        for who, args in steps:
+        for who, args in sequence:
             home = admin_home if who == "admin" else app_home
             r = java_mqadmin("5.5.0", *args, "-b", broker.addr, namesrv=ns.addr, home=home, timeout=90)
             text = (r.stdout + r.stderr).replace(broker.addr, "<broker>")
@@ -170,7 +179,9 @@ def test_mqadmin_tools_yml_and_user_acl_commands(clusters, names, tmp_path):
     first = outputs["pyrmq"]
     assert "CODE: 16" in first[0] and "User:app_user has no permission to access Topic:AclAdminT_app" in first[0]
     assert "success" in first[1]
-    assert "mq_user1" in first[7] and "disable" in first[7]
+    assert "CODE: 16" in first[3] and "User:app_user has no permission to access Cluster:" in first[3]
+    if steps is None:
+        assert "mq_user1" in first[7] and "disable" in first[7]
 
 
 def _essence(text: str) -> str:

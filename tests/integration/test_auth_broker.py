@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 from support.forgery import Target, forgeries
-from support.pyrmq_proc import PyrmqBroker
+from support.pyrmq_proc import PyrmqBroker, venv_python
 from support.requests import send_v2
 from support.servers import PyrmqNamesrv
 
@@ -113,3 +115,22 @@ def test_forged_flood_is_refused_and_broker_keeps_serving(broker) -> None:
             assert ok.code == ResponseCode.SUCCESS
 
     asyncio.run(run())
+
+
+def _pyrmq_admin(broker, home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ROCKETMQ_HOME=str(home))
+    argv = [venv_python(), "-m", "pyrmq", "admin", *args, "-n", broker.namesrv_addr]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+
+
+def test_pyrmq_admin_signs_with_tools_yml(broker, tmp_path) -> None:
+    """`pyrmq admin` signs like mqadmin with $ROCKETMQ_HOME/conf/tools.yml; the secret is not printed."""
+    for who, ak, sk in (("root", "root", "root-secret"), ("app", "app", "app-secret")):
+        (tmp_path / who / "conf").mkdir(parents=True)
+        (tmp_path / who / "conf" / "tools.yml").write_text(f"accessKey: {ak}\nsecretKey: {sk}\n")
+    ok = _pyrmq_admin(broker, tmp_path / "root", "updateTopic", "-b", broker.addr, "-t", "AdminMade")
+    assert "success" in ok.stdout, ok.stdout + ok.stderr
+    refused = _pyrmq_admin(broker, tmp_path / "app", "updateTopic", "-b", broker.addr, "-t", "AdminMade2")
+    out = refused.stdout + refused.stderr
+    assert "CODE: 16" in out and "User:app has no permission to access Topic:AdminMade2" in out, out
+    assert "app-secret" not in out and "root-secret" not in out
