@@ -8,17 +8,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 from support.forgery import Target, forgeries
+from support.ports import free_port, free_port_block
+from support.procs import ManagedProcess
 from support.pyrmq_proc import PyrmqBroker, venv_python
 from support.requests import send_v2
 from support.servers import PyrmqNamesrv
 
 from pyrmq.auth.signature import sign_request
-from pyrmq.protocol.codes import ResponseCode
+from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient
 
@@ -134,3 +137,37 @@ def test_pyrmq_admin_signs_with_tools_yml(broker, tmp_path) -> None:
     out = refused.stdout + refused.stderr
     assert "CODE: 16" in out and "User:app has no permission to access Topic:AdminMade2" in out, out
     assert "app-secret" not in out and "root-secret" not in out
+
+
+def test_dev_acl(tmp_path) -> None:
+    """`pyrmq dev --acl` prints an admin and an app account; the app account's signed send
+    passes, an unsigned one is refused, an admin code from the app account too."""
+    ns_port, b_port = free_port(), free_port_block((-2, 0))
+    argv = [venv_python(), "-m", "pyrmq", "dev", "--acl", "--namesrv-port", str(ns_port)]
+    argv += ["--broker-port", str(b_port), "--store", str(tmp_path / "s")]
+    dev = ManagedProcess("dev-acl", argv, tmp_path / "dev.out", env=dict(os.environ, HOME=str(tmp_path)))
+    try:
+        dev.wait_line("secretKey=")
+        dev.wait_line("app (Pub/Sub")
+        text = (tmp_path / "dev.out").read_text()
+        keys = dict(re.findall(r"accessKey=(\S+) secretKey=(\S+)", text))
+        assert set(keys) == {"rocketmq-admin", "rocketmq-app"}
+        addr = f"127.0.0.1:{b_port}"
+
+        async def run() -> None:
+            async with RemotingClient() as c:
+                ok = _signed(send_v2("DevAclT", "broker-a", b"x"), "rocketmq-app", keys["rocketmq-app"])
+                assert (await c.invoke(addr, ok, 10)).code == ResponseCode.SUCCESS
+                assert (
+                    await c.invoke(addr, send_v2("DevAclT", "broker-a", b"x"), 10)
+                ).code == ResponseCode.NO_PERMISSION
+                admin = RemotingCommand.request(RequestCode.AUTH_LIST_USER, {})
+                refused = await c.invoke(addr, _signed(admin, "rocketmq-app", keys["rocketmq-app"]), 10)
+                assert refused.code == ResponseCode.NO_PERMISSION
+                admin = RemotingCommand.request(RequestCode.AUTH_LIST_USER, {})
+                listed = await c.invoke(addr, _signed(admin, "rocketmq-admin", keys["rocketmq-admin"]), 10)
+                assert listed.code == ResponseCode.SUCCESS
+
+        asyncio.run(run())
+    finally:
+        assert dev.stop(10) == 0
