@@ -308,3 +308,29 @@ def test_broker_config_answer_hides_auth_keys(tmp_path: Path) -> None:
     cfg.persist()
     assert "initAuthenticationUser" in Path(cfg.config_path).read_text()
     assert {"authenticationEnabled", "authorizationEnabled", "innerClientAuthenticationCredentials"} <= cfg.black_list()
+
+
+def test_broker_auth_wiring(tmp_path: Path) -> None:
+    """The broker's own requests are signed with innerClientAuthenticationCredentials (Java
+    BrokerOuterAPI's AclClientRPCHook); without auth the servers get no request check at all."""
+    from pyrmq.auth.signature import signature_matches
+    from pyrmq.broker.auth import BrokerAuth
+    from pyrmq.broker.config import BrokerConfig
+
+    base = {"brokerName": "b", "storePathRootDir": str(tmp_path)}
+    off = BrokerAuth.from_broker_config(BrokerConfig.from_properties(base))
+    assert off.request_check() is None and off.client_hook() is None and off.store is None
+    props = dict(base, innerClientAuthenticationCredentials='{"accessKey":"inner","secretKey":"isk"}')
+    props.update(
+        authenticationEnabled="true",
+        authenticationMetadataProvider=LOCAL_AUTHENTICATION_METADATA_PROVIDER,
+    )
+    on = BrokerAuth.from_broker_config(BrokerConfig.from_properties(props))
+    hook = on.client_hook()
+    assert hook is not None and on.request_check() is not None
+    cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, ext_fields={"brokerName": "b"}, body=b"{}")
+    hook(cmd)
+    assert cmd.ext_fields is not None and cmd.ext_fields["AccessKey"] == "inner"
+    assert signature_matches(cmd, "isk")
+    # and the broker itself accepts what it signs: the inner user is a super user
+    assert on.evaluator.check(cmd, "127.0.0.1:1") is None
