@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pyrmq.broker.auth import BrokerAuth
 from pyrmq.broker.broker2client import Broker2Client
 from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
@@ -30,6 +31,7 @@ from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.flow_control import build_flow_control, max_bytes_in_flight
 from pyrmq.broker.processor.acting_master import ActingMasterProcessor
 from pyrmq.broker.processor.admin import AdminBrokerProcessor
+from pyrmq.broker.processor.auth_admin import AuthAdminProcessor
 from pyrmq.broker.processor.client_forward import ClientForwardProcessor
 from pyrmq.broker.processor.client_manage import ClientManageProcessor
 from pyrmq.broker.processor.consumer_manage import ConsumerManageProcessor
@@ -100,6 +102,7 @@ PROCESSORS: tuple[type, ...] = (
     HAStatusProcessor,
     ActingMasterProcessor,
     ReplicasProcessor,
+    AuthAdminProcessor,
 )
 
 #: Java ClientHousekeepingService: scan every 10 s
@@ -221,6 +224,7 @@ class BrokerController:
             max_bytes_in_flight=lambda: max_bytes_in_flight(self.config),
         )
         self.outer_client = RemotingClient()
+        self.auth: BrokerAuth | None = None  # built at start (pyrmq/broker/auth.py)
         # a slave copies its master's metadata (Java SlaveSynchronize); the master address comes
         # with each REGISTER_BROKER answer
         self.slave_synchronize = SlaveSynchronize(
@@ -289,6 +293,7 @@ class BrokerController:
             "acting_master_service": getattr(self, "acting_master_service", None),  # built after the pull processor
             "special_services_running": self._special_services_running,
             "replicas_manager": self.replicas_manager,
+            "broker_auth": getattr(self, "auth", None),  # built at start
         }
 
     def build(self, cls: type[P], deps: dict[str, Any] | None = None) -> P:
@@ -319,11 +324,14 @@ class BrokerController:
             ),
             dispatch=self.flow_dispatcher,
         )
+        server.request_check = self.auth.request_check() if self.auth is not None else None
         server.add_close_listener(self._channel_closed)
         return server
 
     async def start(self) -> None:
         self.load()
+        self.auth = BrokerAuth.from_broker_config(self.config)  # users, ACLs, the request check
+        self.outer_client.rpc_hook = self.auth.client_hook()
         self.message_store.start()
         self._store_started = True
         await self._start_ha()

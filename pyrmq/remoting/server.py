@@ -29,6 +29,7 @@ from pyrmq.remoting.channel import (
     Dispatch,
     Handler,
     ProcessorTable,
+    RequestCheck,
     RequestContext,
     call_listener,
     handles,
@@ -100,6 +101,8 @@ class RemotingServer:
         self.table = ProcessorTable()
         self.channels: set[Channel] = set()
         self._close_listeners: list[CloseListener] = []
+        #: called with (channel, request) before every handler; see channel.RequestCheck
+        self.request_check: RequestCheck | None = None
         self._server: asyncio.Server | None = None
         self._idle_task: asyncio.Task | None = None
 
