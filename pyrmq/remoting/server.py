@@ -6,12 +6,18 @@ answered REQUEST_CODE_NOT_SUPPORTED, a RemotingError with its own code, any
 other exception SYSTEM_ERROR (channel.py, the one place that catches).
 Connections idle (no read and no write) for `idle_seconds` are closed, like
 Java's IdleStateHandler with serverChannelMaxIdleTimeSeconds = 120.
+Each accepted connection is admitted by its first byte (tls.py's ServerTls:
+TLS handshake or plain remoting, refused per the TLS mode) before it becomes
+a Channel, so the accept loop is pyrmq's own rather than asyncio.Server's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
+import ssl
 import time
 from typing import Any
 
@@ -25,6 +31,7 @@ from pyrmq.remoting.channel import (
     call_listener,
     handles,
 )
+from pyrmq.remoting.tls import ServerTls
 
 log = logging.getLogger("pyrmq.remoting.server")
 
@@ -42,6 +49,8 @@ class RemotingServer:
         name: str = "namesrv",
         max_frame_length: int = MAX_FRAME_LENGTH,
         idle_seconds: float = 120,
+        tls: ServerTls | None = None,
+        backlog: int = 100,
     ) -> None:
         self.host = host
         self.port = port
@@ -51,7 +60,10 @@ class RemotingServer:
         self.table = ProcessorTable()
         self.channels: set[Channel] = set()
         self._close_listeners: list[CloseListener] = []
-        self._server: asyncio.Server | None = None
+        self.tls = tls or ServerTls()
+        self.backlog = backlog
+        self._sockets: list[socket.socket] = []
+        self._accepting: set[asyncio.Task] = set()  # accept loops and connections being admitted
         self._idle_task: asyncio.Task | None = None
 
     def register(self, processor: Any) -> None:
@@ -72,20 +84,76 @@ class RemotingServer:
     async def start(self, *, serving: bool = True) -> None:
         """Bind (``self.port`` is then the real port, also when 0 was asked) and, with
         ``serving``, accept connections; else ``start_serving()`` does, once the owner has
-        registered processors that needed the port."""
+        registered processors that needed the port. A TLS setting that cannot be used
+        raises TlsConfigError here, before binding."""
+        self.tls.prepare()
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._make_channel, self.host, self.port, reuse_address=True, start_serving=serving
-        )
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
+        self._sockets = _bind(self.host, self.port, self.backlog)
+        self.port = self._sockets[0].getsockname()[1]
+        if serving:
+            await self.start_serving()
         if self.idle_seconds and self.idle_seconds > 0:
             self._idle_task = loop.create_task(self._idle_sweeper())
-        log.info("%s remoting server listening on %s:%d", self.name, self.host, self.port)
+        log.info("%s remoting server listening on %s:%d (TLS %s)", self.name, self.host, self.port, self.tls.mode)
 
     async def start_serving(self) -> None:
-        if self._server is not None:
-            await self._server.start_serving()
+        if self._accepting or not self._sockets:
+            return
+        loop = asyncio.get_running_loop()
+        for sock in self._sockets:
+            self._track(loop.create_task(self._accept_loop(sock), name=f"{self.name}-accept"))
+
+    def _track(self, task: asyncio.Task) -> None:
+        self._accepting.add(task)
+        task.add_done_callback(self._accepting.discard)
+
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _addr = await loop.sock_accept(listener)
+            except (ConnectionAbortedError, BlockingIOError, InterruptedError):
+                continue
+            except OSError as e:  # EMFILE and the like: asyncio's server also waits and goes on
+                log.error("%s: accept failed: %s", self.name, e)
+                await asyncio.sleep(0.1)
+                continue
+            self._track(loop.create_task(self._admit(conn)))
+
+    async def _admit(self, conn: socket.socket) -> None:
+        """Peek at the first byte (Java TlsModeHandler) and hand the socket to a Channel,
+        through a TLS handshake when it starts one; a refused connection is closed."""
+        loop = asyncio.get_running_loop()
+        conn.setblocking(False)
+        peer = _peer(conn)
+        try:
+            first = await _peek_first_byte(loop, conn, self.idle_seconds if self.idle_seconds > 0 else None)
+            if first is None:
+                conn.close()
+                return
+            use_tls = self.tls.admits(first)
+            if use_tls is None:
+                log.warning(
+                    "%s: closing %s: %s connection while TLS is %s",
+                    self.name,
+                    peer,
+                    "a TLS" if first == 0x16 else "an insecure",
+                    self.tls.mode,
+                )
+                conn.close()
+                return
+            await loop.connect_accepted_socket(
+                self._make_channel,
+                conn,
+                ssl=self.tls.context() if use_tls else None,
+                ssl_handshake_timeout=10 if use_tls else None,
+            )
+        except asyncio.CancelledError:
+            conn.close()
+            raise
+        except (OSError, ssl.SSLError, TimeoutError, ValueError) as e:
+            log.warning("%s: connection from %s dropped before it opened: %s", self.name, peer, e)
+            conn.close()
 
     def _make_channel(self) -> Channel:
         return Channel(
@@ -119,8 +187,14 @@ class RemotingServer:
         if self._idle_task is not None:
             self._idle_task.cancel()
             self._idle_task = None
-        if self._server is not None:
-            self._server.close()
+        accepting = list(self._accepting)
+        for task in accepting:
+            task.cancel()
+        for sock in self._sockets:
+            sock.close()
+        self._sockets = []
+        if accepting:
+            await asyncio.wait(accepting, timeout=2)
         channels = list(self.channels)
         for ch in channels:
             ch.cancel_tasks()
@@ -130,9 +204,6 @@ class RemotingServer:
         for ch in channels:
             if not ch.closed:
                 ch.abort()
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
 
     async def __aenter__(self) -> RemotingServer:
         await self.start()
@@ -140,3 +211,65 @@ class RemotingServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _bind(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """Listening sockets for every address of ``host`` (as asyncio's create_server binds);
+    with port 0 the first one's port is used for the others."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets: list[socket.socket] = []
+    seen: set[tuple] = set()
+    try:
+        for family, kind, proto, _name, addr in infos:
+            if (family, addr) in seen:
+                continue
+            seen.add((family, addr))
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if sockets[0] is not sock and port == 0:
+                addr = (addr[0], sockets[0].getsockname()[1], *addr[2:])
+            sock.bind(addr)
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+async def _peek_first_byte(loop: asyncio.AbstractEventLoop, conn: socket.socket, timeout: float | None) -> int | None:
+    """The first byte the peer sent, left unread; None if it closed or stayed silent ``timeout`` s."""
+    readable = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(conn.fileno(), ready)
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                try:
+                    data = conn.recv(1, socket.MSG_PEEK)
+                except (BlockingIOError, InterruptedError):
+                    await readable
+                    readable = loop.create_future()
+                    continue
+                return data[0] if data else None
+    except TimeoutError:
+        return None
+    finally:
+        with contextlib.suppress(ValueError, OSError):
+            loop.remove_reader(conn.fileno())
+
+
+def _peer(conn: socket.socket) -> str:
+    try:
+        host, port = conn.getpeername()[:2]
+    except OSError:
+        return "?"
+    return f"{host}:{port}"
