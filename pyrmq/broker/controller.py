@@ -73,6 +73,7 @@ from pyrmq.protocol.headers.namesrv import (
 )
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.remoting.server import RemotingServer
+from pyrmq.remoting.tls import ServerTls, TlsConfig
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore, PutMessage
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
@@ -134,8 +135,19 @@ def constructor_parameters(cls: type) -> list[str]:
 class BrokerController:
     """One broker. ``await start()`` loads the store and registers; ``await shutdown()`` undoes it."""
 
-    def __init__(self, config: BrokerConfig, *, clock: Callable[[], int] = now_ms, host: str | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        clock: Callable[[], int] = now_ms,
+        host: str | None = None,
+        tls: TlsConfig | None = None,
+    ) -> None:
         self.config = config
+        self.tls = tls or TlsConfig.system()  # Java's tls.* system properties
+        self.server_tls = ServerTls(self.tls)  # one context for the main and the VIP port
+        if not config["useTLS"] and "useTLS" not in config.file_properties:
+            config["useTLS"] = self.tls.client_enabled  # NettyClientConfig: tls.enable, else enforcing mode
         self.now = clock
         self.host = host or config["bindAddress"]
         self.store_config = config.store
@@ -213,7 +225,8 @@ class BrokerController:
         self.pull_request_hold_service = self.pull_processor.pull_request_hold_service
         self.server: RemotingServer | None = None
         self.fast_server: RemotingServer | None = None
-        self.outer_client = RemotingClient()
+        # registration, slave sync and broker-to-broker calls: TLS with useTLS (HA stays plain, as in Java)
+        self.outer_client = RemotingClient(tls=self.tls.client_context() if config["useTLS"] else None)
         # a slave copies its master's metadata (Java SlaveSynchronize); the master address comes
         # with each REGISTER_BROKER answer
         self.slave_synchronize = SlaveSynchronize(
@@ -298,7 +311,11 @@ class BrokerController:
 
     def _make_server(self, port: int, name: str) -> RemotingServer:
         server = RemotingServer(
-            self.host, port, name=name, idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"])
+            self.host,
+            port,
+            name=name,
+            idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]),
+            tls=self.server_tls,
         )
         server.add_close_listener(self._channel_closed)
         return server
