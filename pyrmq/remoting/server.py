@@ -63,7 +63,8 @@ class RemotingServer:
         self.tls = tls or ServerTls()
         self.backlog = backlog
         self._sockets: list[socket.socket] = []
-        self._accepting: set[asyncio.Task] = set()  # accept loops and connections being admitted
+        self._accept_loops: list[asyncio.Task] = []
+        self._admitting: set[asyncio.Task] = set()  # accepted, first byte or TLS handshake pending
         self._idle_task: asyncio.Task | None = None
 
     def register(self, processor: Any) -> None:
@@ -97,15 +98,16 @@ class RemotingServer:
         log.info("%s remoting server listening on %s:%d (TLS %s)", self.name, self.host, self.port, self.tls.mode)
 
     async def start_serving(self) -> None:
-        if self._accepting or not self._sockets:
+        if self._accept_loops or not self._sockets:
             return
         loop = asyncio.get_running_loop()
         for sock in self._sockets:
-            self._track(loop.create_task(self._accept_loop(sock), name=f"{self.name}-accept"))
+            self._accept_loops.append(loop.create_task(self._accept_loop(sock), name=f"{self.name}-accept"))
 
-    def _track(self, task: asyncio.Task) -> None:
-        self._accepting.add(task)
-        task.add_done_callback(self._accepting.discard)
+    @property
+    def admitting(self) -> int:
+        """Connections accepted but not yet channels (waiting for a first byte or a handshake)."""
+        return len(self._admitting)
 
     async def _accept_loop(self, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -118,7 +120,9 @@ class RemotingServer:
                 log.error("%s: accept failed: %s", self.name, e)
                 await asyncio.sleep(0.1)
                 continue
-            self._track(loop.create_task(self._admit(conn)))
+            task = loop.create_task(self._admit(conn))
+            self._admitting.add(task)
+            task.add_done_callback(self._admitting.discard)
 
     async def _admit(self, conn: socket.socket) -> None:
         """Peek at the first byte (Java TlsModeHandler) and hand the socket to a Channel,
@@ -187,7 +191,8 @@ class RemotingServer:
         if self._idle_task is not None:
             self._idle_task.cancel()
             self._idle_task = None
-        accepting = list(self._accepting)
+        accepting = [*self._accept_loops, *self._admitting]
+        self._accept_loops = []
         for task in accepting:
             task.cancel()
         for sock in self._sockets:
