@@ -77,6 +77,7 @@ from pyrmq.protocol.headers.namesrv import (
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.remoting.flow_dispatch import FlowDispatcher
 from pyrmq.remoting.server import RemotingServer, water_marks
+from pyrmq.remoting.tls import ServerTls, TlsConfig
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore, PutMessage
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
@@ -139,8 +140,19 @@ def constructor_parameters(cls: type) -> list[str]:
 class BrokerController:
     """One broker. ``await start()`` loads the store and registers; ``await shutdown()`` undoes it."""
 
-    def __init__(self, config: BrokerConfig, *, clock: Callable[[], int] = now_ms, host: str | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        clock: Callable[[], int] = now_ms,
+        host: str | None = None,
+        tls: TlsConfig | None = None,
+    ) -> None:
         self.config = config
+        self.tls = tls or TlsConfig.system()  # Java's tls.* system properties
+        self.server_tls = ServerTls(self.tls)  # one context for the main and the VIP port
+        if not config["useTLS"] and "useTLS" not in config.file_properties:
+            config["useTLS"] = self.tls.client_enabled  # NettyClientConfig: tls.enable, else enforcing mode
         self.now = clock
         self.host = host or config["bindAddress"]
         self.store_config = config.store
@@ -223,7 +235,8 @@ class BrokerController:
             build_flow_control(config, self._page_cache_busy),
             max_bytes_in_flight=lambda: max_bytes_in_flight(self.config),
         )
-        self.outer_client = RemotingClient()
+        # registration, slave sync and broker-to-broker calls: TLS with useTLS (HA stays plain, as in Java)
+        self.outer_client = RemotingClient(tls=self.tls.client_context() if config["useTLS"] else None)
         self.auth: BrokerAuth | None = None  # built at start (pyrmq/broker/auth.py)
         # a slave copies its master's metadata (Java SlaveSynchronize); the master address comes
         # with each REGISTER_BROKER answer
@@ -323,6 +336,7 @@ class BrokerController:
                 int(self.config["writeBufferLowWaterMark"]), int(self.config["writeBufferHighWaterMark"])
             ),
             dispatch=self.flow_dispatcher,
+            tls=self.server_tls,
         )
         server.request_check = self.auth.request_check() if self.auth is not None else None
         server.add_close_listener(self._channel_closed)

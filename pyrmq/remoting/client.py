@@ -6,6 +6,8 @@ requests are matched by opaque and all fail with one error when their
 connection is lost. Requests the peer sends us on the same connection (e.g. a
 broker's CHECK_TRANSACTION_STATE) go to processors registered like on the
 server.
+With an SSL context (tls.py's TlsConfig.client_context, Java's useTLS) every
+connection is TLS.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -37,8 +40,15 @@ def parse_addr(addr: str) -> tuple[str, int]:
 
 
 class RemotingClient:
-    def __init__(self, *, connect_timeout_s: float = 3, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
+    def __init__(
+        self,
+        *,
+        connect_timeout_s: float = 3,
+        max_frame_length: int = MAX_FRAME_LENGTH,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.connect_timeout_s = connect_timeout_s
+        self.tls = tls
         self.max_frame_length = max_frame_length
         self.table = ProcessorTable()
         self._channels: dict[str, Channel] = {}
@@ -83,8 +93,10 @@ class RemotingClient:
 
         try:
             async with asyncio.timeout(self.connect_timeout_s):
-                _transport, ch = await loop.create_connection(factory, host, port)
-        except (OSError, TimeoutError) as e:
+                _transport, ch = await loop.create_connection(
+                    factory, host, port, ssl=self.tls, server_hostname=host if self.tls else None
+                )
+        except (OSError, TimeoutError) as e:  # ssl.SSLError is an OSError
             raise RemotingConnectError(f"connect to {addr} failed: {str(e) or type(e).__name__}") from None
         self._channels[addr] = ch
         ch.attrs["addr"] = addr
