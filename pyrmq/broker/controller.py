@@ -27,6 +27,7 @@ from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
 from pyrmq.broker.controller_api import ControllerApi
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
+from pyrmq.broker.pop.message_request_mode_manager import MessageRequestModeManager
 from pyrmq.broker.processor.acting_master import ActingMasterProcessor
 from pyrmq.broker.processor.admin import AdminBrokerProcessor
 from pyrmq.broker.processor.client_forward import ClientForwardProcessor
@@ -37,6 +38,7 @@ from pyrmq.broker.processor.group_admin import GroupAdminProcessor
 from pyrmq.broker.processor.ha_status import HAStatusProcessor
 from pyrmq.broker.processor.pull import PullMessageProcessor
 from pyrmq.broker.processor.query import QueryMessageProcessor
+from pyrmq.broker.processor.query_assignment import QueryAssignmentProcessor
 from pyrmq.broker.processor.replicas import ReplicasProcessor
 from pyrmq.broker.processor.reply import ReplyMessageProcessor
 from pyrmq.broker.processor.send import SendMessageProcessor
@@ -98,6 +100,7 @@ PROCESSORS: tuple[type, ...] = (
     HAStatusProcessor,
     ActingMasterProcessor,
     ReplicasProcessor,
+    QueryAssignmentProcessor,
 )
 
 #: Java ClientHousekeepingService: scan every 10 s
@@ -148,6 +151,7 @@ class BrokerController:
             config, os.path.join(cfg_dir, "subscriptionGroup.json"), now=clock
         )
         self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(cfg_dir, "consumerOffset.json"), now=clock)
+        self.message_request_mode_manager = MessageRequestModeManager(os.path.join(cfg_dir, "messageRequestMode.json"))
         expiry = int(config["channelExpiredTimeout"])
         self.consumer_manager = ConsumerManager(
             now=clock, on_ids_changed=self._consumer_ids_changed, channel_expired_timeout_ms=expiry
@@ -226,6 +230,7 @@ class BrokerController:
             timer_message_store=self.timer_message_store,
             timer_wheel_enable=lambda: bool(self.config["timerWheelEnable"]),
             now=clock,
+            message_request_mode_manager=self.message_request_mode_manager,
         )
         # slave acting master (pyrmq/broker/failover.py): escape bridge, member-group view, pre-online
         self.escape_bridge, self.acting_master_service, self.pre_online_service = wire_acting_master(self)
@@ -250,6 +255,7 @@ class BrokerController:
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()
         self.consumer_filter_manager.load()
+        self.message_request_mode_manager.load()
         self.message_store.load()
         self.schedule_message_service.load()
         self.timer_message_store.load()
@@ -265,6 +271,7 @@ class BrokerController:
             "consumer_manager": self.consumer_manager,
             "producer_manager": self.producer_manager,
             "consumer_filter_manager": self.consumer_filter_manager,
+            "message_request_mode_manager": self.message_request_mode_manager,
             "rebalance_lock_manager": self.rebalance_lock_manager,
             "message_store": self.message_store,
             "broker_stats": self.broker_stats,
