@@ -9,6 +9,7 @@ QueryAssignmentResponseBody}``, ``common/message/{MessageQueueAssignment,Message
 
 from __future__ import annotations
 
+import base64
 import enum
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -69,3 +70,42 @@ class MessageQueueAssignment(FastJsonBody):
 class QueryAssignmentResponseBody(FastJsonBody):
     #: None tells the client to keep its assignment (Java: an invalid result)
     message_queue_assignments: list[MessageQueueAssignment] | None = None
+
+
+@dataclass(slots=True)
+class BatchAck(FastJsonBody):
+    """One popped batch's acks: the acked messages are bits of ``bit_set`` counted from
+    ``start_offset`` (Java BitSet#toByteArray, base64). Java: remoting/protocol/body/BatchAck."""
+
+    consumer_group: str | None = field(default=None, metadata={"json": "c", "aliases": ("consumerGroup",)})
+    topic: str | None = field(default=None, metadata={"json": "t", "aliases": ("topic",)})
+    retry: str | None = field(default=None, metadata={"json": "r", "aliases": ("retry",)})
+    start_offset: int = field(default=0, metadata={"json": "so", "aliases": ("startOffset",)})
+    queue_id: int = field(default=0, metadata={"json": "q", "aliases": ("queueId",)})
+    revive_queue_id: int = field(default=0, metadata={"json": "rq", "aliases": ("reviveQueueId",)})
+    pop_time: int = field(default=0, metadata={"json": "pt", "aliases": ("popTime",)})
+    invisible_time: int = field(default=0, metadata={"json": "it", "aliases": ("invisibleTime",)})
+    bit_set: str | None = field(default=None, metadata={"json": "b", "aliases": ("bitSet",)})
+
+    def bits(self) -> list[int]:
+        """The set bit indexes, ascending (Java BitSet.valueOf(base64-decoded bytes))."""
+        if not self.bit_set:
+            return []
+        data = base64.b64decode(self.bit_set)
+        return [i * 8 + b for i, byte in enumerate(data) for b in range(8) if byte >> b & 1]
+
+    @staticmethod
+    def encode_bits(indexes: list[int]) -> str:
+        """Java BitSet#toByteArray of these bits, base64."""
+        if not indexes:
+            return ""
+        data = bytearray(max(indexes) // 8 + 1)
+        for i in indexes:
+            data[i // 8] |= 1 << (i % 8)
+        return base64.b64encode(bytes(data)).decode("ascii")
+
+
+@dataclass(slots=True)
+class BatchAckMessageRequestBody(FastJsonBody):
+    broker_name: str | None = None
+    acks: list[BatchAck] | None = None
