@@ -1,6 +1,6 @@
 // One official DLedger 0.3.2 member (io.openmessaging.storage.dledger.DLedgerServer) for mixed
 // Java/pyrmq groups in tests. Prints "STARTED" once it listens and one line per role change:
-// "ROLE <term> <LEADER|FOLLOWER|CANDIDATE> <leaderId>". Runs until stdin closes or it is killed.
+// "ROLE <term> <LEADER|FOLLOWER|CANDIDATE> <leaderId>". Runs until killed (SIGTERM shuts it down).
 // Usage: java -cp <servers classpath>:<dir of this class> DLedgerMemberMain <group> <selfId> <peers>
 //        <storeBaseDir> <dataFileSize> <indexFileSize> <heartBeatIntervalMs> <minVoteMs> <maxVoteMs>
 import io.openmessaging.storage.dledger.DLedgerConfig;
@@ -37,13 +37,10 @@ public class DLedgerMemberMain {
             public void shutdown() {
             }
         });
+        Runtime.getRuntime().addShutdownHook(new Thread(server::shutdown));
         server.startup();
         System.out.println("STARTED");
         System.out.flush();
-        while (System.in.read() != -1) {
-            // a test closes stdin to stop this member cleanly
-        }
-        server.shutdown();
-        System.exit(0);
+        Thread.currentThread().join();
     }
 }
