@@ -3,6 +3,7 @@
 // "ROLE <term> <LEADER|FOLLOWER|CANDIDATE> <leaderId>". Runs until killed (SIGTERM shuts it down).
 // Usage: java -cp <servers classpath>:<dir of this class> DLedgerMemberMain <group> <selfId> <peers>
 //        <storeBaseDir> <dataFileSize> <indexFileSize> <heartBeatIntervalMs> <minVoteMs> <maxVoteMs>
+//        [<preferredLeaderIds>]
 import io.openmessaging.storage.dledger.DLedgerConfig;
 import io.openmessaging.storage.dledger.DLedgerLeaderElector;
 import io.openmessaging.storage.dledger.DLedgerServer;
@@ -20,6 +21,9 @@ public class DLedgerMemberMain {
         config.setHeartBeatTimeIntervalMs(Integer.parseInt(args[6]));
         config.setMinVoteIntervalMs(Integer.parseInt(args[7]));
         config.setMaxVoteIntervalMs(Integer.parseInt(args[8]));
+        if (args.length > 9) {
+            config.setPreferredLeaderIds(args[9]);
+        }
         final DLedgerServer server = new DLedgerServer(config);
         final MemberState state = server.getMemberState();
         server.getdLedgerLeaderElector().addRoleChangeHandler(new DLedgerLeaderElector.RoleChangeHandler() {

@@ -52,6 +52,7 @@ class DLedgerConfig:
     checkpoint_interval_ms: int = 3000  # checkPointInterval
     max_wait_ack_time_ms: int = 2500  # maxWaitAckTimeMs
     rpc_timeout_ms: int = 3000  # DLedgerRpcNettyService's invokeAsync timeout
+    preferred_leader_ids: str | None = None  # preferredLeaderIds: ``n0;n1``, who should lead when alive
 
     def peer_map(self) -> dict[str, str]:
         peers = parse_peers(self.peers)

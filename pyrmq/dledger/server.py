@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient, parse_addr
+from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
 from pyrmq.remoting.server import RemotingServer, RequestContext
 
 from .config import DLedgerConfig
@@ -36,12 +37,24 @@ from .protocol import (
     RequestOrResponse,
     decode_request,
     decode_response,
+    failure,
     request_command,
     response_command,
 )
-from .raft import Committed, DLedgerMember, NotLeaderError, Output, Reply, Role, RoleChanged, Send, TermPersisted
+from .raft import (
+    Committed,
+    DLedgerMember,
+    NotLeaderError,
+    Output,
+    Reply,
+    Role,
+    RoleChanged,
+    Send,
+    TermPersisted,
+    Timing,
+)
 from .raft import network_error as _network_error
-from .store_files import DLedgerStoreWriter, fsync_paths
+from .store_files import DEFAULT_DATA_FILE_SIZE, DEFAULT_INDEX_FILE_SIZE, DLedgerStoreWriter, fsync_paths
 
 log = logging.getLogger("pyrmq.dledger.server")
 
@@ -94,6 +107,7 @@ class DLedgerServer:
             term_state=self.store.term,
             timing=config.timing,
             committed_index=self.store.committed_index,
+            preferred_leader_ids=config.preferred_leader_ids,
         )
         self.remoting = RemotingServer(host or addr_host, port, name=f"dledger-{config.self_id}")
         for code in REQUEST_TYPES:
@@ -178,8 +192,8 @@ class DLedgerServer:
             raise AppendError(Code.NOT_LEADER, "the member stopped")
         try:
             entry, out = self.member.append(body, _now())
-        except NotLeaderError as e:
-            raise AppendError(Code.NOT_LEADER, str(e), e.leader_id) from None
+        except NotLeaderError as e:  # LEADER_TRANSFERRING too
+            raise AppendError(e.code, str(e), e.leader_id) from None
         fut: asyncio.Future[DLedgerEntry] = asyncio.get_running_loop().create_future()
         self._waiting[entry.index] = fut
         self._apply(out)
@@ -302,15 +316,9 @@ class DLedgerServer:
         return None
 
     def _failed(self, cls: type[_R], request: RequestOrResponse, code: DLedgerResponseCode) -> _R:
-        """``response.copyBaseInfo(request)`` with the failure's code and the known leader."""
-        return cls(
-            group=request.group,
-            local_id=request.local_id,
-            remote_id=request.remote_id,
-            term=request.term,
-            code=code,
-            leader_id=self.member.leader_id,
-        )
+        resp = failure(request, code, self.member.leader_id)
+        assert isinstance(resp, cls)
+        return resp
 
     async def _client_append(self, request: AppendEntryRequest) -> AppendEntryResponse:
         """DLedgerServer#handleAppend for a DLedgerClient."""
@@ -358,3 +366,51 @@ class DLedgerServer:
                     self.store.persist_checkpoint(self.member.committed_index)
             except OSError:
                 log.exception("dledger %s: flush failed", self.config.self_id)
+
+
+async def _serve(config: DLedgerConfig) -> None:
+    stop = asyncio.Event()
+    stop_on_signals(stop)
+    server = DLedgerServer(config)
+    server.role_listeners.append(lambda term, role, leader: print(f"ROLE {term} {role.name} {leader}", flush=True))
+    await server.start()
+    print("STARTED", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await server.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m pyrmq.dledger.server``: one standalone member (DLedger's own StandaloneServer
+    role), for benchmarks and tests; prints ``STARTED`` and one ``ROLE <term> <role> <leader>``
+    line per role change; SIGTERM stops it."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m pyrmq.dledger.server")
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--self-id", required=True)
+    ap.add_argument("--peers", required=True, help="n0-host:port;n1-host:port;...")
+    ap.add_argument("--store-base-dir", required=True)
+    ap.add_argument("--data-file-size", type=int, default=DEFAULT_DATA_FILE_SIZE)
+    ap.add_argument("--index-file-size", type=int, default=DEFAULT_INDEX_FILE_SIZE)
+    ap.add_argument("--heartbeat-ms", type=int, default=Timing().heart_beat_time_interval_ms)
+    ap.add_argument("--preferred-leader-ids", default=None, help="n0;n1: hand the leadership to them")
+    args = ap.parse_args(argv)
+    setup_logging("WARNING")
+    install_uvloop_if_available()
+    config = DLedgerConfig(
+        group=args.group,
+        self_id=args.self_id,
+        peers=args.peers,
+        store_base_dir=args.store_base_dir,
+        data_file_size=args.data_file_size,
+        index_file_size=args.index_file_size,
+        timing=Timing(heart_beat_time_interval_ms=args.heartbeat_ms),
+        preferred_leader_ids=args.preferred_leader_ids,
+    )
+    asyncio.run(_serve(config))
+
+
+if __name__ == "__main__":
+    main()

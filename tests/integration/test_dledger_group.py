@@ -115,3 +115,48 @@ def test_two_of_three_down_acknowledges_nothing(tmp_path: Path) -> None:
             await until(lambda: leader.role is not Role.LEADER, 5, "step-down of a lonely leader")
 
     run(main)
+
+
+def test_leadership_transfer_by_rpc_and_preferred_leader(tmp_path: Path) -> None:
+    """LEADERSHIP_TRANSFER (51005) sent to the leader over the wire moves the leadership to the named
+    member; a group restarted with preferredLeaderIds=n1 ends up led by n1 whoever wins first.
+    (A transferee wins its election for sure only when it is a preferred leader: it then votes
+    every 30-100 ms and refuses others' votes, REJECT_TAKING_LEADERSHIP; so all three are.)"""
+
+    async def main() -> None:
+        async with started_group(tmp_path, preferred_leader_ids="n0;n1;n2") as members:
+            old = await one_leader(members)
+            await old.append(b"before")
+            old_term = old.term
+            target = next(i for i in IDS if i != old.config.self_id)
+            ask = p.LeadershipTransferRequest(
+                group=GROUP,
+                remote_id=old.config.self_id,
+                term=old_term,
+                transfer_id=old.config.self_id,
+                transferee_id=target,
+            )
+            async with RemotingClient() as client:
+                cmd = await client.invoke(old.address, p.request_command(ask), 5)
+            answer = p.LeadershipTransferResponse.decode(cmd.body)
+            assert answer.code == p.DLedgerResponseCode.SUCCESS, answer
+            new = await one_leader(members)
+            assert new.config.self_id == target and new.term > old_term
+            await new.append(b"after")
+            await until(lambda: all(m.committed_index == 1 for m in members.values()), 5, "commit on all")
+            peers = old.config.peers
+        # the same stores, now with a preferred leader
+        preferred = {i: member(tmp_path, i, peers, preferred_leader_ids="n1") for i in IDS}
+        try:
+            for m in preferred.values():
+                await m.start()
+            await until(lambda: preferred["n1"].is_leader, 15, "n1 leading")
+            leader = await one_leader(preferred)
+            await leader.append(b"preferred")
+            await until(lambda: all(m.committed_index == 2 for m in preferred.values()), 5, "commit on all")
+        finally:
+            for m in preferred.values():
+                await m.close()
+        assert_stores_identical(tmp_path, IDS)
+
+    run(main)

@@ -29,7 +29,9 @@ def peers_string(ports: dict[str, int]) -> str:
     return ";".join(f"{i}-127.0.0.1:{port}" for i, port in ports.items())
 
 
-def member(base: Path, self_id: str, peers: str, timing: Timing = FAST) -> DLedgerServer:
+def member(
+    base: Path, self_id: str, peers: str, timing: Timing = FAST, preferred_leader_ids: str | None = None
+) -> DLedgerServer:
     return DLedgerServer(
         DLedgerConfig(
             group=GROUP,
@@ -39,6 +41,7 @@ def member(base: Path, self_id: str, peers: str, timing: Timing = FAST) -> DLedg
             data_file_size=DATA_FILE,
             index_file_size=INDEX_FILE,
             timing=timing,
+            preferred_leader_ids=preferred_leader_ids,
         )
     )
 
@@ -83,10 +86,10 @@ def run(test: Callable[[], Awaitable[None]], timeout: float = 60) -> None:
 
 
 @contextlib.asynccontextmanager
-async def started_group(base: Path) -> AsyncIterator[dict[str, DLedgerServer]]:
+async def started_group(base: Path, preferred_leader_ids: str | None = None) -> AsyncIterator[dict[str, DLedgerServer]]:
     """Three members on free ports; every one in the dict when the block ends is closed."""
     peers = peers_string({i: free_port() for i in IDS})
-    members = {i: member(base, i, peers) for i in IDS}
+    members = {i: member(base, i, peers, preferred_leader_ids=preferred_leader_ids) for i in IDS}
     try:
         for m in members.values():
             await m.start()
