@@ -152,6 +152,17 @@ def _core_defaults() -> dict[str, Any]:
         "slaveReadEnable": False,  # a slave serves pulls only with it (Java PullMessageProcessor#rejectRequest)
         "enableMixedMessageType": False,  # a topic's +message.type=MIXED is refused without it
         "useTLS": False,  # NettyClientConfig; reported only, mqadmin exportConfigs reads it
+        "metricsExporterType": "DISABLE",  # pyrmq/broker/metrics.py: PROM serves Java's metric names
+        "metricsPromExporterHost": "",  # brokerIP1 when empty
+        "metricsPromExporterPort": 5557,
+        "metricsLabel": "",  # extra labels on every series, k1:v1,k2:v2
+        "metricsInDelta": False,  # adds aggregation=delta (Java's label; values stay cumulative)
+        "enableStatsMetrics": True,
+        "enableRequestMetrics": True,
+        "enableConnectionMetrics": True,
+        "enableLagAndDlqMetrics": True,
+        "enableRemotingMetrics": True,
+        "enableMessageStoreMetrics": True,
         # NettyServerConfig
         "bindAddress": "0.0.0.0",
         "listenPort": 10911,  # BrokerStartup sets 10911 before reading the file

@@ -27,6 +27,7 @@ from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
 from pyrmq.broker.controller_api import ControllerApi
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
+from pyrmq.broker.metrics import BrokerMetricsManager
 from pyrmq.broker.processor.acting_master import ActingMasterProcessor
 from pyrmq.broker.processor.admin import AdminBrokerProcessor
 from pyrmq.broker.processor.client_forward import ClientForwardProcessor
@@ -188,6 +189,17 @@ class BrokerController:
         )
         self.timer_message_store = TimerMessageStore(config=config, message_store=self.message_store, now=clock)
         register_message_store_hook(self.message_store, config, self.schedule_message_service, clock)
+        self.broker_metrics = BrokerMetricsManager(
+            config=config,
+            topic_config_manager=self.topic_config_manager,
+            subscription_group_manager=self.subscription_group_manager,
+            consumer_manager=self.consumer_manager,
+            producer_manager=self.producer_manager,
+            consumer_offset_manager=self.consumer_offset_manager,
+            message_store=self.message_store,
+            timer_message_store=self.timer_message_store,
+            now=clock,
+        )
         self.controller_mode = bool(config["enableControllerMode"])
         if self.controller_mode:  # fenced until the controller names a role (ReplicasManager)
             self.message_store.put_message_hook_list.insert(0, refuse_put_when_fenced)
@@ -268,6 +280,7 @@ class BrokerController:
             "rebalance_lock_manager": self.rebalance_lock_manager,
             "message_store": self.message_store,
             "broker_stats": self.broker_stats,
+            "broker_metrics": self.broker_metrics,
             "broker2client": self.broker2client,
             "transactional_message_service": self.transactional_message_service,
             "uniq_id_generator": self.uniq_id_generator,
@@ -326,7 +339,9 @@ class BrokerController:
             if server is not None:
                 for processor in self.processors():
                     server.register(processor)
+                self.broker_metrics.watch(server.table)
                 await server.start_serving()
+        await self.broker_metrics.start()
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self._started = True
@@ -488,6 +503,7 @@ class BrokerController:
         if self._started:
             await self.unregister_broker_all()
         self.pull_request_hold_service.shutdown()
+        await self.broker_metrics.shutdown()
         for server in (self.fast_server, self.server):
             if server is not None:
                 await server.close()

@@ -74,6 +74,11 @@ class RequestContext:
     received_at_ms: int = 0
 
 
+#: rpc latency hook (Java RemotingMetricsManager#rpcLatency): request code, response code,
+#: is_long_polling, result ("success", "oneway", "write_channel_failed"), elapsed ms
+RpcObserver = Callable[[int, int, bool, str, int], None]
+
+
 class ProcessorTable:
     """Request code -> handler (Java NettyRemotingAbstract#processorTable)."""
 
@@ -81,6 +86,22 @@ class ProcessorTable:
         self.handlers: dict[int, Handler] = {}
         self.default: Handler | None = None
         self._unsupported_logged: set[int] = set()
+        self.rpc_observer: RpcObserver | None = None
+        #: requests received and not answered yet, by code (the broker's processor watermark)
+        self.in_flight: dict[int, int] = {}
+
+    def observe_rpc(
+        self, ctx: RequestContext, cmd: RemotingCommand, response: RemotingCommand, sent: bool, long_polling: bool
+    ) -> None:
+        """Report one answered request, as Java NettyRemotingAbstract#writeResponse does."""
+        if self.rpc_observer is None:
+            return
+        if cmd.flag & FLAG_ONEWAY:
+            result = "oneway"
+        else:
+            result = "success" if sent else "write_channel_failed"
+        elapsed = max(int(time.time() * 1000) - ctx.received_at_ms, 0)
+        self.rpc_observer(cmd.code, response.code, long_polling, result, elapsed)
 
     def log_unsupported(self, code: int, remote: object) -> None:
         """Java NettyRemotingAbstract#processRequestCommand logs an unsupported request type; here
@@ -241,19 +262,27 @@ class Channel(asyncio.BufferedProtocol):
         ctx = RequestContext(self, self.endpoint, int(time.time() * 1000))
         handler = self.table.lookup(cmd.code)
         response: RemotingCommand | None
-        if handler is None:
-            self.table.log_unsupported(cmd.code, self)
-            response = cmd.make_response(
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
-            )
-        else:
-            response = await call_handler(handler, ctx, cmd)
-        if cmd.flag & FLAG_ONEWAY or response is None:
+        in_flight = self.table.in_flight
+        in_flight[cmd.code] = in_flight.get(cmd.code, 0) + 1
+        try:
+            if handler is None:
+                self.table.log_unsupported(cmd.code, self)
+                response = cmd.make_response(
+                    ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
+                )
+            else:
+                response = await call_handler(handler, ctx, cmd)
+        finally:
+            in_flight[cmd.code] -= 1
+        if response is None:
+            return
+        if cmd.flag & FLAG_ONEWAY:
+            self.table.observe_rpc(ctx, cmd, response, False, False)
             return  # one-way requests are never answered
         response.opaque = cmd.opaque
         response.flag |= FLAG_RESPONSE
         response.serialize_type = cmd.serialize_type
-        self.send(response)
+        self.table.observe_rpc(ctx, cmd, response, self.send(response), False)
 
     # -- sending -----------------------------------------------------------
 

@@ -49,6 +49,8 @@ RULES: dict[str, tuple[str, ...]] = {
         "pyrmq.cli",
     ),
     "broker": ("pyrmq.admin", "pyrmq.spark", "pyrmq.testing"),
+    # metrics instruments, the Prometheus text writer and its HTTP endpoint: common only
+    "metrics": ("pyrmq.protocol", "pyrmq.remoting", "pyrmq.store", "pyrmq.ha", *_ABOVE_STORE),
 }
 
 

@@ -62,6 +62,7 @@ class PullMessageProcessor:
         consumer_manager,
         consumer_filter_manager,
         broker_stats,
+        broker_metrics,
         now,
     ) -> None:
         self.config = config
@@ -72,6 +73,7 @@ class PullMessageProcessor:
         self.consumer_manager = consumer_manager
         self.consumer_filter_manager = consumer_filter_manager
         self.broker_stats = broker_stats
+        self.broker_metrics = broker_metrics
         self.now = now
         #: Java BrokerController#minBrokerIdInGroup: the lowest live broker id of this group. It
         #: only moves with enableSlaveActingMaster; otherwise a slave always sees its master as 0.
@@ -244,6 +246,9 @@ class PullMessageProcessor:
                 len(body or b""),
                 system=h.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)),
             )
+            self.broker_metrics.on_get(
+                h.topic, h.consumer_group, len(result.message_queue_offset) or 1, len(body or b"")
+            )
         else:
             self.broker_stats.on_get_miss()
         if code == ResponseCode.SUCCESS:
@@ -299,4 +304,4 @@ class PullMessageProcessor:
         response.opaque = cmd.opaque
         response.flag |= FLAG_RESPONSE
         response.serialize_type = cmd.serialize_type
-        ch.send(response)
+        ch.table.observe_rpc(request.ctx, cmd, response, ch.send(response), True)
