@@ -379,9 +379,9 @@ class BrokerMetricsManager:
         """ConsumerLagCalculator#processAllGroup for non-pop consumers: (group, topic, queues)."""
         permission = int(self.config["brokerPermission"])
         for group in list(self.groups.table):
-            info = self.consumers.get_consumer_group_info(group)
-            if info is None:
-                continue
+            info = self.consumers.get_consumer_group_info(group, True)
+            if info is None or info.consume_type == "CONSUME_POP":
+                continue  # pyrmq serves no POP consumers
             for topic in list(info.subscription_table):
                 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                     continue

@@ -33,6 +33,8 @@ FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for fur
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
+#: RequestSource -> the consumer info a pull compensates (Java PullMessageProcessor#processRequest)
+_COMPENSATION = {1: ("CONSUME_PASSIVELY", "BROADCASTING"), 2: ("CONSUME_ACTIVELY", "CLUSTERING")}
 FLAG_CLASS_FILTER = 0x8
 FLAG_LITE_PULL_MESSAGE = 0x10
 
@@ -140,9 +142,13 @@ class PullMessageProcessor:
                 f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
                 f"[{tc.read_queue_nums}] consumer:[{ctx.channel.remote_addr}]",
             )
+        # Java: PROXY_FOR_BROADCAST (1) and PROXY_FOR_STREAM (2) request sources, else an SDK push consumer
+        consume_type, model = _COMPENSATION.get(h.request_source or -1, ("CONSUME_PASSIVELY", "CLUSTERING"))
+        self.consumer_manager.compensate_basic_consumer_info(h.consumer_group, consume_type, model)
         filter_data = None
         if has_sub:
             sub = SubscriptionData.build(h.topic, h.subscription, h.expression_type, h.sub_version)
+            self.consumer_manager.compensate_subscribe_data(h.consumer_group, h.topic, sub)
             if not is_tag_type(sub.expression_type):
                 # Java: a selector that does not compile leaves no filter data (its assert is off): all match
                 filter_data = self.consumer_filter_manager.build(

@@ -177,3 +177,16 @@ def test_metrics_label_and_delta_aggregation(make_broker):
     s = scrape(b)
     (labels,) = s.series("rocketmq_broker_permission")
     assert dict(labels).items() >= {"region": "eu", "zone": "z1", "aggregation": "delta"}.items()
+
+
+def test_a_pull_consumer_without_heartbeat_is_in_the_lag_series(make_broker):
+    """Java's consumerCompensationTable: a pull carrying its subscription makes the group visible."""
+    b = make_broker(metricsExporterType="PROM")
+    for _ in range(4):
+        send(b)
+    assert scrape(b).series("rocketmq_consumer_lag_messages") == {}
+    assert pull(b, group="pullg").code == ResponseCode.SUCCESS
+    b.c.consumer_offset_manager.commit_offset("c", "pullg", "MT", 0, 1)
+    s = scrape(b)
+    assert s.total("rocketmq_consumer_lag_messages", consumer_group="pullg", topic="MT") == 3
+    assert b.c.consumer_manager.get_consumer_group_info("pullg") is None  # no heartbeat: not a live consumer
