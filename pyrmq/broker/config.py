@@ -163,6 +163,7 @@ def _core_defaults() -> dict[str, Any]:
         "enableLagAndDlqMetrics": True,
         "enableRemotingMetrics": True,
         "enableMessageStoreMetrics": True,
+        "enableScheduleMessageStats": True,  # MessageStoreConfig: delayed deliveries counted in the metrics
         # NettyServerConfig
         "bindAddress": "0.0.0.0",
         "listenPort": 10911,  # BrokerStartup sets 10911 before reading the file

@@ -200,6 +200,7 @@ class BrokerController:
             timer_message_store=self.timer_message_store,
             now=clock,
         )
+        self.schedule_message_service.on_delivered = self.broker_metrics.on_schedule_delivered
         self.controller_mode = bool(config["enableControllerMode"])
         if self.controller_mode:  # fenced until the controller names a role (ReplicasManager)
             self.message_store.put_message_hook_list.insert(0, refuse_put_when_fenced)

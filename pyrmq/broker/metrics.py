@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyrmq.common.constants import (
     CID_RMQ_SYS_PREFIX,
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    SCHEDULE_CONSUMER_GROUP,
     TIMER_TOPIC,
     MessageConst,
     is_readable,
@@ -39,8 +42,10 @@ if TYPE_CHECKING:
     from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
     from pyrmq.broker.timer_message_store import TimerMessageStore
     from pyrmq.broker.topic_config_manager import TopicConfigManager
+    from pyrmq.protocol.command import RemotingCommand
     from pyrmq.remoting.channel import ProcessorTable
     from pyrmq.store.message_store import MessageStore
+    from pyrmq.store.results import PutMessageResult
 
 log = logging.getLogger("pyrmq.broker")
 
@@ -286,6 +291,28 @@ class BrokerMetricsManager:
         self.throughput_in.add(wrote_bytes, labels)
         self.message_size.record(wrote_bytes // msg_num, labels)
 
+    def on_schedule_delivered(self, topic: str, result: PutMessageResult) -> None:
+        """A delayed message back in its topic (ScheduleMessageService.PutResultProcess#onSuccess):
+        out of SCHEDULE_TOPIC_XXXX for SCHEDULE_CONSUMER, in to the real topic as a delay message."""
+        amr = result.append_message_result
+        if (
+            self.messages_in is None
+            or amr is None
+            or result.remote_put
+            or not self.config["enableScheduleMessageStats"]
+        ):
+            return
+        num, size = max(int(amr.msg_num), 1), int(amr.wrote_bytes)
+        out = self._with(topic=RMQ_SYS_SCHEDULE_TOPIC, consumer_group=SCHEDULE_CONSUMER_GROUP, is_system=True)
+        assert self.messages_out is not None and self.throughput_out is not None
+        self.messages_out.add(num, out)
+        self.throughput_out.add(size, out)
+        labels = self._with(topic=topic, message_type="delay", is_system=is_system_topic(topic))
+        assert self.throughput_in is not None and self.message_size is not None
+        self.messages_in.add(num, labels)
+        self.throughput_in.add(size, labels)
+        self.message_size.record(size // num, labels)
+
     def on_get(self, topic: str, group: str, msg_count: int, size: int) -> None:
         """A FOUND pull (DefaultPullMessageResultHandler); retry/DLQ topics not counted."""
         if self.messages_out is None or is_retry_or_dlq_topic(topic):
@@ -302,13 +329,28 @@ class BrokerMetricsManager:
         system = is_system_topic(topic) or is_system_group(group)
         self.send_to_dlq.add(1, self._with(consumer_group=group, topic=topic, is_system=system))
 
-    def on_topic_created(self, elapsed_ms: int) -> None:
-        if self.topic_create_time is not None:
-            self.topic_create_time.record(elapsed_ms, self._with())
+    async def time_topic_create(self, is_system: bool, call: Awaitable[RemotingCommand]) -> RemotingCommand:
+        """AdminBrokerProcessor#updateAndCreateTopic(List): every outcome timed, a refusal as failure."""
+        start, ok = time.monotonic(), False
+        try:
+            response = await call
+            ok = response.code == ResponseCode.SUCCESS
+            return response
+        finally:
+            if self.topic_create_time is not None:
+                status = "success" if ok else "failure"
+                labels = self._with(invocation_status=status, is_system=is_system)
+                self.topic_create_time.record(int((time.monotonic() - start) * 1000), labels)
 
-    def on_group_created(self, elapsed_ms: int) -> None:
+    async def time_group_create(self, call: Awaitable[RemotingCommand]) -> RemotingCommand:
+        """AdminBrokerProcessor#updateAndCreateSubscriptionGroup(List): Java times only the requests
+        that passed validation (a refused one returns before), so a raised error is not timed."""
+        start = time.monotonic()
+        response = await call
         if self.group_create_time is not None:
-            self.group_create_time.record(elapsed_ms, self._with())
+            status = "success" if response.code == ResponseCode.SUCCESS else "failure"
+            self.group_create_time.record(int((time.monotonic() - start) * 1000), self._with(invocation_status=status))
+        return response
 
     def on_rpc(self, request_code: int, response_code: int, long_polling: bool, result: str, elapsed_ms: int) -> None:
         """The remoting layer's hook (NettyRemotingAbstract#writeResponse)."""

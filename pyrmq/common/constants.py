@@ -74,6 +74,8 @@ DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 #: the group whose offsets track the transaction half and op queues
 CID_RMQ_SYS_TRANS = "CID_RMQ_SYS_TRANS"
+#: MixAll.SCHEDULE_CONSUMER_GROUP: the group the delay service "consumes" SCHEDULE_TOPIC_XXXX as
+SCHEDULE_CONSUMER_GROUP = "SCHEDULE_CONSUMER"
 #: MixAll.CID_RMQ_SYS_PREFIX: groups of the broker's own consumers
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
 #: groups a Java 5.5.0 broker creates at start, in its order (SubscriptionGroupManager#init)

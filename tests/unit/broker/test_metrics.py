@@ -190,3 +190,44 @@ def test_a_pull_consumer_without_heartbeat_is_in_the_lag_series(make_broker):
     s = scrape(b)
     assert s.total("rocketmq_consumer_lag_messages", consumer_group="pullg", topic="MT") == 3
     assert b.c.consumer_manager.get_consumer_group_info("pullg") is None  # no heartbeat: not a live consumer
+
+
+def test_topic_and_group_creation_are_timed_with_their_outcome(make_broker):
+    b = make_broker(metricsExporterType="PROM")
+    ok = {"topic": "NewT", "readQueueNums": "4", "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG"}
+    r = asyncio.run(b.call(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ok)))
+    assert r.code == ResponseCode.SUCCESS
+    bad = {**ok, "topic": "bad topic!"}
+    r = asyncio.run(b.call(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, bad)))
+    assert r.code == ResponseCode.INVALID_PARAMETER
+    group = b'{"groupName":"NewG","consumeEnable":true}'
+    r = asyncio.run(b.call(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, group)))
+    assert r.code == ResponseCode.SUCCESS
+    s = scrape(b)
+    topic_times = "rocketmq_topic_create_execution_time_milliseconds_count"
+    assert s.total(topic_times, invocation_status="success", is_system="false") == 1
+    assert s.total(topic_times, invocation_status="failure") == 1
+    assert s.total("rocketmq_consumer_group_create_execution_time_milliseconds_count", invocation_status="success") == 1
+
+
+def test_delayed_messages_count_in_as_delay_when_sent_and_when_delivered(make_broker, clock):
+    """Java: the send counts under SCHEDULE_TOPIC_XXXX (the hook rewrote the topic), the delivery
+    out of it (SCHEDULE_CONSUMER) and in to the real topic, both message_type=delay."""
+    b = make_broker(metricsExporterType="PROM")
+    send(b, topic="DelayM", props={"DELAY": "1"})
+    svc = b.c.schedule_message_service
+
+    async def deliver():
+        svc.started = True
+        clock.advance(1100)
+        await svc.execute_on_time_up(1)
+
+    asyncio.run(deliver())
+    s = scrape(b)
+    assert _by_topic(s, "rocketmq_messages_in_total", message_type="delay") == {"SCHEDULE_TOPIC_XXXX": 1, "DelayM": 1}
+    out = s.series("rocketmq_messages_out_total", consumer_group="SCHEDULE_CONSUMER", is_system="true")
+    assert list(out.values()) == [1.0]
+
+
+def _by_topic(s, name, **match):
+    return {dict(k)["topic"]: v for k, v in s.series(name, **match).items()}
