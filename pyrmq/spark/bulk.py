@@ -13,7 +13,8 @@ where the next one starts). Everything else works on whole batches of record sta
 - strings (topic, properties, hosts, offsetMsgId) are built as Arrow offsets + one data buffer,
   properties are split with Arrow compute kernels, bodies are one join of buffer slices (zlib/lz4/
   zstd bodies decompressed in that join);
-- inner-batch records (5.x BatchCQ, one row per element) are rare and go through the reference.
+- inner-batch records (5.x BatchCQ, one row per element) are rare and go through the reference,
+  as do batches whose properties are not UTF-8 or repeat a key.
 
 The layout comes from pyrmq.store.message (field offsets, body_position, store_timestamp_position).
 """
@@ -272,6 +273,10 @@ def filter_mask(u8: np.ndarray, f: Fields, flt: RecordFilter) -> np.ndarray | No
 
 
 # --- columns -------------------------------------------------------------------------------------
+class NeedsReference(Exception):
+    """A batch the reference decoder must build (records no Java broker writes)."""
+
+
 class Properties:
     """The properties strings of a batch split into (row, key, value) with Arrow kernels, the way
     message.string_to_message_properties reads one: pairs with an empty name or value dropped."""
@@ -292,6 +297,10 @@ class Properties:
         self.keys = keys.filter(pa.array(keep))
         self.values = values.filter(pa.array(keep))
         self.parents = parents[pair][keep]
+        if len(self.keys):
+            pairs = pa.table({"row": self.parents, "key": self.keys})
+            if pairs.group_by(["row", "key"]).aggregate([]).num_rows != len(pairs):
+                raise NeedsReference("a repeated property key")  # a dict keeps the last value
 
     def get(self, key: str) -> pa.Array:
         """The value of `key` per row, null where absent (the last one when repeated)."""
@@ -536,7 +545,7 @@ class BulkScan:
         names, schema = self._with_tags()
         try:
             batch = build_columns(u8, mv, f, names, file, schema)
-        except pa.ArrowInvalid:  # properties that are not UTF-8: the reference's behaviour
+        except (pa.ArrowInvalid, NeedsReference):  # properties not UTF-8 or with a repeated key
             for s in f.start.tolist():
                 yield from self._reference_rows(mm, s, file)
             return
