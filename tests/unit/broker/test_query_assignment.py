@@ -155,3 +155,25 @@ def test_allocation_strategies_match_java():
     # more consumers than queues: one queue each, round robin
     five = ["a", "b", "c", "d", "e"]
     assert [mq.queue_id for mq in allocate_for_pop(allocate_averagely, "e", mqs(2), five, 1)] == [0]
+
+
+def test_request_mode_file_round_trips_javas_bytes(tmp_path):
+    """config/messageRequestMode.json as the 5.5.0 broker writes it (tests/golden/store/config)."""
+    from support.fakes import GOLDEN_DIR
+
+    from pyrmq.broker.pop.message_request_mode_manager import MessageRequestModeManager
+
+    text = (GOLDEN_DIR / "store/config/java-5.5.0-pop/messageRequestMode.json").read_text()
+    path = tmp_path / "messageRequestMode.json"
+    path.write_text(text)
+    mgr = MessageRequestModeManager(str(path))
+    mgr.load()
+    got = mgr.get_message_request_mode("PopModeT", "pop_mode_g")
+    assert (got.mode, got.pop_share_queue_num) == (MessageRequestMode.POP, 2)
+    assert mgr.encode() == text
+    fresh = MessageRequestModeManager(None)
+    fresh.set_message_request_mode("PopModeT", "pop_mode_g", got)
+    fresh.set_message_request_mode(
+        "PopModeT", "pull_mode_g", SetMessageRequestModeRequestBody("PopModeT", "pull_mode_g", MessageRequestMode.PULL)
+    )
+    assert fresh.encode() == text
