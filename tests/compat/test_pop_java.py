@@ -16,8 +16,6 @@ classes wrote (tests/unit/broker/test_query_assignment.py).
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from support.java import run_junit
 
