@@ -296,6 +296,7 @@ class BrokerController:
             "producer_manager": self.producer_manager,
             "consumer_filter_manager": self.consumer_filter_manager,
             "message_request_mode_manager": self.message_request_mode_manager,
+            "outer_client": getattr(self, "outer_client", None),  # made after the pull processor
             "rebalance_lock_manager": self.rebalance_lock_manager,
             "message_store": self.message_store,
             "broker_stats": self.broker_stats,
