@@ -321,6 +321,8 @@ def test_notification_and_peek(broker):
         assert len(msgs) == 2  # peeking took nothing
         n = await call(broker, RequestCode.NOTIFICATION, ext)
         assert n.ext_fields["hasMsg"] == "false"
+        n = await call(broker, RequestCode.NOTIFICATION, {**ext, "topic": "Nope"})
+        assert (n.code, n.remark) == (ResponseCode.TOPIC_NOT_EXIST, None)  # Java sets no remark here
 
     asyncio.run(go())
 
