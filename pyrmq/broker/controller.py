@@ -439,7 +439,7 @@ class BrokerController:
             loop.create_task(self._housekeeping_loop(), name="broker-housekeeping"),
             loop.create_task(self._stats_loop(), name="broker-stats"),
         ]
-        self.pop_services.start(self.config.is_master)
+        self.pop_services.start()
         if self.replicas_manager is not None:
             await self.replicas_manager.start()
         elif not self.config.is_master:

@@ -404,3 +404,18 @@ def test_order_info_file_matches_javas(tmp_path):
     assert again.check_block("other", "PopO", "og", 1, 60000)  # 9 is invisible until 1700000090000
     again.now = ManualClock(1700000090000)
     assert not again.check_block("other", "PopO", "og", 1, 60000)
+
+
+def test_revive_follows_the_special_services(broker):
+    """Java changeSpecialServiceStatus -> setPopReviveServiceStatus: a master revives until its
+    special services stop (a slave acting as master starts them)."""
+    svc = broker.c.pop_services.revive_service
+    special = broker.c.acting_master_service.special_services
+    assert svc.should_run  # brokerId 0
+
+    async def go():
+        special.running = True
+        await special.change(False)
+
+    asyncio.run(go())
+    assert not svc.should_run
