@@ -16,11 +16,16 @@ classes wrote (tests/unit/broker/test_query_assignment.py).
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from support.java import run_junit
 
 pytestmark = [pytest.mark.compat, pytest.mark.java]
 
+ROOT = Path(__file__).resolve().parents[2]
 BROKER = "pop-compat"
 CASE_TIMEOUT = 150
 INVISIBLE_MS = 5000
@@ -113,3 +118,34 @@ def test_set_consume_mode_matches_java(request, java_harness, mqadmin):
         files[label] = (broker.store_dir / "config" / "messageRequestMode.json").read_text()
     assert files["pyrmq"] == files["java"], files
     assert '"mode":"POP"' in files["pyrmq"].replace("\t", "").replace("\n", "")
+
+
+def test_pyrmq_admin_set_consume_mode(cluster):
+    """`pyrmq admin setConsumeMode` prints what mqadmin prints and the broker keeps the mode
+    (config/messageRequestMode.json); a retry topic is refused with Java's code and remark."""
+    ns, broker = cluster
+
+    def admin(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "pyrmq", "admin", *args, "-n", ns.addr],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+
+    r = admin("updateTopic", "-b", broker.addr, "-t", "PopAdminT", "-r", "2", "-w", "2")
+    assert r.returncode == 0, r.stderr
+    r = admin("setConsumeMode", "-b", broker.addr, "-t", "PopAdminT", "-g", "pop_admin_g", "-m", "POP", "-q", "1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (
+        f"set consume mode to {broker.addr} success.\n"
+        "topic[PopAdminT] group[pop_admin_g] consume mode[POP] popShareQueueNum[1]"
+    )
+    saved = (broker.store_dir / "config" / "messageRequestMode.json").read_text()
+    assert '"consumerGroup":"pop_admin_g"' in saved.replace("\t", "").replace("\n", "")
+    r = admin("setConsumeMode", "-b", broker.addr, "-t", "%RETRY%pop_admin_g", "-g", "pop_admin_g", "-m", "POP")
+    assert r.returncode == 1
+    assert "CODE: 16  DESC: retry topic is not allowed to set mode" in r.stderr
+    r = admin("setConsumeMode", "-b", broker.addr, "-t", "PopAdminT", "-g", "pop_admin_g", "-m", "PUSH")
+    assert r.returncode == 1 and "MessageRequestMode.PUSH" in r.stderr
