@@ -47,6 +47,7 @@ ORDER = [
     "getConsumerConfig",
     "sendMessage",
     "consumeMessage",
+    "setConsumeMode",
 ]
 
 
