@@ -228,6 +228,9 @@ class BrokerConfig(KeyedSettings):
     def __init__(self, values: Mapping[str, Any] | None = None, store: MessageStoreConfig | None = None) -> None:
         # BrokerStartup sets haListenPort to 0 before reading the file: unset, it is listenPort + 1
         self.store = store or MessageStoreConfig(ha_listen_port=0)
+        #: the -c file (Java BrokerPathConfigHelper, not the brokerConfigPath key, which Java
+        #: leaves unset and so does not report)
+        self.config_file = ""
         super().__init__(values)
 
     @classmethod
@@ -311,7 +314,7 @@ class BrokerConfig(KeyedSettings):
     @property
     def config_path(self) -> str:
         """The file UPDATE_BROKER_CONFIG rewrites (Java Configuration#persist)."""
-        return str(self.values["brokerConfigPath"]) or os.path.join(
+        return str(self.values["brokerConfigPath"]) or self.config_file or os.path.join(
             self.store.store_path_root_dir, "config", "broker.properties"
         )
 

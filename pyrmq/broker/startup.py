@@ -31,10 +31,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
-    """Defaults, then the -c file (its path becomes brokerConfigPath like Java), then -n and --host."""
+    """Defaults, then the -c file (where UPDATE_BROKER_CONFIG persists, like Java), then -n and --host."""
     cfg = load_config(BrokerConfig, args.configFile, "broker")
     if args.configFile:  # BrokerStartup: UPDATE_BROKER_CONFIG persists to the -c file
-        cfg["brokerConfigPath"] = args.configFile
+        cfg.config_file = args.configFile
     if args.namesrvAddr:
         cfg["namesrvAddr"] = args.namesrvAddr
     if args.host:
