@@ -12,6 +12,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Self
 
+from pyrmq.common.constants import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+
 
 class _JavaNamed(enum.Enum):
     """An enum of Java's (code, name) pairs, looked up by name ignoring case (getByName)."""
@@ -81,8 +83,8 @@ class PolicyType(_JavaNamed):
     DEFAULT = (2, "Default")
 
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
+RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
+DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 
 
 def is_retry_topic(name: str | None) -> bool:
