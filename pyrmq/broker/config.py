@@ -20,6 +20,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
+from pyrmq.auth.config import AUTH_CONFIG_KEYS
 from pyrmq.broker.java_config import MACHINE_DEFAULTS, Machine, accepted_only_defaults
 from pyrmq.common.constants import RMQ_SYS_TRACE_TOPIC
 from pyrmq.common.files import write_file_atomically
@@ -230,7 +231,7 @@ class BrokerConfig(KeyedSettings):
         return [k for k in unknown if k not in MessageStoreConfig.KEYS]
 
     def is_known(self, key: str) -> bool:
-        return key in BROKER_KEYS or key in MessageStoreConfig.KEYS
+        return key in BROKER_KEYS or key in MessageStoreConfig.KEYS or key in AUTH_CONFIG_KEYS
 
     # ----------------------------------------------------------- derived values
 
@@ -284,6 +285,8 @@ class BrokerConfig(KeyedSettings):
     def all_properties(self) -> dict[str, str]:
         """GET_BROKER_CONFIG text source: file properties overlaid with current values."""
         out = super().all_properties()
+        for key in AUTH_CONFIG_KEYS.intersection(out):
+            del out[key]  # AuthConfig's, not reported by Java (and they carry passwords)
         for key, value in self.store.properties().items():
             if value is not None:
                 out[key] = format_value(value)
@@ -303,6 +306,7 @@ class BrokerConfig(KeyedSettings):
     def black_list(self) -> set[str]:
         """Keys UPDATE_BROKER_CONFIG refuses (Java AdminBrokerProcessor#validateBlackListConfigExist)."""
         keys = set(CONFIG_BLACK_LIST_BUILTIN)
+        keys.update(AUTH_CONFIG_KEYS)  # Java's update cannot reach AuthConfig either; pyrmq says so
         keys.update(k.strip() for k in str(self.values["configBlackList"]).split(";") if k.strip())
         return keys
 
@@ -310,6 +314,7 @@ class BrokerConfig(KeyedSettings):
         """Write every setting to ``config_path`` (errors are logged, as Java does)."""
         path = self.config_path
         try:
-            write_file_atomically(path, properties_text(self.all_properties()))
+            kept = {k: v for k, v in self.file_properties.items() if k in AUTH_CONFIG_KEYS}  # not dropped here
+            write_file_atomically(path, properties_text({**self.all_properties(), **kept}))
         except OSError as e:
             log.error("persist broker config to %s failed: %s", path, e)

@@ -37,6 +37,9 @@ Dispatch = Callable[["Channel", RemotingCommand, int], bool]
 #: Netty's default WriteBufferWaterMark (32 KiB low, 64 KiB high), used when the config says 0
 DEFAULT_WRITE_BUFFER_LOW = 32 * 1024
 DEFAULT_WRITE_BUFFER_HIGH = 64 * 1024
+#: Run for every request before its handler (Java's RequestPipeline): a response short-circuits
+#: the request (an ACL refusal, say), None lets it through to the processor table.
+RequestCheck = Callable[["Channel", RemotingCommand], "RemotingCommand | None"]
 
 _HANDLES_ATTR = "__remoting_codes__"
 
@@ -294,7 +297,10 @@ class Channel(asyncio.BufferedProtocol):
         ctx = RequestContext(self, self.endpoint, received_at_ms)
         handler = self.table.lookup(cmd.code)
         response: RemotingCommand | None
-        if handler is None:
+        check: RequestCheck | None = getattr(self.endpoint, "request_check", None)
+        if check is not None and (response := check(self, cmd)) is not None:
+            pass
+        elif handler is None:
             self.table.log_unsupported(cmd.code, self)
             response = cmd.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"

@@ -10,13 +10,19 @@ the middle of a frame for `half_open_seconds` is closed too (Java closes it only
 its frame buffer is then held all that time), and past `max_connections` a new connection is
 closed at once. `write_buffer` (low, high) water marks stop reading a peer that does not read
 its answers; `dispatch` (flow_dispatch.FlowDispatcher) queues requests under flow control.
+Each accepted connection is admitted by its first byte when TLS is on (tls.py's ServerTls:
+TLS handshake or plain remoting, refused per the TLS mode) before it becomes a Channel, so the
+accept loop is pyrmq's own rather than asyncio.Server's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import socket
+import ssl
 import time
 from typing import Any
 
@@ -29,10 +35,12 @@ from pyrmq.remoting.channel import (
     Dispatch,
     Handler,
     ProcessorTable,
+    RequestCheck,
     RequestContext,
     call_listener,
     handles,
 )
+from pyrmq.remoting.tls import ServerTls, TlsMode
 
 log = logging.getLogger("pyrmq.remoting.server")
 
@@ -79,6 +87,7 @@ class RemotingServer:
         max_connections: int | None = None,
         write_buffer: tuple[int, int] | None = None,
         dispatch: Dispatch | None = None,
+        tls: ServerTls | None = None,
         backlog: int = 1024,
     ) -> None:
         self.host = host
@@ -100,7 +109,12 @@ class RemotingServer:
         self.table = ProcessorTable()
         self.channels: set[Channel] = set()
         self._close_listeners: list[CloseListener] = []
-        self._server: asyncio.Server | None = None
+        #: called with (channel, request) before every handler; see channel.RequestCheck
+        self.request_check: RequestCheck | None = None
+        self.tls = tls or ServerTls()
+        self._sockets: list[socket.socket] = []
+        self._accept_loops: list[asyncio.Task] = []
+        self._admitting: set[asyncio.Task] = set()  # accepted, first byte or TLS handshake pending
         self._idle_task: asyncio.Task | None = None
 
     def register(self, processor: Any) -> None:
@@ -121,20 +135,83 @@ class RemotingServer:
     async def start(self, *, serving: bool = True) -> None:
         """Bind (``self.port`` is then the real port, also when 0 was asked) and, with
         ``serving``, accept connections; else ``start_serving()`` does, once the owner has
-        registered processors that needed the port."""
+        registered processors that needed the port. A TLS setting that cannot be used
+        raises TlsConfigError here, before binding."""
+        self.tls.prepare()
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._make_channel, self.host, self.port, reuse_address=True, start_serving=serving, backlog=self.backlog
-        )
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
+        self._sockets = _bind(self.host, self.port, self.backlog)
+        self.port = self._sockets[0].getsockname()[1]
+        if serving:
+            await self.start_serving()
         if (self.idle_seconds and self.idle_seconds > 0) or self.half_open_seconds > 0:
             self._idle_task = loop.create_task(self._idle_sweeper())
-        log.info("%s remoting server listening on %s:%d", self.name, self.host, self.port)
+        log.info("%s remoting server listening on %s:%d (TLS %s)", self.name, self.host, self.port, self.tls.mode)
 
     async def start_serving(self) -> None:
-        if self._server is not None:
-            await self._server.start_serving()
+        if self._accept_loops or not self._sockets:
+            return
+        loop = asyncio.get_running_loop()
+        for sock in self._sockets:
+            self._accept_loops.append(loop.create_task(self._accept_loop(sock), name=f"{self.name}-accept"))
+
+    @property
+    def admitting(self) -> int:
+        """Connections accepted but not yet channels (waiting for a first byte or a handshake)."""
+        return len(self._admitting)
+
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _addr = await loop.sock_accept(listener)
+            except (ConnectionAbortedError, BlockingIOError, InterruptedError):
+                continue
+            except OSError as e:  # EMFILE and the like: asyncio's server also waits and goes on
+                log.error("%s: accept failed: %s", self.name, e)
+                await asyncio.sleep(0.1)
+                continue
+            task = loop.create_task(self._admit(conn))
+            self._admitting.add(task)
+            task.add_done_callback(self._admitting.discard)
+
+    async def _admit(self, conn: socket.socket) -> None:
+        """Peek at the first byte (Java TlsModeHandler) and hand the socket to a Channel,
+        through a TLS handshake when it starts one; a refused connection is closed."""
+        loop = asyncio.get_running_loop()
+        conn.setblocking(False)
+        peer = _peer(conn)
+        try:
+            if self.tls.mode is TlsMode.DISABLED:
+                # As Java without a TLS handler: no peek; a TLS hello fails the frame decoder.
+                await loop.connect_accepted_socket(self._make_channel, conn)
+                return
+            first = await _peek_first_byte(loop, conn, self.idle_seconds if self.idle_seconds > 0 else None)
+            if first is None:
+                conn.close()
+                return
+            use_tls = self.tls.admits(first)
+            if use_tls is None:
+                log.warning(
+                    "%s: closing %s: %s connection while TLS is %s",
+                    self.name,
+                    peer,
+                    "a TLS" if first == 0x16 else "an insecure",
+                    self.tls.mode,
+                )
+                conn.close()
+                return
+            await loop.connect_accepted_socket(
+                self._make_channel,
+                conn,
+                ssl=self.tls.context() if use_tls else None,
+                ssl_handshake_timeout=10 if use_tls else None,
+            )
+        except asyncio.CancelledError:
+            conn.close()
+            raise
+        except (OSError, ssl.SSLError, TimeoutError, ValueError) as e:
+            log.warning("%s: connection from %s dropped before it opened: %s", self.name, peer, e)
+            conn.close()
 
     def _make_channel(self) -> Channel:
         return Channel(
@@ -202,8 +279,15 @@ class RemotingServer:
         if self._idle_task is not None:
             self._idle_task.cancel()
             self._idle_task = None
-        if self._server is not None:
-            self._server.close()
+        accepting = [*self._accept_loops, *self._admitting]
+        self._accept_loops = []
+        for task in accepting:
+            task.cancel()
+        for sock in self._sockets:
+            sock.close()
+        self._sockets = []
+        if accepting:
+            await asyncio.wait(accepting, timeout=2)
         channels = list(self.channels)
         for ch in channels:
             ch.cancel_tasks()
@@ -213,9 +297,6 @@ class RemotingServer:
         for ch in channels:
             if not ch.closed:
                 ch.abort()
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
 
     async def __aenter__(self) -> RemotingServer:
         await self.start()
@@ -223,3 +304,65 @@ class RemotingServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _bind(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """Listening sockets for every address of ``host`` (as asyncio's create_server binds);
+    with port 0 the first one's port is used for the others."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets: list[socket.socket] = []
+    seen: set[tuple] = set()
+    try:
+        for family, kind, proto, _name, addr in infos:
+            if (family, addr) in seen:
+                continue
+            seen.add((family, addr))
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if sockets[0] is not sock and port == 0:
+                addr = (addr[0], sockets[0].getsockname()[1], *addr[2:])
+            sock.bind(addr)
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+async def _peek_first_byte(loop: asyncio.AbstractEventLoop, conn: socket.socket, timeout: float | None) -> int | None:
+    """The first byte the peer sent, left unread; None if it closed or stayed silent ``timeout`` s."""
+    readable = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(conn.fileno(), ready)
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                try:
+                    data = conn.recv(1, socket.MSG_PEEK)
+                except (BlockingIOError, InterruptedError):
+                    await readable
+                    readable = loop.create_future()
+                    continue
+                return data[0] if data else None
+    except TimeoutError:
+        return None
+    finally:
+        with contextlib.suppress(ValueError, OSError):
+            loop.remove_reader(conn.fileno())
+
+
+def _peer(conn: socket.socket) -> str:
+    try:
+        host, port = conn.getpeername()[:2]
+    except OSError:
+        return "?"
+    return f"{host}:{port}"
