@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from support.frame_fuzz import FramePool
@@ -101,13 +102,19 @@ def test_a_hundred_thousand_fuzzed_frames(tmp_path, monkeypatch):
     # a frame cut short leaves the server waiting for the rest: dropped after 3 s, not 30
     monkeypatch.setenv("PYRMQ_HALF_OPEN_SECONDS", "3")
     pool = FramePool(random.Random(19))
+    broker_pool = FramePool(random.Random(20))  # a Random is not shared between threads
     ns = PyrmqNamesrv(tmp_path / "ns")
     broker = None
     try:
         broker = PyrmqBroker(ns.addr, tmp_path / "b")
         t0 = time.monotonic()
-        ns_stats = _fuzz(ns.addr, ns.pid, RequestCode.GET_NAMESRV_CONFIG, pool, TOTAL // 2)
-        b_stats = _fuzz(broker.addr, broker.pid, RequestCode.GET_BROKER_RUNTIME_INFO, pool, TOTAL // 2)
+        # both servers at once (each its own process; the client side runs in two threads)
+        with ThreadPoolExecutor(2) as ex:
+            ns_job = ex.submit(_fuzz, ns.addr, ns.pid, RequestCode.GET_NAMESRV_CONFIG, pool, TOTAL // 2)
+            b_job = ex.submit(
+                _fuzz, broker.addr, broker.pid, RequestCode.GET_BROKER_RUNTIME_INFO, broker_pool, TOTAL // 2
+            )
+            ns_stats, b_stats = ns_job.result(), b_job.result()
         print(f"{time.monotonic() - t0:.1f} s; name server {ns_stats}; broker {b_stats}")
         assert ns_stats["frames"] + b_stats["frames"] >= TOTAL
         for stats in (ns_stats, b_stats):
