@@ -334,3 +334,23 @@ def test_broker_auth_wiring(tmp_path: Path) -> None:
     assert signature_matches(cmd, "isk")
     # and the broker itself accepts what it signs: the inner user is a super user
     assert on.evaluator.check(cmd, "127.0.0.1:1") is None
+
+
+def test_a_failing_check_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected error inside the check answers SYSTEM_ERROR: the request never gets through."""
+    from support.fakes import FakeChannel
+
+    from pyrmq.broker.auth import BrokerAuth
+    from pyrmq.broker.config import BrokerConfig
+
+    props = {"brokerName": "b", "storePathRootDir": str(tmp_path), "authenticationEnabled": "true"}
+    auth = BrokerAuth.from_broker_config(BrokerConfig.from_properties(props))
+    check = auth.request_check()
+    assert check is not None
+
+    def boom(*_a: object) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(auth.evaluator, "check", boom)
+    resp = check(FakeChannel(), RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext_fields={"b": "t"}))  # type: ignore[arg-type]
+    assert resp is not None and resp.code == ResponseCode.SYSTEM_ERROR
