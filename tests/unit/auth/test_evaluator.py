@@ -354,3 +354,21 @@ def test_a_failing_check_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(auth.evaluator, "check", boom)
     resp = check(FakeChannel(), RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext_fields={"b": "t"}))  # type: ignore[arg-type]
     assert resp is not None and resp.code == ResponseCode.SYSTEM_ERROR
+
+
+def test_missing_names_and_acl_enable_warning(
+    tmp_path: Path, store: AuthMetadataStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pyrmq.broker.auth import BrokerAuth
+    from pyrmq.broker.config import BrokerConfig
+
+    ev = AuthEvaluator(config(), store)
+    pull = signed(RequestCode.PULL_MESSAGE, {"topic": "orders", "queueId": "0"}, "app", "appsecret")
+    refused = check(ev, pull)
+    assert refused is not None and "Group:null" in refused[1]  # Java's text for a missing name
+    with caplog.at_level("WARNING", logger="pyrmq.broker.auth"):
+        auth = BrokerAuth.from_broker_config(
+            BrokerConfig.from_properties({"brokerName": "b", "storePathRootDir": str(tmp_path), "aclEnable": "true"})
+        )
+    assert auth.request_check() is None  # as in Java 5.5.0: aclEnable alone enforces nothing
+    assert "aclEnable=true has no effect" in caplog.text
