@@ -144,9 +144,10 @@ class Resource:
             return "*"
         if self.pattern is ResourcePattern.ANY:
             return f"{self.type.java_name}:*"
+        name = "null" if self.name is None else self.name  # Java's string concatenation
         if self.pattern is ResourcePattern.PREFIXED:
-            return f"{self.type.java_name}:{self.name}*"
-        return f"{self.type.java_name}:{self.name}"
+            return f"{self.type.java_name}:{name}*"
+        return f"{self.type.java_name}:{name}"
 
     def matches(self, other: Resource) -> bool:
         if self.type is ResourceType.ANY:
