@@ -95,6 +95,7 @@ class RemotingServer:
             await self.start_serving()
         if self.idle_seconds and self.idle_seconds > 0:
             self._idle_task = loop.create_task(self._idle_sweeper())
+        self.tls.start_watching()
         log.info("%s remoting server listening on %s:%d (TLS %s)", self.name, self.host, self.port, self.tls.mode)
 
     async def start_serving(self) -> None:
@@ -156,7 +157,7 @@ class RemotingServer:
             conn.close()
             raise
         except (OSError, ssl.SSLError, TimeoutError, ValueError) as e:
-            log.warning("%s: connection from %s dropped before it opened: %s", self.name, peer, e)
+            log.warning("%s: connection from %s dropped before it opened: %s: %s", self.name, peer, type(e).__name__, e)
             conn.close()
 
     def _make_channel(self) -> Channel:
@@ -191,6 +192,7 @@ class RemotingServer:
         if self._idle_task is not None:
             self._idle_task.cancel()
             self._idle_task = None
+        self.tls.stop_watching()
         accepting = [*self._accept_loops, *self._admitting]
         self._accept_loops = []
         for task in accepting:
