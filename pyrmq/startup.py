@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
+from pyrmq.common.memory import fix_mmap_threshold
 from pyrmq.common.properties import PropertiesError
 from pyrmq.common.settings import KeyedSettings
 from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
@@ -149,5 +150,6 @@ def run_command(
     if print_items is not None and getattr(args, "printConfigItem", False):
         print_items(cfg)
         return 0
+    fix_mmap_threshold()  # large bodies freed after a burst go back to the OS (common/memory.py)
     install_uvloop_if_available()
     return asyncio.run(serve(cfg))

@@ -61,6 +61,7 @@ __all__ = [
     "VoteResult",
     "decode_request",
     "decode_response",
+    "failure",
     "request_command",
     "response_command",
 ]
@@ -499,6 +500,20 @@ RESPONSE_TYPES: dict[int, type[RequestOrResponse]] = {
     DLedgerRequestCode.HEART_BEAT: HeartBeatResponse,
     DLedgerRequestCode.LEADERSHIP_TRANSFER: LeadershipTransferResponse,
 }
+
+
+def failure(request: RequestOrResponse, code: int, leader_id: str | None) -> RequestOrResponse:
+    """The response bean to ``request`` after a failed precondition: ``copyBaseInfo(request)``,
+    the failure's ``code`` and the leader the answering member knows (DLedgerServer's catch)."""
+    cls = RESPONSE_TYPES.get(request.CODE, PushEntryResponse)
+    return cls(
+        group=request.group,
+        local_id=request.local_id,
+        remote_id=request.remote_id,
+        term=request.term,
+        code=code,
+        leader_id=leader_id,
+    )
 
 
 def request_command(request: RequestOrResponse) -> RemotingCommand:

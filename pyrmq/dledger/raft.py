@@ -35,6 +35,8 @@ from .protocol import (
     DLedgerResponseCode,
     HeartBeatRequest,
     HeartBeatResponse,
+    LeadershipTransferRequest,
+    LeadershipTransferResponse,
     PushEntryRequest,
     PushEntryResponse,
     PushType,
@@ -42,12 +44,14 @@ from .protocol import (
     VoteRequest,
     VoteResponse,
     VoteResult,
+    failure,
 )
 from .store_files import TermState
 
 __all__ = [
     "Committed",
     "DLedgerMember",
+    "LeaderTransferringError",
     "Ledger",
     "MemoryLedger",
     "NotLeaderError",
@@ -126,6 +130,11 @@ class Timing:
     commit_push_interval_ms: int = 1000  # EntryDispatcher#doCommit
     append_hold_timeout_ms: int = 1000  # EntryHandler's TimeoutFuture
     push_error_backoff_ms: int = 500  # EntryDispatcher#doWork sleeps this long after a failed compare/truncate
+    max_leadership_transfer_wait_index: int = 1000  # maxLeadershipTransferWaitIndex
+    leadership_transfer_wait_timeout_ms: int = 1000  # leadershipTransferWaitTimeout
+    min_take_leadership_vote_interval_ms: int = 30  # minTakeLeadershipVoteIntervalMs
+    max_take_leadership_vote_interval_ms: int = 100  # maxTakeLeadershipVoteIntervalMs
+    check_preferred_leader_interval_ms: int = 1000  # DLedgerServer's checkPreferredLeader schedule
 
 
 class Ledger(Protocol):
@@ -240,6 +249,7 @@ class DLedgerMember:
         timing: Timing = Timing(),
         rng: random.Random | None = None,
         committed_index: int = -1,
+        preferred_leader_ids: str | None = None,
     ) -> None:
         self.group = group
         self.self_id = self_id
@@ -270,6 +280,18 @@ class DLedgerMember:
         self._push: dict[str, _PeerPush] = {}
         # the follower's held APPENDs: first index -> (request, received at)
         self._held: dict[int, tuple[PushEntryRequest, int]] = {}
+        # leadership transfer (DLedgerConfig.preferredLeaderIds, MemberState.transferee, ...)
+        self.preferred_leader_ids = [i for i in (preferred_leader_ids or "").split(";") if i] or None
+        self.transferee: str | None = None
+        self.term_to_take_leadership = -1
+        self.peers_live: dict[str, bool] = {}
+        self._next_preferred_check = 0
+        # the leader: per (transferee, term), the request it relays (a client's; None for its own check)
+        self._transfer_asked: dict[tuple[str, int], LeadershipTransferRequest | None] = {}
+        # the transferee: the take-leadership request it answers on a role change (TakeLeadershipTask)
+        self._take_leadership: LeadershipTransferRequest | None = None
+        # the transferee still catching up: (request, received at)
+        self._take_waiting: tuple[LeadershipTransferRequest, int] | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -281,7 +303,17 @@ class DLedgerMember:
 
     def _next_vote_time(self, now: int) -> int:
         lo, hi = self.timing.min_vote_interval_ms, self.timing.max_vote_interval_ms
+        if self._is_taking_leadership():
+            lo, hi = self.timing.min_take_leadership_vote_interval_ms, self.timing.max_take_leadership_vote_interval_ms
         return now + lo + self.rng.randrange(hi - lo)
+
+    def _is_taking_leadership(self) -> bool:
+        """DLedgerLeaderElector#isTakingLeadership: only a preferred member takes it this fast."""
+        return (
+            self.preferred_leader_ids is not None
+            and self.term_to_take_leadership == self.curr_term
+            and self.self_id in self.preferred_leader_ids
+        )
 
     def _to_candidate(self, term: int) -> list[Output]:
         """changeRoleToCandidate: the term itself moves only in the next vote round."""
@@ -293,7 +325,10 @@ class DLedgerMember:
         self.leader_id = None
         self._heartbeat_round = None
         self._held.clear()
-        return [RoleChanged(term, Role.CANDIDATE, None)] if was is not Role.CANDIDATE else []
+        self.transferee = None
+        if was is Role.CANDIDATE:
+            return []
+        return [RoleChanged(term, Role.CANDIDATE, None), *self._check_take_leadership(term, Role.CANDIDATE)]
 
     def _to_follower(self, term: int, leader_id: str, now: int) -> list[Output]:
         self.role = Role.FOLLOWER
@@ -301,10 +336,10 @@ class DLedgerMember:
         self.wait_to_vote_next = False
         self.last_leader_heartbeat = now
         self._vote_round = None
-        return [RoleChanged(term, Role.FOLLOWER, leader_id)]
+        self.transferee = None
+        return [RoleChanged(term, Role.FOLLOWER, leader_id), *self._check_take_leadership(term, Role.FOLLOWER)]
 
     def _to_leader(self, term: int, now: int) -> list[Output]:
-        del now
         self.role = Role.LEADER
         self.leader_id = self.self_id
         self.last_send_heartbeat = -1
@@ -312,15 +347,22 @@ class DLedgerMember:
         self.watermarks = {p: -1 for p in self.peers}
         self.watermarks[self.self_id] = self.ledger.end_index
         self._push = {p: _PeerPush() for p in self.peers if p != self.self_id}
-        return [RoleChanged(term, Role.LEADER, self.self_id)]
+        self.peers_live.clear()
+        self._next_preferred_check = now + self.timing.check_preferred_leader_interval_ms
+        return [RoleChanged(term, Role.LEADER, self.self_id), *self._check_take_leadership(term, Role.LEADER)]
 
     # ------------------------------------------------------------------ time
 
     def tick(self, now: int) -> list[Output]:
         """DLedgerLeaderElector#maintainState plus the dispatchers' and handler's periodic work."""
         out: list[Output] = []
+        if self._take_waiting is not None:
+            out += self._try_take_leadership(now)
         if self.role is Role.LEADER:
             out += self._maintain_as_leader(now)
+            if self.preferred_leader_ids is not None and now >= self._next_preferred_check:
+                self._next_preferred_check = now + self.timing.check_preferred_leader_interval_ms
+                out += self._check_preferred_leader()
         elif self.role is Role.FOLLOWER:
             out += self._maintain_as_follower(now)
         else:
@@ -410,21 +452,15 @@ class DLedgerMember:
         """Answer a peer. The response is None when it is held back (it comes later as a Reply)."""
         if request.remote_id != self.self_id or request.group != self.group:
             code = Code.UNKNOWN_MEMBER if request.remote_id != self.self_id else Code.UNKNOWN_GROUP
-            resp = _response_type(request)(
-                group=request.group,
-                local_id=request.local_id,
-                remote_id=request.remote_id,
-                term=request.term,
-                code=code,
-                leader_id=self.leader_id,
-            )
-            return resp, []
+            return failure(request, code, self.leader_id), []
         if isinstance(request, VoteRequest):
             return self._handle_vote(request, self_vote=False)
         if isinstance(request, HeartBeatRequest):
             return self._handle_heartbeat(request, now)
         if isinstance(request, PushEntryRequest):
             return self._handle_push(request, now)
+        if isinstance(request, LeadershipTransferRequest):
+            return self._handle_leadership_transfer(request, now)
         return _response_type(request)(group=self.group, term=self.curr_term, code=Code.UNSUPPORTED), []
 
     def _vote_answer(self, req: VoteRequest, result: VoteResult, term: int | None = None) -> VoteResponse:
@@ -461,6 +497,13 @@ class DLedgerMember:
             return self._vote_answer(req, VoteResult.REJECT_TERM_NOT_READY), out
         if req.term < self.ledger.end_term:
             return self._vote_answer(req, VoteResult.REJECT_TERM_SMALL_THAN_LEDGER, self.ledger.end_term), []
+        if (
+            not self_vote
+            and self._is_taking_leadership()
+            and req.ledger_end_term == self.ledger.end_term
+            and self.ledger.end_index >= req.ledger_end_index
+        ):
+            return self._vote_answer(req, VoteResult.REJECT_TAKING_LEADERSHIP), []
         self.vote_for = req.leader_id
         return self._vote_answer(req, VoteResult.ACCEPT), [self._persist()]
 
@@ -589,6 +632,8 @@ class DLedgerMember:
             rnd.answers[request.remote_id] = response
             return self._maybe_finish_vote(now)
         if isinstance(request, HeartBeatRequest) and isinstance(response, HeartBeatResponse):
+            if request.remote_id is not None and request.term == self.curr_term:
+                self.peers_live[request.remote_id] = response.code != Code.NETWORK_ERROR
             hb = self._heartbeat_round
             if hb is None or hb.term != request.term or request.remote_id is None:
                 return []
@@ -596,6 +641,8 @@ class DLedgerMember:
             return self._maybe_finish_heartbeats(now)
         if isinstance(request, PushEntryRequest) and isinstance(response, PushEntryResponse):
             return self._on_push_response(request, response, now)
+        if isinstance(request, LeadershipTransferRequest) and isinstance(response, LeadershipTransferResponse):
+            return self._on_transfer_response(request, response)
         return []
 
     # votes ------------------------------------------------------------
@@ -698,6 +745,8 @@ class DLedgerMember:
         reaches its index."""
         if self.role is not Role.LEADER:
             raise NotLeaderError(self.leader_id)
+        if self.transferee is not None:
+            raise LeaderTransferringError(self.transferee)
         entry = self.ledger.append_as_leader(body, self.curr_term)
         self.watermarks[self.self_id] = entry.index
         out = self._advance_commit()
@@ -848,6 +897,121 @@ class DLedgerMember:
             return [Send(req)]
         return []
 
+    # ------------------------------------------------------------------ leadership transfer
+
+    def _transfer_answer(self, req: LeadershipTransferRequest, code: int) -> LeadershipTransferResponse:
+        resp = failure(req, code, self.leader_id)
+        assert isinstance(resp, LeadershipTransferResponse)
+        return resp
+
+    def _fall_behind(self, peer: str) -> int:
+        return self.ledger.end_index - self.watermarks.get(peer, -1)
+
+    def _handle_leadership_transfer(
+        self, req: LeadershipTransferRequest, now: int
+    ) -> tuple[LeadershipTransferResponse | None, list[Output]]:
+        """DLedgerServer#handleLeadershipTransfer: to the leader (``transfer_id`` is this member) it
+        starts a handover and answers with the transferee's answer; to the transferee it is the
+        order to take the leadership once its ledger reaches ``take_leadership_ledger_index``."""
+        if req.transfer_id == self.self_id:
+            if req.transferee_id not in self.peers:
+                return self._transfer_answer(req, Code.UNKNOWN_MEMBER), []
+            if req.term != self.curr_term:
+                return self._transfer_answer(req, Code.INCONSISTENT_TERM), []
+            if self.role is not Role.LEADER:
+                return self._transfer_answer(req, Code.NOT_LEADER), []
+            if self._fall_behind(req.transferee_id) >= self.timing.max_leadership_transfer_wait_index:
+                return self._transfer_answer(req, Code.FALL_BEHIND_TOO_MUCH), []
+            return self._start_transfer(req.transferee_id, req)
+        if req.transferee_id == self.self_id:
+            if req.transfer_id != self.leader_id:
+                return self._transfer_answer(req, Code.INCONSISTENT_LEADER), []
+            if self._take_waiting is not None or self._take_leadership is not None:
+                return self._transfer_answer(req, Code.LEADER_TRANSFERRING), []
+            self._take_waiting = (req, now)
+            return None, self._try_take_leadership(now)
+        return LeadershipTransferResponse(term=self.curr_term, code=Code.UNEXPECTED_ARGUMENT), []
+
+    def _start_transfer(
+        self, transferee: str, asked: LeadershipTransferRequest | None
+    ) -> tuple[LeadershipTransferResponse | None, list[Output]]:
+        """DLedgerLeaderElector#handleLeadershipTransfer: appends stop (LEADER_TRANSFERRING) and the
+        transferee is told the index to reach; the answer is relayed when it comes."""
+        if self.transferee is not None:
+            return LeadershipTransferResponse(term=self.curr_term, code=Code.LEADER_TRANSFERRING), []
+        self.transferee = transferee
+        take = LeadershipTransferRequest(
+            group=self.group,
+            leader_id=self.self_id,
+            local_id=self.self_id,
+            remote_id=transferee,
+            term=self.curr_term,
+            take_leadership_ledger_index=self.ledger.end_index,
+            transfer_id=self.self_id,
+            transferee_id=transferee,
+        )
+        self._transfer_asked[(transferee, self.curr_term)] = asked
+        return None, [Send(take)]
+
+    def _on_transfer_response(self, take: LeadershipTransferRequest, resp: LeadershipTransferResponse) -> list[Output]:
+        asked = self._transfer_asked.pop((take.remote_id or "", take.term), None)
+        if resp.code != Code.SUCCESS or (self.curr_term == take.term and self.transferee is not None):
+            self.transferee = None
+        return [Reply(asked, resp)] if asked is not None else []
+
+    def _try_take_leadership(self, now: int) -> list[Output]:
+        """The transferee's wait for its ledger (DLedgerServer polls every 10 ms for
+        ``leadershipTransferWaitTimeout``), then DLedgerLeaderElector#handleTakeLeadership."""
+        assert self._take_waiting is not None
+        req, since = self._take_waiting
+        if self.ledger.end_index < req.take_leadership_ledger_index:
+            if now - since <= self.timing.leadership_transfer_wait_timeout_ms:
+                return []
+            self._take_waiting = None
+            return [Reply(req, self._transfer_answer(req, Code.TAKE_LEADERSHIP_FAILED))]
+        self._take_waiting = None
+        if req.term != self.curr_term:
+            return [Reply(req, LeadershipTransferResponse(term=self.curr_term, code=Code.INCONSISTENT_TERM))]
+        target = req.term + 1
+        self.term_to_take_leadership = target
+        self._take_leadership = req
+        out = self._to_candidate(target)
+        self.need_increase_term_immediately = True
+        return out
+
+    def _check_take_leadership(self, term: int, role: Role) -> list[Output]:
+        """TakeLeadershipTask#check, on every role change: the transferee's answer."""
+        req = self._take_leadership
+        if self.term_to_take_leadership == -1 or req is None:
+            return []
+        target = self.term_to_take_leadership
+        if term > target:
+            code = Code.EXPIRED_TERM
+        elif term == target:
+            if role is Role.CANDIDATE:
+                return []
+            code = Code.SUCCESS if role is Role.LEADER else Code.TAKE_LEADERSHIP_FAILED
+        else:
+            code = Code.TAKE_LEADERSHIP_FAILED if role is Role.FOLLOWER else Code.INTERNAL_ERROR
+        self.term_to_take_leadership = -1
+        self._take_leadership = None
+        return [Reply(req, LeadershipTransferResponse(term=term, code=code))]
+
+    def _check_preferred_leader(self) -> list[Output]:
+        """DLedgerServer#checkPreferredLeader (every second on the leader): hand the leadership to
+        the live preferred member that is least behind, if it is less than
+        ``maxLeadershipTransferWaitIndex`` behind."""
+        preferred = self.preferred_leader_ids
+        if preferred is None or self.transferee is not None or self.self_id in preferred:
+            return []
+        candidates = [i for i in preferred if i in self.peers and self.peers_live.get(i, False)]
+        if not candidates:
+            return []
+        best = min(candidates, key=self._fall_behind)  # the first of equals, as Java's strict <
+        if self._fall_behind(best) >= self.timing.max_leadership_transfer_wait_index:
+            return []
+        return self._start_transfer(best, None)[1]
+
 
 class NotLeaderError(Exception):
     """An append on a member that is not the leader; ``leader_id`` is whom it knows as leader."""
@@ -857,6 +1021,17 @@ class NotLeaderError(Exception):
     def __init__(self, leader_id: str | None) -> None:
         super().__init__(f"not the leader (leader: {leader_id})")
         self.leader_id = leader_id
+
+
+class LeaderTransferringError(NotLeaderError):
+    """An append while the leadership is being handed to ``transferee`` (LEADER_TRANSFERRING)."""
+
+    code = DLedgerResponseCode.LEADER_TRANSFERRING
+
+    def __init__(self, transferee: str) -> None:
+        Exception.__init__(self, f"the leadership is being transferred to {transferee}")
+        self.leader_id = None
+        self.transferee = transferee
 
 
 def _response_type(request: RequestOrResponse) -> type[RequestOrResponse]:

@@ -67,6 +67,7 @@ __all__ = [
     "commitlog_append_hook",
     "commitlog_records",
     "default_path",
+    "fsync_paths",
     "offset_to_file_name",
     "read_checkpoint",
     "read_term_file",
@@ -313,6 +314,19 @@ def commitlog_records(entries: Iterator[DLedgerEntry]) -> Iterator[tuple[int, by
         yield entry.pos + BODY_OFFSET, entry.body
 
 
+def fsync_paths(paths: set[str]) -> None:
+    """fsync each file or directory; one removed meanwhile (a truncate) is skipped."""
+    for path in sorted(paths):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 class DLedgerStoreWriter:
     """Appends entries the way a DLedger leader does (appendAsLeader): data files and index files of
     fixed sizes, created whole and zero-filled as Java's mmap leaves them, a blank where the next
@@ -345,6 +359,8 @@ class DLedgerStoreWriter:
         self.term = reader.term
         #: run on each leader append (``commitlog_append_hook`` for a commit log)
         self.append_hook: AppendHook | None = None
+        #: files (and directories) written since the last ``take_dirty``
+        self._dirty: set[str] = set()
 
     def _write_at(self, directory: str, file_size: int, offset: int, data: bytes) -> None:
         start = offset - offset % file_size
@@ -353,9 +369,11 @@ class DLedgerStoreWriter:
             os.makedirs(directory, exist_ok=True)
             with open(path, "wb") as f:
                 f.truncate(file_size)
+            self._dirty.add(directory)
         with open(path, "r+b") as f:
             f.seek(offset - start)
             f.write(data)
+        self._dirty.add(path)
 
     def append(self, body: bytes, term: int, *, hook: AppendHook | None = None) -> DLedgerEntry:
         """Append ``body`` as the next entry of ``term``; ``hook(pos, body)`` may patch the body
@@ -456,10 +474,12 @@ class DLedgerStoreWriter:
         for first, path in _list_files(directory):
             if first > start:
                 os.remove(path)
+                self._dirty.add(directory)
             elif first == start:
                 with open(path, "r+b") as f:
                     f.seek(offset - start)
                     f.write(bytes(file_size - (offset - start)))
+                self._dirty.add(path)
 
     def truncate(self, entry: DLedgerEntry) -> None:
         """DLedgerMmapFileStore#truncate: the ledger ends at ``entry``, the local one kept when it is
@@ -489,6 +509,16 @@ class DLedgerStoreWriter:
         if self.ledger_begin_index == -1 or self.ledger_begin_index > entry.index:
             self.ledger_begin_index = entry.index
         self.committed_index = min(self.committed_index, self.ledger_end_index)
+
+    def take_dirty(self) -> set[str]:
+        """The files and directories written since the last call, for ``fsync_paths``."""
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
+    def flush(self) -> None:
+        """fsync everything written so far (DLedgerMmapFileStore#flush; Java runs it every
+        ``flushFileInterval``, after the entries were acknowledged from the page cache)."""
+        fsync_paths(self.take_dirty())
 
     def set_term(self, state: TermState) -> None:
         self.term = state

@@ -16,6 +16,7 @@ import asyncio
 import functools
 import logging
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 from pyrmq.protocol.command import RemotingCommand
@@ -53,6 +54,9 @@ class RemotingClient:
         self._channels: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Future[Channel]] = {}
         self._closed = False
+        #: applied to every request this client sends (Java RPCHook#doBeforeRequest), e.g. the
+        #: ACL signature of pyrmq.auth.signature.sign_request
+        self.rpc_hook: Callable[[RemotingCommand], None] | None = None
 
     def register(self, processor: Any) -> None:
         self.table.register(processor)
@@ -106,11 +110,15 @@ class RemotingClient:
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout_s: float = 3) -> RemotingCommand:
         """Send `cmd` to `addr` and wait for the response (Java invokeSync)."""
         ch = await self.get_channel(addr)
+        if self.rpc_hook is not None:
+            self.rpc_hook(cmd)
         return await ch.invoke(cmd, timeout_s)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         """Send `cmd` as one-way (flag bit 1); no response comes back."""
         ch = await self.get_channel(addr)
+        if self.rpc_hook is not None:
+            self.rpc_hook(cmd)
         ch.send_oneway(cmd)
 
     def close_channel(self, addr: str) -> None:

@@ -4,6 +4,7 @@ what the state machine sends is what the wire carries."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import deque
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from pyrmq.dledger.entry import DLedgerEntry
 from pyrmq.dledger.raft import (
     Committed,
     DLedgerMember,
+    LeaderTransferringError,
     Ledger,
     MemoryLedger,
     NotLeaderError,
@@ -41,11 +43,20 @@ class Group:
     (a partition: it still runs its timers); a member in ``stopped`` does not run at all (SIGSTOP
     or SIGKILL)."""
 
-    def __init__(self, seed: int = 7, ledgers: Mapping[str, Ledger] | None = None) -> None:
+    def __init__(
+        self, seed: int = 7, ledgers: Mapping[str, Ledger] | None = None, preferred: str | None = None
+    ) -> None:
         self.seed = seed
         self.now = 0
         self.ledgers: Mapping[str, Ledger] = ledgers or {i: MemoryLedger() for i in IDS}
-        self.members = {i: DLedgerMember("g1", i, IDS, self.ledgers[i], rng=random.Random(f"{seed}-{i}")) for i in IDS}
+        self.members = {
+            i: DLedgerMember(
+                "g1", i, IDS, self.ledgers[i], rng=random.Random(f"{seed}-{i}"), preferred_leader_ids=preferred
+            )
+            for i in IDS
+        }
+        #: held answers to requests a test sent as an outside client (local_id not a member)
+        self.client_replies: list[Reply] = []
         self.cut: set[str] = set()
         self.stopped: set[str] = set()
         self.queue: deque[tuple[str, Output]] = deque()
@@ -72,6 +83,9 @@ class Group:
             src, o = self.queue.popleft()
             if isinstance(o, Reply):  # a held answer travels back to the asker
                 asker = o.request.local_id or ""
+                if asker not in self.members:
+                    self.client_replies.append(o)
+                    continue
                 if self.off(src) or self.off(asker):
                     continue
                 self.emit(asker, self.members[asker].handle_response(o.request, wire(o.response), self.now))
@@ -423,3 +437,100 @@ def test_random_faults_lose_no_acknowledged_entry(seed: int) -> None:
         for index, body in acked.items():
             assert ledger.get(index).body == body, f"seed {seed}: {i} lost acknowledged entry {index}"
     assert len({tuple(g.bodies(i)) for i in IDS}) == 1
+
+
+# ---------------------------------------------------------------------- leadership transfer
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_preferred_leader_takes_the_leadership(seed: int) -> None:
+    """preferredLeaderIds: whoever is elected first hands the leadership to the preferred member
+    (checkPreferredLeader every second), which wins in the next term; nothing is lost."""
+    g = Group(seed, preferred="n2")
+    g.run(3000)
+    first = g.leader()
+    for k in range(5):
+        g.append(b"p%d" % k)
+    g.run(4000)
+    leader = g.leader()
+    assert leader.self_id == "n2", f"seed {seed}: leader {leader.self_id}"
+    if first.self_id != "n2":
+        assert leader.curr_term > first.curr_term
+    g.append(b"after")
+    g.run(1500)
+    assert all(g.bodies(i) == [*(b"p%d" % k for k in range(5)), b"after"] for i in IDS)
+    g.run(2500)
+    assert g.leader().self_id == "n2"  # and it stays
+
+
+def test_leadership_transfer_on_request() -> None:
+    """A LEADERSHIP_TRANSFER to the leader (what an admin tool sends): appends are refused while it
+    runs, the transferee takes over in the next term and the answer relayed to the asker is its own."""
+    g = Group(seed=5)
+    g.run(3000)
+    old = g.leader()
+    g.append(b"x")
+    target = next(i for i in IDS if i != old.self_id)
+    ask = p.LeadershipTransferRequest(
+        group="g1",
+        local_id="admin",
+        remote_id=old.self_id,
+        term=old.curr_term,
+        transfer_id=old.self_id,
+        transferee_id=target,
+    )
+    resp, outs = old.handle_request(wire(ask), g.now)
+    assert resp is None  # answered when the transferee has answered
+    g.emit(old.self_id, outs)
+    with pytest.raises(LeaderTransferringError):
+        old.append(b"during", g.now)
+    g.deliver()
+    g.run(3000)
+    assert g.leader().self_id == target
+    assert len(g.client_replies) == 1
+    answer = g.client_replies[0].response
+    assert answer.code == p.DLedgerResponseCode.SUCCESS and answer.term == old.curr_term
+    assert old.role is Role.FOLLOWER and old.transferee is None
+    g.append(b"y")
+    g.run(1500)
+    assert all(g.bodies(i) == [b"x", b"y"] for i in IDS)
+
+
+def test_leadership_transfer_refusals() -> None:
+    g = Group(seed=2)
+    g.run(3000)
+    leader = g.leader()
+    follower = next(i for i in IDS if i != leader.self_id)
+
+    def ask(to: DLedgerMember, **kw: object) -> p.RequestOrResponse | None:
+        fields = {"group": "g1", "local_id": "admin", "remote_id": to.self_id, "term": leader.curr_term}
+        fields.update(kw)
+        resp, _ = to.handle_request(wire(p.LeadershipTransferRequest(**fields)), g.now)  # type: ignore[arg-type]
+        return resp
+
+    def code(resp: p.RequestOrResponse | None) -> int:
+        assert resp is not None
+        return resp.code
+
+    assert code(ask(leader, transfer_id=leader.self_id, transferee_id="n9")) == p.DLedgerResponseCode.UNKNOWN_MEMBER
+    stale = ask(leader, transfer_id=leader.self_id, transferee_id=follower, term=leader.curr_term - 1)
+    assert code(stale) == p.DLedgerResponseCode.INCONSISTENT_TERM
+    not_leader = ask(g.members[follower], transfer_id=follower, transferee_id=leader.self_id)
+    assert code(not_leader) == p.DLedgerResponseCode.NOT_LEADER
+    # to a member that is neither side
+    assert (
+        code(ask(g.members[follower], transfer_id="n9", transferee_id="n8"))
+        == p.DLedgerResponseCode.UNEXPECTED_ARGUMENT
+    )
+    # a transferee told by someone who is not its leader
+    wrong = ask(g.members[follower], transfer_id=follower, transferee_id=follower)
+    assert code(wrong) in (p.DLedgerResponseCode.NOT_LEADER, p.DLedgerResponseCode.INCONSISTENT_LEADER)
+    # a transferee far behind: the leader's watermark for it is old
+    g.stopped = {follower}
+    for k in range(5):
+        _, outs = leader.append(b"z%d" % k, g.now)
+        g.emit(leader.self_id, outs)
+        g.deliver()
+    leader.timing = dataclasses.replace(leader.timing, max_leadership_transfer_wait_index=3)
+    behind = ask(leader, transfer_id=leader.self_id, transferee_id=follower)
+    assert code(behind) == p.DLedgerResponseCode.FALL_BEHIND_TOO_MUCH
