@@ -183,7 +183,8 @@ class RemotingServer:
         peer = _peer(conn)
         try:
             if self.tls.mode is TlsMode.DISABLED:
-                # As Java without a TLS handler: no peek; a TLS hello fails the frame decoder.
+                # Java peeks here too and closes a TLS hello; the frame decoder refuses one as well
+                # (its length is far past the limit), so the peek is skipped.
                 await loop.connect_accepted_socket(self._make_channel, conn)
                 return
             first = await _peek_first_byte(loop, conn, self.idle_seconds if self.idle_seconds > 0 else None)
