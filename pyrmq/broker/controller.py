@@ -29,10 +29,10 @@ from pyrmq.broker.controller_api import ControllerApi
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.flow_control import build_flow_control, max_bytes_in_flight
+from pyrmq.broker.metrics import BrokerMetricsManager
 from pyrmq.broker.pop.message_request_mode_manager import MessageRequestModeManager
 from pyrmq.broker.pop.services import PopServices
 from pyrmq.broker.processor.ack_message import AckMessageProcessor
-from pyrmq.broker.metrics import BrokerMetricsManager
 from pyrmq.broker.processor.acting_master import ActingMasterProcessor
 from pyrmq.broker.processor.admin import AdminBrokerProcessor
 from pyrmq.broker.processor.auth_admin import AuthAdminProcessor

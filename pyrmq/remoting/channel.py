@@ -311,7 +311,9 @@ class Channel(asyncio.BufferedProtocol):
 
     def answer(self, cmd: RemotingCommand, code: int, remark: str) -> None:
         """Answer a request without running it (busy, overload); one-way requests get nothing."""
-        self._respond(cmd, cmd.make_response(code, remark), RequestContext(self, self.endpoint, int(time.time() * 1000)))
+        self._respond(
+            cmd, cmd.make_response(code, remark), RequestContext(self, self.endpoint, int(time.time() * 1000))
+        )
 
     async def _process_request(self, cmd: RemotingCommand, received_at_ms: int) -> None:
         """Java NettyRemotingAbstract#processRequestCommand: the one place that catches."""
