@@ -161,6 +161,11 @@ class TlsConfig:
         """Java NettyClientConfig#useTLS's default: tls.enable, else whether the server mode is enforcing."""
         return self.enable if self.enable is not None else self.server_mode is TlsMode.ENFORCING
 
+    def outgoing_context(self) -> ssl.SSLContext | None:
+        """The context of a server process's own connections (controller, DLedger peers): TLS
+        when ``client_enabled`` (Java builds their NettyClientConfig with that default)."""
+        return self.client_context() if self.client_enabled else None
+
     def with_config_file(self) -> TlsConfig:
         """TlsHelper#extractTlsConfigFromFile: a readable tls.config.file overrides the keys it has."""
         path = Path(self.config_file) if self.config_file else None
