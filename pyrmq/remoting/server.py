@@ -205,7 +205,7 @@ class RemotingServer:
             await loop.connect_accepted_socket(
                 self._make_channel,
                 conn,
-                ssl=self.tls.context() if use_tls else None,
+                ssl=await self.tls.context_async() if use_tls else None,
                 ssl_handshake_timeout=10 if use_tls else None,
             )
         except asyncio.CancelledError:

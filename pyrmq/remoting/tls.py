@@ -384,6 +384,7 @@ class ServerTls:
         self._files: FileDigests | None = None
         self._cert_changed = self._key_changed = False
         self._watch_task: asyncio.Task | None = None
+        self._building: asyncio.Future[ssl.SSLContext] | None = None
 
     def prepare(self) -> None:
         """Build the context now unless it is test mode's; raises TlsConfigError."""
@@ -398,6 +399,17 @@ class ServerTls:
     def context(self) -> ssl.SSLContext:
         if self._context is None:
             self._context = self.config.server_context()
+        return self._context
+
+    async def context_async(self) -> ssl.SSLContext:
+        """``context()`` built off the event loop: test mode's RSA key takes a while on a busy
+        machine, and other connections must not wait for it."""
+        if self._context is None:
+            if self._building is None:
+                self._building = asyncio.ensure_future(asyncio.to_thread(self.config.server_context))
+            built = await asyncio.shield(self._building)
+            if self._context is None:
+                self._context = built
         return self._context
 
     def admits(self, first_byte: int) -> bool | None:

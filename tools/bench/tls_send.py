@@ -39,7 +39,7 @@ def proc_cpu(pid: int) -> float:
 async def send(addr: str, broker: str, count: int, inflight: int, tls: bool) -> float:
     """Seconds to send ``count`` messages with ``inflight`` requests outstanding."""
     ctx = TlsConfig.from_properties({"tls.config.file": ""}).client_context() if tls else None
-    async with RemotingClient(tls=ctx) as client:
+    async with RemotingClient(tls=ctx, connect_timeout_s=30) as client:
         await client.invoke(addr, send_v2("TlsBench", broker, b"w"), 10)  # route, topic, handshake
         todo = iter(range(count))
         start = time.perf_counter()
