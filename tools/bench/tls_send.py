@@ -46,7 +46,11 @@ async def send(addr: str, broker: str, count: int, inflight: int, tls: bool) -> 
 
         async def worker() -> None:
             for _ in todo:
-                r = await client.invoke(addr, send_v2("TlsBench", broker, b"x" * 1024), 10)
+                for _attempt in range(50):  # a busy broker (flow control) is asked again
+                    r = await client.invoke(addr, send_v2("TlsBench", broker, b"x" * 1024), 10)
+                    if r.code != ResponseCode.SYSTEM_BUSY:
+                        break
+                    await asyncio.sleep(0.05)
                 if r.code != ResponseCode.SUCCESS:
                     raise RuntimeError(f"send failed: {r.code} {r.remark}")
 
@@ -62,7 +66,12 @@ def main() -> int:
     p.add_argument("--workdir")
     args = p.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="tls-bench-"))
-    store = {"mappedFileSizeCommitLog": 64 * 1024 * 1024, "flushDiskType": "ASYNC_FLUSH"}
+    # a loaded machine pauses the JVM: a longer queue wait than Java's 200 ms keeps it sending
+    store = {
+        "mappedFileSizeCommitLog": 64 * 1024 * 1024,
+        "flushDiskType": "ASYNC_FLUSH",
+        "waitTimeMillsInSendQueue": 3000,
+    }
     stacks = {}
     try:
         ns = servers.PyrmqNamesrv(work / "py-ns")
