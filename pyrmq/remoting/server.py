@@ -171,6 +171,10 @@ class RemotingServer:
                 log.error("%s: accept failed: %s", self.name, e)
                 await asyncio.sleep(0.1)
                 continue
+            if self.max_connections > 0 and len(self.channels) + len(self._admitting) >= self.max_connections:
+                self._refuse_over_limit(_peer(conn))  # also those not yet admitted: silent ones count
+                conn.close()
+                continue
             task = loop.create_task(self._admit(conn))
             self._admitting.add(task)
             task.add_done_callback(self._admitting.discard)
@@ -226,17 +230,20 @@ class RemotingServer:
             write_buffer=self.write_buffer,
         )
 
+    def _refuse_over_limit(self, remote: str) -> None:
+        self.refused_connections += 1
+        if self.refused_connections % 1000 == 1:
+            log.warning(
+                "%s: %d connections open, the limit: closing %s (%d refused so far)",
+                self.name,
+                len(self.channels) + len(self._admitting),
+                remote,
+                self.refused_connections,
+            )
+
     def _channel_opened(self, channel: Channel) -> None:
         if self.max_connections > 0 and len(self.channels) >= self.max_connections:
-            self.refused_connections += 1
-            if self.refused_connections % 1000 == 1:
-                log.warning(
-                    "%s: %d connections open, the limit: closing %s (%d refused so far)",
-                    self.name,
-                    len(self.channels),
-                    channel.remote_addr,
-                    self.refused_connections,
-                )
+            self._refuse_over_limit(channel.remote_addr)
             channel.abort()
             return
         self.channels.add(channel)
