@@ -23,6 +23,7 @@ from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient, parse_addr
 from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
 from pyrmq.remoting.server import RemotingServer, RequestContext
+from pyrmq.remoting.tls import TlsConfig
 
 from .config import DLedgerConfig
 from .entry import DLedgerEntry
@@ -112,7 +113,10 @@ class DLedgerServer:
         self.remoting = RemotingServer(host or addr_host, port, name=f"dledger-{config.self_id}")
         for code in REQUEST_TYPES:
             self.remoting.register_handler(code, self._on_request)
-        self.client = RemotingClient(connect_timeout_s=config.rpc_timeout_ms / 1000)
+        # the peers' port follows the process's tls.* settings as Java's DLedgerRpcNettyService does
+        self.client = RemotingClient(
+            connect_timeout_s=config.rpc_timeout_ms / 1000, tls=TlsConfig.system().outgoing_context()
+        )
         self.role_listeners: list[RoleListener] = []
         self._waiting: dict[int, asyncio.Future[DLedgerEntry]] = {}
         self._held: dict[int, asyncio.Future[RequestOrResponse]] = {}
