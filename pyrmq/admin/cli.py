@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from pyrmq.admin import broker, group, message, offset, topic  # noqa: F401  (registers the commands)
+from pyrmq.admin import broker, group, message, offset, pop, topic  # noqa: F401  (registers the commands)
 from pyrmq.admin.base import REGISTRY, Command, Ctx, NumberFormatError, PrintHelp
 from pyrmq.admin.client import AdminClient, AdminError
 from pyrmq.admin.options import UsageError
@@ -48,6 +48,7 @@ ORDER = [
     "getConsumerConfig",
     "sendMessage",
     "consumeMessage",
+    "setConsumeMode",
 ]
 
 
