@@ -20,9 +20,11 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
+from pyrmq.common.memory import fix_mmap_threshold
 from pyrmq.common.properties import PropertiesError
 from pyrmq.common.settings import KeyedSettings
 from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
+from pyrmq.remoting.tls import set_system_property
 
 __all__ = ["Server", "StartupError", "base_parser", "load_config", "run_command", "run_servers"]
 
@@ -49,6 +51,14 @@ def base_parser(prog: str, description: str, *, log_level: str = "INFO") -> argp
     p.add_argument("-p", "--printConfigItem", action="store_true", help="Print all config items")
     p.add_argument("--host", metavar="HOST", help="address to bind (config key bindAddress/listenHost)")
     p.add_argument("--log-level", default=os.environ.get("PYRMQ_LOG_LEVEL", log_level), help="logging level")
+    p.add_argument(
+        "-D",
+        dest="system_properties",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Java system property pyrmq reads (tls.*), as in Java's JAVA_OPT",
+    )
     return p
 
 
@@ -129,6 +139,9 @@ def run_command(
     stderr, exit 1), ``-p`` prints the config and exits, else serve on the event
     loop (uvloop when installed)."""
     setup_logging(args.log_level, default_level)
+    for item in getattr(args, "system_properties", None) or []:
+        name, _, value = item.partition("=")
+        set_system_property(name.strip(), value)
     try:
         cfg = build()
     except StartupError as e:
@@ -137,5 +150,6 @@ def run_command(
     if print_items is not None and getattr(args, "printConfigItem", False):
         print_items(cfg)
         return 0
+    fix_mmap_threshold()  # large bodies freed after a burst go back to the OS (common/memory.py)
     install_uvloop_if_available()
     return asyncio.run(serve(cfg))

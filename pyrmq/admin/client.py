@@ -9,9 +9,11 @@ Java tool prints, so greps for ``CODE: 17`` or ``connect to`` keep working.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 
+from pyrmq.auth.signature import sign_request, tools_credentials
 from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX
 from pyrmq.protocol.bodies.admin import ConsumeStats
 from pyrmq.protocol.bodies.admin import consume_stats as decode_consume_stats
@@ -74,6 +76,10 @@ def ok(resp: RemotingCommand, addr: str | None = None, *, broker: bool = True) -
     return resp
 
 
+def _sign(cmd: RemotingCommand, *, access_key: str, secret_key: str) -> None:
+    sign_request(cmd, access_key, secret_key)
+
+
 class AdminClient:
     """One admin session: a name-server list, a connection pool, helpers named after MQAdminExt."""
 
@@ -81,6 +87,9 @@ class AdminClient:
         addrs = namesrv or os.environ.get("NAMESRV_ADDR") or ""
         self.namesrv = [a.strip() for a in addrs.split(";") if a.strip()]
         self.remoting = RemotingClient(connect_timeout_s=3)
+        creds = tools_credentials(os.environ.get("ROCKETMQ_HOME", ""))
+        if creds is not None:  # sign like mqadmin with conf/tools.yml (the secret is never printed)
+            self.remoting.rpc_hook = functools.partial(_sign, access_key=creds[0], secret_key=creds[1])
 
     async def close(self) -> None:
         await self.remoting.close()

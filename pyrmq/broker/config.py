@@ -20,7 +20,8 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from pyrmq.broker.java_config import accepted_only_defaults
+from pyrmq.auth.config import AUTH_CONFIG_KEYS
+from pyrmq.broker.java_config import MACHINE_DEFAULTS, Machine, accepted_only_defaults
 from pyrmq.common.constants import RMQ_SYS_TRACE_TOPIC
 from pyrmq.common.files import write_file_atomically
 from pyrmq.common.properties import KeyTable, format_value, properties_text
@@ -152,11 +153,52 @@ def _core_defaults() -> dict[str, Any]:
         "slaveReadEnable": False,  # a slave serves pulls only with it (Java PullMessageProcessor#rejectRequest)
         "enableMixedMessageType": False,  # a topic's +message.type=MIXED is refused without it
         "useTLS": False,  # NettyClientConfig; reported only, mqadmin exportConfigs reads it
+        # flow control (pyrmq/broker/flow_control.py, docs/reliability.md): Java's executor queues
+        "brokerFastFailureEnable": True,
+        "sendThreadPoolQueueCapacity": 10000,
+        "pullThreadPoolQueueCapacity": 100000,
+        "litePullThreadPoolQueueCapacity": 100000,
+        "ackThreadPoolQueueCapacity": 100000,
+        "replyThreadPoolQueueCapacity": 10000,
+        "queryThreadPoolQueueCapacity": 20000,
+        "heartbeatThreadPoolQueueCapacity": 50000,
+        "clientManagerThreadPoolQueueCapacity": 1000000,
+        "consumerManagerThreadPoolQueueCapacity": 1000000,
+        "loadBalanceThreadPoolQueueCapacity": 100000,
+        "endTransactionPoolQueueCapacity": 100000,
+        "adminBrokerThreadPoolQueueCapacity": 10000,
+        "waitTimeMillsInSendQueue": 200,
+        "waitTimeMillsInPullQueue": 5000,
+        "waitTimeMillsInLitePullQueue": 5000,
+        "waitTimeMillsInAckQueue": 3000,
+        "waitTimeMillsInHeartbeatQueue": 31000,
+        "waitTimeMillsInTransactionQueue": 3000,
+        "waitTimeMillsInAdminBrokerQueue": 5000,
+        "ackMessageThreadPoolNums": 16,
+        "clientManageThreadPoolNums": 32,
+        "consumerManageThreadPoolNums": 32,
+        "loadBalanceProcessorThreadPoolNums": 32,
+        "adminBrokerThreadPoolNums": 16,
+        **{k: MACHINE_DEFAULTS[k](Machine.current()) for k in _MACHINE_POOLS},
         # NettyServerConfig
         "bindAddress": "0.0.0.0",
         "listenPort": 10911,  # BrokerStartup sets 10911 before reading the file
         "serverChannelMaxIdleTimeSeconds": 120,
+        "writeBufferHighWaterMark": 0,  # 0: Netty's default water marks (64 KiB / 32 KiB)
+        "writeBufferLowWaterMark": 0,
     }
+
+
+#: thread counts Java computes from the processor count (java_config.MACHINE_DEFAULTS)
+_MACHINE_POOLS = (
+    "sendMessageThreadPoolNums",
+    "pullMessageThreadPoolNums",
+    "litePullMessageThreadPoolNums",
+    "processReplyMessageThreadPoolNums",
+    "queryMessageThreadPoolNums",
+    "heartbeatThreadPoolNums",
+    "endTransactionThreadPoolNums",
+)
 
 
 #: always refused by UPDATE_BROKER_CONFIG, whatever configBlackList says
@@ -189,7 +231,7 @@ class BrokerConfig(KeyedSettings):
         return [k for k in unknown if k not in MessageStoreConfig.KEYS]
 
     def is_known(self, key: str) -> bool:
-        return key in BROKER_KEYS or key in MessageStoreConfig.KEYS
+        return key in BROKER_KEYS or key in MessageStoreConfig.KEYS or key in AUTH_CONFIG_KEYS
 
     # ----------------------------------------------------------- derived values
 
@@ -243,6 +285,8 @@ class BrokerConfig(KeyedSettings):
     def all_properties(self) -> dict[str, str]:
         """GET_BROKER_CONFIG text source: file properties overlaid with current values."""
         out = super().all_properties()
+        for key in AUTH_CONFIG_KEYS.intersection(out):
+            del out[key]  # AuthConfig's, not reported by Java (and they carry passwords)
         for key, value in self.store.properties().items():
             if value is not None:
                 out[key] = format_value(value)
@@ -262,6 +306,7 @@ class BrokerConfig(KeyedSettings):
     def black_list(self) -> set[str]:
         """Keys UPDATE_BROKER_CONFIG refuses (Java AdminBrokerProcessor#validateBlackListConfigExist)."""
         keys = set(CONFIG_BLACK_LIST_BUILTIN)
+        keys.update(AUTH_CONFIG_KEYS)  # Java's update cannot reach AuthConfig either; pyrmq says so
         keys.update(k.strip() for k in str(self.values["configBlackList"]).split(";") if k.strip())
         return keys
 
@@ -269,6 +314,7 @@ class BrokerConfig(KeyedSettings):
         """Write every setting to ``config_path`` (errors are logged, as Java does)."""
         path = self.config_path
         try:
-            write_file_atomically(path, properties_text(self.all_properties()))
+            kept = {k: v for k, v in self.file_properties.items() if k in AUTH_CONFIG_KEYS}  # not dropped here
+            write_file_atomically(path, properties_text({**self.all_properties(), **kept}))
         except OSError as e:
             log.error("persist broker config to %s failed: %s", path, e)

@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pyrmq.broker.auth import BrokerAuth
 from pyrmq.broker.broker2client import Broker2Client
 from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
@@ -27,16 +28,26 @@ from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
 from pyrmq.broker.controller_api import ControllerApi
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
+from pyrmq.broker.flow_control import build_flow_control, max_bytes_in_flight
+from pyrmq.broker.pop.message_request_mode_manager import MessageRequestModeManager
+from pyrmq.broker.pop.services import PopServices
+from pyrmq.broker.processor.ack_message import AckMessageProcessor
 from pyrmq.broker.processor.acting_master import ActingMasterProcessor
 from pyrmq.broker.processor.admin import AdminBrokerProcessor
+from pyrmq.broker.processor.auth_admin import AuthAdminProcessor
+from pyrmq.broker.processor.change_invisible_time import ChangeInvisibleTimeProcessor
 from pyrmq.broker.processor.client_forward import ClientForwardProcessor
 from pyrmq.broker.processor.client_manage import ClientManageProcessor
 from pyrmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from pyrmq.broker.processor.end_transaction import EndTransactionProcessor
 from pyrmq.broker.processor.group_admin import GroupAdminProcessor
 from pyrmq.broker.processor.ha_status import HAStatusProcessor
+from pyrmq.broker.processor.notification import NotificationProcessor
+from pyrmq.broker.processor.peek_message import PeekMessageProcessor
+from pyrmq.broker.processor.pop_message import PopMessageProcessor
 from pyrmq.broker.processor.pull import PullMessageProcessor
 from pyrmq.broker.processor.query import QueryMessageProcessor
+from pyrmq.broker.processor.query_assignment import QueryAssignmentProcessor
 from pyrmq.broker.processor.replicas import ReplicasProcessor
 from pyrmq.broker.processor.reply import ReplyMessageProcessor
 from pyrmq.broker.processor.send import SendMessageProcessor
@@ -71,8 +82,11 @@ from pyrmq.protocol.headers.namesrv import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
+from pyrmq.remoting.channel import call_handler
 from pyrmq.remoting.client import RemotingClient
-from pyrmq.remoting.server import RemotingServer
+from pyrmq.remoting.flow_dispatch import FlowDispatcher
+from pyrmq.remoting.server import RemotingServer, water_marks
+from pyrmq.remoting.tls import ServerTls, TlsConfig
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore, PutMessage
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
@@ -98,6 +112,10 @@ PROCESSORS: tuple[type, ...] = (
     HAStatusProcessor,
     ActingMasterProcessor,
     ReplicasProcessor,
+    AuthAdminProcessor,
+    QueryAssignmentProcessor,
+    AckMessageProcessor,
+    ChangeInvisibleTimeProcessor,
 )
 
 #: Java ClientHousekeepingService: scan every 10 s
@@ -134,8 +152,19 @@ def constructor_parameters(cls: type) -> list[str]:
 class BrokerController:
     """One broker. ``await start()`` loads the store and registers; ``await shutdown()`` undoes it."""
 
-    def __init__(self, config: BrokerConfig, *, clock: Callable[[], int] = now_ms, host: str | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        clock: Callable[[], int] = now_ms,
+        host: str | None = None,
+        tls: TlsConfig | None = None,
+    ) -> None:
         self.config = config
+        self.tls = tls or TlsConfig.system()  # Java's tls.* system properties
+        self.server_tls = ServerTls(self.tls)  # one context for the main and the VIP port
+        if not config["useTLS"] and "useTLS" not in config.file_properties:
+            config["useTLS"] = self.tls.client_enabled  # NettyClientConfig: tls.enable, else enforcing mode
         self.now = clock
         self.host = host or config["bindAddress"]
         self.store_config = config.store
@@ -148,6 +177,7 @@ class BrokerController:
             config, os.path.join(cfg_dir, "subscriptionGroup.json"), now=clock
         )
         self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(cfg_dir, "consumerOffset.json"), now=clock)
+        self.message_request_mode_manager = MessageRequestModeManager(os.path.join(cfg_dir, "messageRequestMode.json"))
         expiry = int(config["channelExpiredTimeout"])
         self.consumer_manager = ConsumerManager(
             now=clock, on_ids_changed=self._consumer_ids_changed, channel_expired_timeout_ms=expiry
@@ -208,12 +238,33 @@ class BrokerController:
             consumer_manager=self.consumer_manager,
             message_store=self.message_store,
         )
+        # POP (pyrmq/broker/pop): one pop processor, its long polling re-runs held pops through it
+        self.pop_services = PopServices(
+            config=config,
+            message_store=self.message_store,
+            topic_config_manager=self.topic_config_manager,
+            subscription_group_manager=self.subscription_group_manager,
+            consumer_offset_manager=self.consumer_offset_manager,
+            timer_caught_up=self.timer_message_store.caught_up,
+            now=clock,
+            rerun_pop=lambda ctx, cmd: call_handler(self.pop_processor.pop_message, ctx, cmd),
+            rerun_notification=lambda ctx, cmd: call_handler(self.notification_processor.notification, ctx, cmd),
+        )
+        self.pop_processor = self.build(PopMessageProcessor)
+        self.notification_processor = self.build(NotificationProcessor)
         # one pull processor for the main port: its hold service answers held pulls
         self.pull_processor = self.build(PullMessageProcessor)
         self.pull_request_hold_service = self.pull_processor.pull_request_hold_service
         self.server: RemotingServer | None = None
         self.fast_server: RemotingServer | None = None
-        self.outer_client = RemotingClient()
+        # Java's executors and BrokerFastFailure, shared by both ports (docs/reliability.md)
+        self.flow_dispatcher = FlowDispatcher(
+            build_flow_control(config, self._page_cache_busy),
+            max_bytes_in_flight=lambda: max_bytes_in_flight(self.config),
+        )
+        # registration, slave sync and broker-to-broker calls: TLS with useTLS (HA stays plain, as in Java)
+        self.outer_client = RemotingClient(tls=self.tls.client_context() if config["useTLS"] else None)
+        self.auth: BrokerAuth | None = None  # built at start (pyrmq/broker/auth.py)
         # a slave copies its master's metadata (Java SlaveSynchronize); the master address comes
         # with each REGISTER_BROKER answer
         self.slave_synchronize = SlaveSynchronize(
@@ -226,6 +277,7 @@ class BrokerController:
             timer_message_store=self.timer_message_store,
             timer_wheel_enable=lambda: bool(self.config["timerWheelEnable"]),
             now=clock,
+            message_request_mode_manager=self.message_request_mode_manager,
         )
         # slave acting master (pyrmq/broker/failover.py): escape bridge, member-group view, pre-online
         self.escape_bridge, self.acting_master_service, self.pre_online_service = wire_acting_master(self)
@@ -250,6 +302,8 @@ class BrokerController:
         self.subscription_group_manager.load()
         self.consumer_offset_manager.load()
         self.consumer_filter_manager.load()
+        self.message_request_mode_manager.load()
+        self.pop_services.load()
         self.message_store.load()
         self.schedule_message_service.load()
         self.timer_message_store.load()
@@ -265,6 +319,7 @@ class BrokerController:
             "consumer_manager": self.consumer_manager,
             "producer_manager": self.producer_manager,
             "consumer_filter_manager": self.consumer_filter_manager,
+            "message_request_mode_manager": self.message_request_mode_manager,
             "rebalance_lock_manager": self.rebalance_lock_manager,
             "message_store": self.message_store,
             "broker_stats": self.broker_stats,
@@ -282,6 +337,8 @@ class BrokerController:
             "acting_master_service": getattr(self, "acting_master_service", None),  # built after the pull processor
             "special_services_running": self._special_services_running,
             "replicas_manager": self.replicas_manager,
+            "broker_auth": getattr(self, "auth", None),  # built at start
+            **(self.pop_services.dependencies() if hasattr(self, "pop_services") else {}),
         }
 
     def build(self, cls: type[P], deps: dict[str, Any] | None = None) -> P:
@@ -296,15 +353,36 @@ class BrokerController:
         deps = self._dependencies()
         return [self.build(cls, deps) for cls in PROCESSORS]
 
+    def _page_cache_busy(self) -> bool:
+        """Java MessageStore#isOSPageCacheBusy, when the store can tell."""
+        busy = getattr(self.message_store, "is_os_page_cache_busy", None)
+        return bool(busy()) if busy is not None else False
+
+    def main_port_processors(self) -> list[Any]:
+        """What only the main port serves (Java registers them on remotingServer alone): the pull
+        family, and POP's pop, peek, notification and polling info."""
+        return [self.pull_processor, self.pop_processor, self.notification_processor, self.build(PeekMessageProcessor)]
+
     def _make_server(self, port: int, name: str) -> RemotingServer:
         server = RemotingServer(
-            self.host, port, name=name, idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"])
+            self.host,
+            port,
+            name=name,
+            idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]),
+            write_buffer=water_marks(
+                int(self.config["writeBufferLowWaterMark"]), int(self.config["writeBufferHighWaterMark"])
+            ),
+            dispatch=self.flow_dispatcher,
+            tls=self.server_tls,
         )
+        server.request_check = self.auth.request_check() if self.auth is not None else None
         server.add_close_listener(self._channel_closed)
         return server
 
     async def start(self) -> None:
         self.load()
+        self.auth = BrokerAuth.from_broker_config(self.config)  # users, ACLs, the request check
+        self.outer_client.rpc_hook = self.auth.client_hook()
         self.message_store.start()
         self._store_started = True
         await self._start_ha()
@@ -321,7 +399,8 @@ class BrokerController:
         except OSError as e:
             log.warning("cannot listen on the VIP port %d: %s", fast_port, e)
             self.fast_server = None
-        self.server.register(self.pull_processor)  # the VIP port lacks the pull family (spec §1.1)
+        for main_only in self.main_port_processors():  # the VIP port lacks the pull family (spec §1.1)
+            self.server.register(main_only)
         for server in (self.server, self.fast_server):
             if server is not None:
                 for processor in self.processors():
@@ -330,6 +409,7 @@ class BrokerController:
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self._started = True
+        self.flow_dispatcher.start()
         await self.acting_master_service.start()  # special services by role, member-group loops
         if not self.fenced:  # controller mode: not before the controller gave a role
             await self.register_broker_all()
@@ -342,6 +422,7 @@ class BrokerController:
             loop.create_task(self._housekeeping_loop(), name="broker-housekeeping"),
             loop.create_task(self._stats_loop(), name="broker-stats"),
         ]
+        self.pop_services.start(self.config.is_master)
         if self.replicas_manager is not None:
             await self.replicas_manager.start()
         elif not self.config.is_master:
@@ -488,6 +569,8 @@ class BrokerController:
         if self._started:
             await self.unregister_broker_all()
         self.pull_request_hold_service.shutdown()
+        self.flow_dispatcher.stop()
+        await self.pop_services.shutdown()
         for server in (self.fast_server, self.server):
             if server is not None:
                 await server.close()
@@ -497,6 +580,7 @@ class BrokerController:
         if self._loaded:  # after a failed load the tables are not the files' content: keep the files
             self.consumer_offset_manager.persist()
             self.consumer_filter_manager.persist()
+            self.pop_services.persist()
             self.topic_config_manager.persist()
             self.subscription_group_manager.persist()
         await self._shutdown_ha()
@@ -524,6 +608,7 @@ class BrokerController:
             try:
                 self.consumer_offset_manager.persist()
                 self.consumer_filter_manager.persist()
+                self.pop_services.persist()
             except Exception:
                 log.exception("persist consumer offsets failed")
 
@@ -578,9 +663,11 @@ class BrokerController:
         self.producer_manager.do_channel_close_event(channel)
         self.consumer_manager.do_channel_close_event(channel)
         self.pull_request_hold_service.drop_channel(channel)
+        self.pop_services.drop_channel(channel)
 
     def _on_dispatched(self, topic: str, queue_id: int, max_offset: int, tags_code: int, request: Any) -> None:
         self.pull_request_hold_service.notify_threadsafe(topic, queue_id, max_offset, tags_code)
+        self.pop_services.on_dispatched(topic, queue_id)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_message_service.on_dispatched(queue_id)
         elif topic == TIMER_TOPIC:

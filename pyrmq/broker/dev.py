@@ -3,7 +3,9 @@
 Embedded defaults: name server on 9876, broker on 10911 (VIP 10909), store
 under ``./.pyrmq/store`` (``--store DIR``), brokerIP1 127.0.0.1, topic and
 group auto-creation on. Prints both addresses once ready; SIGTERM/SIGINT stop
-both cleanly.
+both cleanly. ``--acl`` turns authentication and authorization on with an admin and a normal
+account (written once to ``<store>/../acl/conf/plain_acl.yml`` with random secrets, imported as
+Java 5.5.0 imports it) and prints both accounts.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import logging
 import os
 
+from pyrmq.auth.config import LOCAL_AUTHENTICATION_METADATA_PROVIDER, LOCAL_AUTHORIZATION_METADATA_PROVIDER
 from pyrmq.startup import run_command, run_servers
 
 log = logging.getLogger("pyrmq.dev")
@@ -35,7 +38,45 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", default="DefaultCluster")
     p.add_argument("--broker-name", default="broker-a")
     p.add_argument("--log-level", default=os.environ.get("PYRMQ_LOG_LEVEL", "WARNING"))
+    p.add_argument("--acl", action="store_true", help="authentication and authorization on, with two accounts")
     return p
+
+
+DEV_ACCOUNTS = (("rocketmq-admin", True), ("rocketmq-app", False))
+
+
+def dev_acl(home: str) -> tuple[dict[str, str], str]:
+    """The broker.conf auth keys of ``pyrmq dev --acl`` and the lines that name the accounts;
+    ``home/conf/plain_acl.yml`` is written with random secrets when absent, kept otherwise."""
+    import secrets
+
+    import yaml
+
+    path = os.path.join(home, "conf", "plain_acl.yml")
+    if not os.path.exists(path):
+        accounts = [
+            {"accessKey": ak, "secretKey": secrets.token_hex(12), "admin": admin}
+            | ({} if admin else {"defaultTopicPerm": "PUB|SUB", "defaultGroupPerm": "SUB"})
+            for ak, admin in DEV_ACCOUNTS
+        ]
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump({"accounts": accounts}, f, sort_keys=False)
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    lines = [f"ACL on ({path}):"]
+    for acc in data.get("accounts") or []:
+        role = "admin (super user)" if acc.get("admin") else "app (Pub/Sub on every topic, Sub on every group)"
+        lines.append(f"  {role}: accessKey={acc['accessKey']} secretKey={acc['secretKey']}")
+    conf = {
+        "authenticationEnabled": "true",
+        "authorizationEnabled": "true",
+        "authenticationMetadataProvider": LOCAL_AUTHENTICATION_METADATA_PROVIDER,
+        "authorizationMetadataProvider": LOCAL_AUTHORIZATION_METADATA_PROVIDER,
+        "migrateAuthFromV1Enabled": "true",
+        "rocketmqHome": home,
+    }
+    return conf, "\n".join(lines)
 
 
 async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> int:
@@ -57,10 +98,13 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     def ns_addr() -> str:
         return f"{advertise}:{namesrv.port}"
 
+    acl_conf, acl_lines = dev_acl(os.path.join(os.path.dirname(store), "acl")) if args.acl else ({}, "")
+
     def make_broker() -> BrokerController:
         """After the name server started: its port is known even when 0 was asked."""
         cfg = BrokerConfig.from_properties(
             {
+                **acl_conf,
                 "brokerClusterName": args.cluster,
                 "brokerName": args.broker_name,
                 "brokerId": "0",
@@ -71,6 +115,8 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
                 "storePathRootDir": store,
                 "autoCreateTopicEnable": "true",
                 "autoCreateSubscriptionGroup": "true",
+                # more broker.conf keys (tests shorten housekeeping intervals this way)
+                **getattr(args, "broker_properties", {}),
             }
         )
         brokers.append(BrokerController(cfg))
@@ -79,7 +125,10 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     return await run_servers(
         PROG,
         [("name server", lambda: namesrv), ("broker", make_broker)],
-        lambda: f"pyrmq dev ready: namesrv {ns_addr()}  broker {brokers[0].broker_addr}  store {store}",
+        lambda: (
+            f"pyrmq dev ready: namesrv {ns_addr()}  broker {brokers[0].broker_addr}  store {store}"
+            + (f"\n{acl_lines}" if acl_lines else "")
+        ),
         stop,
     )
 

@@ -3,9 +3,9 @@ groups, and the timer checkpoint. Java: broker/slave/SlaveSynchronize and its sc
 BrokerController#initialize (first run 10 s after start, then every 3 s: everything at most once
 a minute, the timer checkpoint every time).
 
-The master's broker address comes from each REGISTER_BROKER answer (``masterAddr``). pyrmq keeps
-no message request modes and no timer metrics, so GET_ALL_MESSAGE_REQUEST_MODE and
-GET_TIMER_METRICS are not asked for.
+The master's broker address comes from each REGISTER_BROKER answer (``masterAddr``), and with
+everything else comes the table of POP request modes. pyrmq keeps no timer metrics, so
+GET_TIMER_METRICS is not asked for.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfigAndMappingSerializeWrapper
+from pyrmq.protocol.bodies.pop import MessageRequestModeSerializeWrapper
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store.checkpoint import TIMER_CHECKPOINT_LAYOUT
@@ -49,6 +50,7 @@ class SlaveSynchronize:
         timer_message_store: Any,
         timer_wheel_enable: Callable[[], bool],
         now: Callable[[], int],
+        message_request_mode_manager: Any = None,
     ) -> None:
         self.client = client
         self.broker_addr = broker_addr
@@ -59,6 +61,7 @@ class SlaveSynchronize:
         self.timer_message_store = timer_message_store
         self.timer_wheel_enable = timer_wheel_enable
         self.now = now
+        self.message_request_mode_manager = message_request_mode_manager
         self.master_addr: str | None = None
         self.last_sync_time_ms = 0
 
@@ -96,6 +99,7 @@ class SlaveSynchronize:
             self.sync_consumer_offset,
             self.sync_delay_offset,
             self.sync_subscription_group_config,
+            self.sync_message_request_mode,
         ):
             try:
                 await part(addr)
@@ -144,6 +148,15 @@ class SlaveSynchronize:
         sgm.data_version = _bumped(w.data_version, self.now())
         sgm.persist()
         log.info("Update slave Subscription Group from master, %s", addr)
+
+    async def sync_message_request_mode(self, addr: str) -> None:
+        """The master's request modes replace the slave's (Java SlaveSynchronize#syncMessageRequestMode)."""
+        if self.message_request_mode_manager is None:
+            return
+        body = await self._ask(addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
+        self.message_request_mode_manager.replace_all(MessageRequestModeSerializeWrapper.decode(body))
+        self.message_request_mode_manager.persist()
+        log.info("Update slave message request mode from master, %s", addr)
 
     async def sync_timer_check_point(self) -> None:
         """The master's lastReadTimeMs, masterTimerQueueOffset and data version into the slave's

@@ -235,6 +235,14 @@ class TimerMessageStore:
     def pending(self) -> int:
         return len(self._heap)
 
+    def caught_up(self) -> bool:
+        """Nothing due is left undelivered: every timer-queue entry was read and none in the heap
+        is due (Java getEnqueueBehind/getDequeueBehind both 0); the POP revive service waits for it."""
+        cq = self.message_store.get_consume_queue(TIMER_TOPIC, 0)
+        if cq is not None and self.read_offset < cq.get_max_offset_in_queue():
+            return False
+        return not self._heap or self._heap[0][0] > self.now()
+
     def enqueue(self) -> int:
         """Read new timer-queue entries into the heap (Java TimerEnqueueGetService). Returns how many."""
         store = self.message_store

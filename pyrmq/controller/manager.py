@@ -41,6 +41,7 @@ from pyrmq.protocol.headers.controller import (
 )
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.remoting.server import RemotingServer
+from pyrmq.remoting.tls import ServerTls, TlsConfig
 
 log = logging.getLogger("pyrmq.controller")
 
@@ -51,8 +52,11 @@ SCAN_NOT_ACTIVE_INITIAL_DELAY_MS = 2000
 class ControllerManager:
     """One controller (a group of one). ``await start()`` replays the journal and binds."""
 
-    def __init__(self, config: ControllerConfig, *, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self, config: ControllerConfig, *, clock: Callable[[], int] = now_ms, tls: TlsConfig | None = None
+    ) -> None:
         config.check()
+        self.tls = tls or TlsConfig.system()  # Java's tls.* system properties
         self.config = config
         self.clock = clock
         self.heartbeat = BrokerHeartbeatManager(clock=clock)
@@ -257,13 +261,15 @@ class ControllerManager:
             self.config.serve_port(),
             name="controller",
             idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]),
+            tls=ServerTls(self.tls),
         )
         for processor in self.processors():
             server.register(processor)
         server.add_close_listener(self.on_channel_close)
         await server.start()
         self.server = server
-        self.client = RemotingClient()
+        # Java NettyClientConfig#useTLS's default: tls.enable, else an enforcing server mode
+        self.client = RemotingClient(tls=self.tls.client_context() if self.tls.client_enabled else None)
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._scan_not_active_loop(), name="controller-scan-not-active"),

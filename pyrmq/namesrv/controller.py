@@ -17,6 +17,7 @@ from pyrmq.namesrv.kv_config import KVConfigManager
 from pyrmq.namesrv.processor import ClientRequestProcessor, DefaultRequestProcessor
 from pyrmq.namesrv.route_info_manager import RouteInfoManager
 from pyrmq.remoting.server import RemotingServer
+from pyrmq.remoting.tls import ServerTls, TlsConfig
 
 log = logging.getLogger("pyrmq.namesrv")
 
@@ -27,8 +28,9 @@ SCAN_INITIAL_DELAY_MS = 5000
 class NamesrvController:
     """One NameServer. ``await start()`` binds and starts the scan; ``await shutdown()`` undoes it."""
 
-    def __init__(self, config: NamesrvConfig | None = None, *, clock=now_ms) -> None:
+    def __init__(self, config: NamesrvConfig | None = None, *, clock=now_ms, tls: TlsConfig | None = None) -> None:
         self.config = config or NamesrvConfig()
+        self.tls = tls or TlsConfig.system()  # Java's tls.* system properties
         self.clock = clock
         self.kv_config_manager = KVConfigManager(self.config["kvConfigPath"])
         self.route_info_manager = RouteInfoManager(clock=clock)
@@ -79,6 +81,7 @@ class NamesrvController:
             int(self.config["listenPort"]),
             name="namesrv",
             idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]),
+            tls=ServerTls(self.tls),
         )
         for processor in self.processors():
             server.register(processor)

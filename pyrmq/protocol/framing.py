@@ -36,7 +36,7 @@ class FrameDecoder:
 
     def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
         self.max_frame_length = max_frame_length
-        self._buf = bytearray(_MIN_READ)
+        self._buf = bytearray()  # allocated on the first read: an idle connection holds nothing
         self._start = 0  # first unread byte
         self._end = 0  # one past the last received byte
         self._need = 0  # bytes the frame being received needs in total (0 = unknown)

@@ -14,6 +14,7 @@ class MQVersion(enum.IntEnum):
     V3_0_11 = 37  # RegisterBrokerBody instead of a bare TopicConfigSerializeWrapper
     V3_1_8_SNAPSHOT = 60  # clients from here answer GET_CONSUMER_RUNNING_INFO
     V3_4_9 = 86  # maxReconsumeTimes honoured from here
+    V4_9_3 = 400  # up to here _UNIQUE_KEY_QUERY is left out of the ACL signature (AclClientRPCHook)
     V4_9_4 = 401  # route data with quoted (standard JSON) brokerAddrs keys
     V5_0_0 = 413  # compressed RegisterBrokerBody carries topic queue mapping infos
     V5_5_0 = 513  # the release whose protocol pyrmq follows, and what it says it is

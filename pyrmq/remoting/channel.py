@@ -17,6 +17,7 @@ import inspect
 import logging
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,15 @@ log = logging.getLogger("pyrmq.remoting")
 
 Handler = Callable[["RequestContext", RemotingCommand], Awaitable["RemotingCommand | None"]]
 CloseListener = Callable[["Channel"], Any]
+#: takes a received request instead of the channel (the server's flow control); False = not taken
+Dispatch = Callable[["Channel", RemotingCommand, int], bool]
+
+#: Netty's default WriteBufferWaterMark (32 KiB low, 64 KiB high), used when the config says 0
+DEFAULT_WRITE_BUFFER_LOW = 32 * 1024
+DEFAULT_WRITE_BUFFER_HIGH = 64 * 1024
+#: Run for every request before its handler (Java's RequestPipeline): a response short-circuits
+#: the request (an ACL refusal, say), None lets it through to the processor table.
+RequestCheck = Callable[["Channel", RemotingCommand], "RemotingCommand | None"]
 
 _HANDLES_ATTR = "__remoting_codes__"
 
@@ -139,8 +149,14 @@ class Channel(asyncio.BufferedProtocol):
         max_frame_length: int = MAX_FRAME_LENGTH,
         on_open: Callable[[Channel], None] | None = None,
         on_close: Callable[[Channel], None] | None = None,
+        dispatch: Dispatch | None = None,
+        write_buffer: tuple[int, int] | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self._dispatch = dispatch
+        self._write_buffer = write_buffer  # (low, high) water marks; None = asyncio's defaults
+        self.reading_paused = False
+        self._held: deque[tuple[RemotingCommand, int, Callable[[], None] | None]] = deque()
         self.table = table
         self.decoder = FrameDecoder(max_frame_length)
         self.attrs: dict[str, Any] = {}
@@ -172,6 +188,9 @@ class Channel(asyncio.BufferedProtocol):
         self.remote_addr = _format_addr(transport.get_extra_info("peername"))
         self.local_addr = _format_addr(transport.get_extra_info("sockname"))
         self.last_activity = time.monotonic()
+        if self._write_buffer is not None:
+            low, high = self._write_buffer
+            transport.set_write_buffer_limits(high=high, low=low)  # type: ignore[attr-defined]
         if self._on_open is not None:
             self._on_open(self)
 
@@ -205,6 +224,11 @@ class Channel(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.reading_paused = False
+        held, self._held = self._held, deque()
+        for _cmd, _at, on_done in held:
+            if on_done is not None:
+                on_done()  # never run: the connection is gone
         self._writable.set()
         self._closed_event.set()
         if self._pending:
@@ -217,10 +241,22 @@ class Channel(asyncio.BufferedProtocol):
             self._on_close(self)
 
     def pause_writing(self) -> None:
+        """Above the high water mark: stop reading too (Java NettyServerHandler#channelWritabilityChanged
+        turns auto-read off), so a peer that does not read its answers cannot make us buffer more."""
         self._writable.clear()
+        if self._write_buffer is not None and self.transport is not None and not self.reading_paused:
+            self.reading_paused = True
+            with contextlib.suppress(RuntimeError):
+                self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         self._writable.set()
+        if self.reading_paused and self.transport is not None:
+            self.reading_paused = False
+            while self._held and not self.reading_paused:
+                self.start_request(*self._held.popleft())
+            with contextlib.suppress(RuntimeError):
+                self.transport.resume_reading()
 
     # -- receiving ---------------------------------------------------------
 
@@ -232,22 +268,48 @@ class Channel(asyncio.BufferedProtocol):
             elif not fut.done():
                 fut.set_result(cmd)
             return
-        task = asyncio.get_running_loop().create_task(self._process_request(cmd))
+        received_at_ms = int(time.time() * 1000)
+        if self._dispatch is not None and self._dispatch(self, cmd, received_at_ms):
+            return
+        self.start_request(cmd, received_at_ms)
+
+    def start_request(
+        self, cmd: RemotingCommand, received_at_ms: int, on_done: Callable[[], None] | None = None
+    ) -> None:
+        """Run the request's handler in a task of its own (its answer is sent when it returns);
+        `on_done` runs after. While the peer does not read its answers (above the high water mark)
+        the request waits here, so its answer is not buffered too."""
+        if self.reading_paused:
+            self._held.append((cmd, received_at_ms, on_done))
+            return
+        task = asyncio.get_running_loop().create_task(self._process_request(cmd, received_at_ms))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if on_done is not None:
+            task.add_done_callback(lambda _t: on_done())
 
-    async def _process_request(self, cmd: RemotingCommand) -> None:
+    def answer(self, cmd: RemotingCommand, code: int, remark: str) -> None:
+        """Answer a request without running it (busy, overload); one-way requests get nothing."""
+        self._respond(cmd, cmd.make_response(code, remark))
+
+    async def _process_request(self, cmd: RemotingCommand, received_at_ms: int) -> None:
         """Java NettyRemotingAbstract#processRequestCommand: the one place that catches."""
-        ctx = RequestContext(self, self.endpoint, int(time.time() * 1000))
+        ctx = RequestContext(self, self.endpoint, received_at_ms)
         handler = self.table.lookup(cmd.code)
         response: RemotingCommand | None
-        if handler is None:
+        check: RequestCheck | None = getattr(self.endpoint, "request_check", None)
+        if check is not None and (response := check(self, cmd)) is not None:
+            pass
+        elif handler is None:
             self.table.log_unsupported(cmd.code, self)
             response = cmd.make_response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
             )
         else:
             response = await call_handler(handler, ctx, cmd)
+        self._respond(cmd, response)
+
+    def _respond(self, cmd: RemotingCommand, response: RemotingCommand | None) -> None:
         if cmd.flag & FLAG_ONEWAY or response is None:
             return  # one-way requests are never answered
         response.opaque = cmd.opaque

@@ -6,6 +6,8 @@ requests are matched by opaque and all fail with one error when their
 connection is lost. Requests the peer sends us on the same connection (e.g. a
 broker's CHECK_TRANSACTION_STATE) go to processors registered like on the
 server.
+With an SSL context (tls.py's TlsConfig.client_context, Java's useTLS) every
+connection is TLS.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
+from collections.abc import Callable
 from typing import Any
 
 from pyrmq.protocol.command import RemotingCommand
@@ -36,13 +40,23 @@ def parse_addr(addr: str) -> tuple[str, int]:
 
 
 class RemotingClient:
-    def __init__(self, *, connect_timeout_s: float = 3, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
+    def __init__(
+        self,
+        *,
+        connect_timeout_s: float = 3,
+        max_frame_length: int = MAX_FRAME_LENGTH,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.connect_timeout_s = connect_timeout_s
+        self.tls = tls
         self.max_frame_length = max_frame_length
         self.table = ProcessorTable()
         self._channels: dict[str, Channel] = {}
         self._connecting: dict[str, asyncio.Future[Channel]] = {}
         self._closed = False
+        #: applied to every request this client sends (Java RPCHook#doBeforeRequest), e.g. the
+        #: ACL signature of pyrmq.auth.signature.sign_request
+        self.rpc_hook: Callable[[RemotingCommand], None] | None = None
 
     def register(self, processor: Any) -> None:
         self.table.register(processor)
@@ -79,8 +93,10 @@ class RemotingClient:
 
         try:
             async with asyncio.timeout(self.connect_timeout_s):
-                _transport, ch = await loop.create_connection(factory, host, port)
-        except (OSError, TimeoutError) as e:
+                _transport, ch = await loop.create_connection(
+                    factory, host, port, ssl=self.tls, server_hostname=host if self.tls else None
+                )
+        except (OSError, TimeoutError) as e:  # ssl.SSLError is an OSError
             raise RemotingConnectError(f"connect to {addr} failed: {str(e) or type(e).__name__}") from None
         self._channels[addr] = ch
         ch.attrs["addr"] = addr
@@ -94,11 +110,15 @@ class RemotingClient:
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout_s: float = 3) -> RemotingCommand:
         """Send `cmd` to `addr` and wait for the response (Java invokeSync)."""
         ch = await self.get_channel(addr)
+        if self.rpc_hook is not None:
+            self.rpc_hook(cmd)
         return await ch.invoke(cmd, timeout_s)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         """Send `cmd` as one-way (flag bit 1); no response comes back."""
         ch = await self.get_channel(addr)
+        if self.rpc_hook is not None:
+            self.rpc_hook(cmd)
         ch.send_oneway(cmd)
 
     def close_channel(self, addr: str) -> None:

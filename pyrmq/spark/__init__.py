@@ -67,7 +67,8 @@ class CorruptRecords:
 
 def register(spark: SparkSession) -> CorruptRecords:
     """Register the four sources on `spark` and enable Python filter pushdown, which the
-    `rocketmq` and `rocketmq_consumequeue` readers use with option pushdown=true. Returns the
+    `rocketmq` and `rocketmq_consumequeue` readers use by default where Spark plans every scan
+    afresh (sources.read_info_per_scan), else with option pushdown=true. Returns the
     skipped corrupt-record log for `rocketmq` reads made through this registration."""
     from pyspark.accumulators import AccumulatorParam
 
@@ -86,12 +87,18 @@ def register(spark: SparkSession) -> CorruptRecords:
     acc = spark.sparkContext.accumulator([], _ListParam())
 
     # a class made here is pickled by value, so the accumulator travels with it to the workers
+    per_scan = sources.read_info_per_scan(spark)
+
     class RocketMQ(sources.RocketMQDataSource):
         corrupt_accumulator = acc
+        pushdown_default = per_scan
+
+    class ConsumeQueue(sources.ConsumeQueueDataSource):
+        pushdown_default = per_scan
 
     spark.conf.set(sources.PUSHDOWN_CONF, "true")
     spark.dataSource.register(RocketMQ)
-    spark.dataSource.register(sources.ConsumeQueueDataSource)
+    spark.dataSource.register(ConsumeQueue)
     spark.dataSource.register(sources.IndexDataSource)
     spark.dataSource.register(sources.OffsetsDataSource)
     return CorruptRecords(acc)

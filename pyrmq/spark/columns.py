@@ -118,12 +118,16 @@ class RecordFilter:
     max_store_us: int | None = None  # inclusive
     min_offset: int | None = None  # inclusive
     max_offset: int | None = None  # inclusive
+    tags: frozenset[str] | None = None  # a row-level filter (inner-batch elements have their own tags)
 
     def intersect_topics(self, topics: set[str]) -> None:
         self.topics = frozenset(topics) if self.topics is None else self.topics & frozenset(topics)
 
     def intersect_queue_ids(self, ids: set[int]) -> None:
         self.queue_ids = frozenset(ids) if self.queue_ids is None else self.queue_ids & frozenset(ids)
+
+    def intersect_tags(self, tags: set[str]) -> None:
+        self.tags = frozenset(tags) if self.tags is None else self.tags & frozenset(tags)
 
     def bound_store(self, lo: int | None = None, hi: int | None = None) -> None:
         if lo is not None:
@@ -136,6 +140,17 @@ class RecordFilter:
             self.min_offset = lo if self.min_offset is None else max(self.min_offset, lo)
         if hi is not None:
             self.max_offset = hi if self.max_offset is None else min(self.max_offset, hi)
+
+    def keep_tags(self, batch: Any, names: list[str]) -> Any:
+        """`batch` (built with a `tags` column) without the rows whose tag is not wanted, reduced
+        to `names`."""
+        if self.tags is not None:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            keep = pc.is_in(batch.column("tags"), value_set=pa.array(sorted(self.tags), pa.string()))
+            batch = batch.filter(pc.fill_null(keep, False))
+        return batch if batch.schema.names == names else batch.select(names)
 
     def accepts(self, msg: m.StoredMessage) -> bool:
         if self.topics is not None and msg.topic not in self.topics:
@@ -264,3 +279,27 @@ _COLUMN: dict[str, Callable[[MessageColumns], list[Any]]] = {
     "file": lambda c: c.files,
 }
 assert set(_COLUMN) == set(MESSAGE_COLUMNS)
+
+_ARROW_TYPES = {
+    "string": "string",
+    "int": "int32",
+    "bigint": "int64",
+    "binary": "binary",
+}
+
+
+def arrow_schema(names: list[str], columns: dict[str, str] = MESSAGE_COLUMNS) -> Any:
+    """The Arrow schema Spark hands a reader for these columns (pyspark's to_arrow_schema with a
+    UTC session), for scans without Spark."""
+    import pyarrow as pa
+
+    def typ(ddl_type: str) -> Any:
+        if ddl_type == "timestamp":
+            return pa.timestamp("us", tz="UTC")
+        if ddl_type == "array<string>":
+            return pa.list_(pa.field("element", pa.string()))
+        if ddl_type == "map<string,string>":
+            return pa.map_(pa.string(), pa.string())
+        return pa.type_for_alias(_ARROW_TYPES[ddl_type])
+
+    return pa.schema([pa.field(n, typ(columns[n])) for n in names])

@@ -217,6 +217,35 @@ def plan_offset_splits(path: str, offsets: list[int]) -> list[Split]:
     return out
 
 
+def first_record(buf: Buffer, split: Split, limit: int) -> int | None:
+    """Position of the first record `split` owns (None: no record starts in its range)."""
+    if split.start == 0:
+        return 0
+    return next_boundary(buf, split.base, split.start, min(split.stop, limit), limit)
+
+
+def check_corrupt_mode(corrupt: str) -> None:
+    if corrupt not in ("fail", "skip"):
+        raise ValueError(f"corrupt must be 'fail' or 'skip', not {corrupt!r}")
+
+
+def after_bad_record(
+    buf: Buffer, split: Split, pos: int, limit: int, why: str, corrupt: str, stats: ScanStats | None
+) -> int | None:
+    """The record at `pos` failed its checks (`why`): where the scan goes on, or None when it ends
+    there. Zeros up to the end of a complete file end the data; anything else is a corrupt record,
+    logged in `stats`, raised with corrupt="fail", stepped over to the next valid record with "skip"."""
+    total, magic = m.peek_total_size_and_magic(buf, pos)
+    nxt = next_boundary(buf, split.base, pos + 1, limit, limit)
+    if nxt is None and split.data_end >= len(buf) and total == 0 and magic == 0:
+        return None  # zeros up to the end of a complete file
+    if stats is not None:
+        stats.corrupt.append((split.path, pos, split.base + pos, why))
+    if corrupt == "fail":
+        raise CorruptRecordError(split.path, pos, split.base + pos, why)
+    return nxt
+
+
 @dataclass(slots=True)
 class ScanStats:
     records: int = 0
@@ -230,34 +259,23 @@ def iter_split(
 
     corrupt="fail" raises CorruptRecordError; "skip" records it in `stats` and resumes at the next
     valid record. The buffer is valid until the generator advances past the split."""
-    if corrupt not in ("fail", "skip"):
-        raise ValueError(f"corrupt must be 'fail' or 'skip', not {corrupt!r}")
+    check_corrupt_mode(corrupt)
     mm = reader.map_readonly(split.path)
     if mm is None:
         return
     try:
         limit = min(split.data_end, len(mm))
-        base = split.base
-        if split.start == 0:
-            pos = 0
-        else:
-            nb = next_boundary(mm, base, split.start, min(split.stop, limit), limit)
-            if nb is None:
-                return
-            pos = nb
+        first = first_record(mm, split, limit)
+        if first is None:
+            return
+        pos = first
         while pos < split.stop and pos + 8 <= limit:
             total, magic = m.peek_total_size_and_magic(mm, pos)
             if magic == m.BLANK_MAGIC_CODE:
                 return
             msg, why = check_record(mm, pos, limit, check_crc)
             if msg is None:
-                nxt = next_boundary(mm, base, pos + 1, limit, limit)
-                if nxt is None and split.data_end >= len(mm) and total == 0 and magic == 0:
-                    return  # zeros up to the end of a complete file
-                if stats is not None:
-                    stats.corrupt.append((split.path, pos, base + pos, why))
-                if corrupt == "fail":
-                    raise CorruptRecordError(split.path, pos, base + pos, why)
+                nxt = after_bad_record(mm, split, pos, limit, why, corrupt, stats)
                 if nxt is None:
                     return
                 pos = nxt

@@ -44,6 +44,21 @@ except ImportError:  # pragma: no cover - pyspark 4.0: no pushdown, options only
     EqualTo = GreaterThan = GreaterThanOrEqual = In = LessThan = LessThanOrEqual = ()  # type: ignore
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+#: the JVM class whose `readInfo` field says that Spark plans each scan of a Python source afresh
+SCAN_BUILDER_CLASS = "org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder"
+
+
+def read_info_per_scan(spark: Any) -> bool:
+    """Whether the running Spark keeps a Python data source's planned read per scan (then a
+    pushed filter cannot leak into a later query on the same DataFrame). False when it cannot
+    tell (Spark Connect: no JVM at hand)."""
+    try:
+        fields = spark._jvm.java.lang.Class.forName(SCAN_BUILDER_CLASS).getDeclaredFields()
+        return any(f.getName() == "readInfo" for f in fields)
+    except Exception:
+        return False
+
+
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
@@ -91,8 +106,8 @@ def _to_us(value: Any) -> int | None:
     return None
 
 
-def _pushdown(options: Options) -> bool:
-    return _opt_or(options, "pushdown", "false").lower() == "true"
+def _pushdown(options: Options, default: bool = False) -> bool:
+    return _opt_or(options, "pushdown", "true" if default else "false").lower() == "true"
 
 
 def _columns(options: Options, known: dict[str, str]) -> list[str]:
@@ -132,11 +147,16 @@ class CommitLogReader(DataSourceReader):
         if self.corrupt not in ("fail", "skip"):
             raise ValueError(f"option corrupt must be fail or skip, not {self.corrupt!r}")
         self.check_crc = _opt_or(options, "checkCRC", "true").lower() == "true"
-        self.batch_rows = int(_opt_or(options, "batchRows", "4096"))
+        self.batch_rows = int(_opt_or(options, "batchRows", "16384"))
+        self.decoder = _opt_or(options, "decoder", "bulk")
+        if self.decoder not in ("bulk", "reference"):
+            raise ValueError(f"option decoder must be bulk or reference, not {self.decoder!r}")
         self.corrupt_acc = corrupt_acc
         f = RecordFilter()
         if (t := _opt(options, "topic")) is not None:
             f.intersect_topics({x for x in t.split(",") if x})
+        if (tg := _opt(options, "tags")) is not None:
+            f.intersect_tags({x for x in tg.split(",") if x})
         if (q := _opt(options, "queueId")) is not None:
             f.intersect_queue_ids({int(x) for x in q.split(",") if x})
         if (s := _opt(options, "startTime")) is not None:
@@ -168,6 +188,13 @@ class CommitLogReader(DataSourceReader):
                 return True
             if isinstance(flt, In) and all(isinstance(v, str) for v in flt.value):
                 f.intersect_topics(set(flt.value))
+                return True
+        elif col == "tags":
+            if isinstance(flt, EqualTo) and isinstance(flt.value, str):
+                f.intersect_tags({flt.value})
+                return True
+            if isinstance(flt, In) and all(isinstance(v, str) for v in flt.value):
+                f.intersect_tags(set(flt.value))
                 return True
         elif col == "queueId":
             if isinstance(flt, EqualTo) and isinstance(flt.value, int):
@@ -216,30 +243,50 @@ class CommitLogReader(DataSourceReader):
         if split is None:  # Spark's stand-in when there is no partition
             return
         arrow_schema = _arrow_schema(self.schema)
-        cols = MessageColumns(self.names)
         stats = scan.ScanStats()
-        accepts = self.filter.accepts
-        add = cols.add
-        name = os.path.basename(split.path)
         try:
-            for buf, pos, msg in scan.iter_split(split, check_crc=self.check_crc, corrupt=self.corrupt, stats=stats):
-                if accepts(msg):
-                    add(buf, pos, msg, name)
-                    if cols.rows >= self.batch_rows:
-                        yield cols.take_batch(arrow_schema)
+            if self.decoder == "bulk":
+                from pyrmq.spark.bulk import BulkScan
+
+                bulk = BulkScan(self.names, arrow_schema, self.filter, self.check_crc, self.corrupt, self.batch_rows)
+                for batch in bulk.read(split, stats):
+                    if batch.num_rows:
+                        yield batch
+            else:
+                yield from self._read_reference(split, arrow_schema, stats)
         finally:
             if stats.corrupt and self.corrupt_acc is not None:
                 self.corrupt_acc.add(list(stats.corrupt))
+
+    def _read_reference(self, split: scan.Split, arrow_schema: Any, stats: scan.ScanStats) -> Iterator[Any]:
+        """One StoredMessage per record (decoder=reference): the definition the bulk decoder is
+        tested against."""
+        names = self.names if self.filter.tags is None or "tags" in self.names else [*self.names, "tags"]
+        if names is not self.names:
+            import pyarrow as pa
+
+            arrow_schema = arrow_schema.append(pa.field("tags", pa.string()))
+        cols = MessageColumns(names)
+        accepts = self.filter.accepts
+        add = cols.add
+        name = os.path.basename(split.path)
+        for buf, pos, msg in scan.iter_split(split, check_crc=self.check_crc, corrupt=self.corrupt, stats=stats):
+            if accepts(msg):
+                add(buf, pos, msg, name)
+                if cols.rows >= self.batch_rows:
+                    yield self.filter.keep_tags(cols.take_batch(arrow_schema), self.names)
         if cols.rows:
-            yield cols.take_batch(arrow_schema)
+            yield self.filter.keep_tags(cols.take_batch(arrow_schema), self.names)
 
 
 class CommitLogPushdownReader(CommitLogReader):
-    """CommitLogReader that also takes filters from Spark (option pushdown=true).
+    """CommitLogReader that also takes filters from Spark (pushdown, see RocketMQDataSource).
 
-    Spark 4.1-4.3 keeps the pushdown result on the DataFrame: a later query on the *same*
-    DataFrame that offers no filter reuses the earlier query's reader, filters included (seen
-    with 4.3.0, docs/spark.md). So pushdown is opt-in and wants one DataFrame per query."""
+    Spark up to 4.3 keeps the planned read (reader + partitions) on the data source provider of
+    the DataFrame's relation (PythonDataSourceV2.readInfo) and replaces it only when a query
+    offers a filter Python can take: a later query on the *same* DataFrame without one reuses
+    the earlier query's reader, filters included. Later Spark keeps it per scan
+    (PythonScanBuilder.readInfo); register() detects which one runs (docs/spark.md)."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         return self._push_filters(filters)
@@ -250,6 +297,8 @@ class RocketMQDataSource(DataSource):
 
     #: set on the subclass register() makes: (file, file position, commit-log offset, reason) per skipped record
     corrupt_accumulator: Accumulator[list[tuple[str, int, int, str]]] | None = None
+    #: pushdown when the option is not given: register() sets it where Spark plans each scan afresh
+    pushdown_default: bool = False
 
     @classmethod
     def name(cls) -> str:
@@ -259,7 +308,7 @@ class RocketMQDataSource(DataSource):
         return ddl(MESSAGE_COLUMNS, _columns(self.options, MESSAGE_COLUMNS))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        cls = CommitLogPushdownReader if _pushdown(self.options) else CommitLogReader
+        cls = CommitLogPushdownReader if _pushdown(self.options, self.pushdown_default) else CommitLogReader
         return cls(self.options, schema, type(self).corrupt_accumulator)
 
 
@@ -326,6 +375,8 @@ class ConsumeQueuePushdownReader(ConsumeQueueReader):
 class ConsumeQueueDataSource(DataSource):
     """`rocketmq_consumequeue`: one row per consume-queue entry (one partition per queue)."""
 
+    pushdown_default: bool = False
+
     @classmethod
     def name(cls) -> str:
         return "rocketmq_consumequeue"
@@ -334,7 +385,7 @@ class ConsumeQueueDataSource(DataSource):
         return ddl(CONSUME_QUEUE_COLUMNS, _columns(self.options, CONSUME_QUEUE_COLUMNS))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        cls = ConsumeQueuePushdownReader if _pushdown(self.options) else ConsumeQueueReader
+        cls = ConsumeQueuePushdownReader if _pushdown(self.options, self.pushdown_default) else ConsumeQueueReader
         return cls(self.options, schema)
 
 

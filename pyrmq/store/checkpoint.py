@@ -22,6 +22,8 @@ import struct
 
 import construct as cs
 
+from pyrmq.store.space import allocate
+
 CHECKPOINT_FILE_SIZE = 4096
 CHECKPOINT_LAYOUT = struct.Struct(">qqqqq")
 #: Java's names of the CHECKPOINT_LAYOUT fields, in order
@@ -51,9 +53,16 @@ class StoreCheckpoint:
         self.path = path
         existed = os.path.exists(path)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(self._fd).st_size < CHECKPOINT_FILE_SIZE:
-            os.ftruncate(self._fd, CHECKPOINT_FILE_SIZE)
-        self._mm = mmap.mmap(self._fd, CHECKPOINT_FILE_SIZE)
+        try:
+            if os.fstat(self._fd).st_size < CHECKPOINT_FILE_SIZE:
+                os.ftruncate(self._fd, CHECKPOINT_FILE_SIZE)
+            # disk space for the page it writes every second: a sparse page on a full disk
+            # would be SIGBUS at the first flush (space.py)
+            allocate(self._fd, 0, CHECKPOINT_FILE_SIZE)
+            self._mm = mmap.mmap(self._fd, CHECKPOINT_FILE_SIZE)
+        except BaseException:
+            os.close(self._fd)
+            raise
         self.physic_msg_timestamp: int
         self.logics_msg_timestamp: int
         self.index_msg_timestamp: int

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pyrmq.common.clock import now_ms
 from pyrmq.store.running_flags import RunningFlag
+from pyrmq.store.space import existing_ancestor
 
 if TYPE_CHECKING:
     from pyrmq.store.commitlog import CommitLog
@@ -70,12 +71,15 @@ def disk_partition_space_used_percent(path: str) -> float:
 
     Java UtilAll#getDiskPartitionSpaceUsedPercent: used = total - free,
     ratio = used / (used + usable), so space reserved for root counts as free
-    only when root could use it.
+    only when root could use it. A path not created yet (a fresh store's commit-log
+    folder) is measured on the partition of its nearest existing parent, the one it will be
+    created on; Java answers -1 there, which its cleaner then takes for a full disk.
     """
+    where = existing_ancestor(path) if path else None
+    if where is None:
+        return -1.0
     try:
-        if not path or not os.path.exists(path):
-            return -1.0
-        st = os.statvfs(path)
+        st = os.statvfs(where)
     except OSError:
         return -1.0
     total = st.f_blocks * st.f_frsize
@@ -158,6 +162,7 @@ class StoreCleaner:
         self._last_physical_min_offset = 0
         self._disk_full = False
         self.disk_full_reason = ""
+        self._unmeasured = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -219,6 +224,11 @@ class StoreCleaner:
     def _commit_log_paths(self) -> list[str]:
         return [p.strip() for p in self.config.commit_log_dir.split(",") if p.strip()]
 
+    def commit_log_ratio(self) -> float:
+        """Used ratio of the emptiest commit-log partition (-1 when it cannot be measured)."""
+        ratios = [self.disk_usage(p) for p in self._commit_log_paths()]
+        return min(ratios) if ratios else -1.0
+
     def _is_space_to_delete(self, r: CleanRound) -> bool:
         """Java CleanCommitLogService#isSpaceToDelete (single replica per partition)."""
         warning = self.disk_space_warning_level_ratio()
@@ -252,13 +262,30 @@ class StoreCleaner:
         self._mark_disk_ok(True, logics)
 
         ratio = self.disk_max_used_space_ratio()
-        if physic < 0 or physic > ratio:
+        # -1 is "could not measure", not "full" (Java counts it as full: a fresh broker then
+        # warned about a full disk on every round until its first message)
+        self._note_unmeasured(physic, logics)
+        if physic > ratio:
             log.info("commit log disk maybe full soon (%.2f), reclaiming space", physic)
             return True
-        if logics < 0 or logics > ratio:
+        if logics > ratio:
             log.info("consume queue disk maybe full soon (%.2f), reclaiming space", logics)
             return True
         return False
+
+    def _note_unmeasured(self, physic: float, logics: float) -> None:
+        """One warning when disk usage cannot be measured any more, one info when it can again."""
+        unmeasured = physic < 0 or logics < 0
+        if unmeasured and not self._unmeasured:
+            log.warning(
+                "cannot measure disk usage of the store (commit log %.2f, consume queue %.2f); "
+                "no cleaning for space until it can",
+                physic,
+                logics,
+            )
+        elif self._unmeasured and not unmeasured:
+            log.info("disk usage of the store measurable again")
+        self._unmeasured = unmeasured
 
     def clean_commit_log(self, r: CleanRound | None = None) -> CleanRound:
         r = r or CleanRound()
@@ -316,9 +343,11 @@ class StoreCleaner:
             return r
 
     # --- background thread -------------------------------------------------------------------------
-    def start(self, initial_delay_ms: int = INITIAL_DELAY_MS) -> None:
+    def start(self, initial_delay_ms: int | None = None) -> None:
         if self._thread is not None:
             return
+        if initial_delay_ms is None:
+            initial_delay_ms = INITIAL_DELAY_MS  # read at start: tests shorten it
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, args=(initial_delay_ms,), name="StoreCleaner", daemon=True)
         self._thread.start()

@@ -43,6 +43,7 @@ from pyrmq.store.message import (
     tags_string_to_tags_code,
 )
 from pyrmq.store.reader import CommitLogReader, MappedLog
+from pyrmq.store.space import data_ranges
 from pyrmq.store.store_config import MessageStoreConfig
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -213,7 +214,7 @@ def _commit_log_summary(cl: CommitLogReader) -> dict[str, Any]:
     first = next(
         (
             msg
-            for _p, msg in reader.iter_file_records(cl.buffer(first_file), first_file.size, check_crc=False)
+            for _p, msg in reader.iter_file_records(cl.buffer(first_file), cl.readable(first_file), check_crc=False)
             if isinstance(msg, StoredMessage)
         ),
         None,
@@ -224,11 +225,11 @@ def _commit_log_summary(cl: CommitLogReader) -> dict[str, Any]:
     for f in reversed(cl.files):
         buf = cl.buffer(f)
         end_pos, last_msg = 0, None
-        for pos, msg in reader.iter_file_records(buf, f.size, check_crc=False):
+        for pos, msg in reader.iter_file_records(buf, cl.readable(f), check_crc=False):
             if isinstance(msg, StoredMessage):
                 end_pos, last_msg = pos + msg.store_size, msg
         if last_msg is not None or f is first_file:
-            _total, magic = peek_total_size_and_magic(buf, end_pos) if f.size - end_pos >= 8 else (0, 0)
+            _total, magic = peek_total_size_and_magic(buf, end_pos) if cl.readable(f) - end_pos >= 8 else (0, 0)
             max_offset = f.start + (f.size if magic == BLANK_MAGIC_CODE else end_pos)
             last = last_msg
             break
@@ -391,7 +392,7 @@ def _verify_commit_log(cl: CommitLogReader, report: Report, stats: VerifyStats, 
         stats.commit_log_files += 1
         buf = cl.buffer(f)
         if ended_at is not None:
-            total_, magic = peek_total_size_and_magic(buf, 0)
+            total_, magic = peek_total_size_and_magic(buf, 0) if cl.readable(f) >= 8 else (0, 0)
             if total_ or magic:
                 report.problem(
                     f.path,
@@ -402,7 +403,7 @@ def _verify_commit_log(cl: CommitLogReader, report: Report, stats: VerifyStats, 
             bar.advance(f.size, f.name)
             continue
         last_pos = 0
-        for pos, m in reader.iter_file_records(buf, f.size, check_crc=True):
+        for pos, m in reader.iter_file_records(buf, cl.readable(f), check_crc=True):
             if m is None:
                 ended_at = f.start + pos
                 break
@@ -520,7 +521,9 @@ def _verify_index(
             report.problem(path, 32 + 4, f"indexCount {count} > maxIndexNum {geo.index_num}")
             return
         used_slots = 0
-        for s, pos, head in reader.iter_index_slots(mm, geo):
+        with open(path, "rb") as fh:  # only the slot pages that hold data (holes: no slot in use)
+            ranges = data_ranges(fh.fileno(), 0, size)
+        for s, pos, head in reader.iter_index_slots(mm, geo, ranges):
             used_slots += 1
             if head < 0 or head >= count:
                 report.problem(path, pos, f"slot {s} points at entry {head} (indexCount {count})")

@@ -30,6 +30,7 @@ from pyrmq.store.results import (
     PutMessageStatus,
     completed_put,
 )
+from pyrmq.store.space import COMMIT_LOG_RESERVE_AHEAD, DiskFullError, space_available
 from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
 
 log = logging.getLogger(__name__)
@@ -79,10 +80,16 @@ class CommitLog:
         on_appended: AppendListener | None = None,
         on_flushed: Callable[[int], None] | None = None,
         on_flush_advanced: Callable[[], None] | None = None,
+        on_disk_full: Callable[[DiskFullError], None] | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
-        self.mapped_file_queue = MappedFileQueue(config.commit_log_dir, config.mapped_file_size_commit_log, sync)
+        self.mapped_file_queue = MappedFileQueue(
+            config.commit_log_dir, config.mapped_file_size_commit_log, sync, COMMIT_LOG_RESERVE_AHEAD
+        )
+        # a put found no disk space for its record (called under the put lock): the store
+        # refuses puts until space is back
+        self._on_disk_full = on_disk_full
         self.topic_queue_table: dict[str, int] = {}
         self.put_lock = threading.RLock()
         self.confirm_offset = -1
@@ -323,6 +330,8 @@ class CommitLog:
             queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
             try:
                 mf = self._file_for(total, store_ts)
+            except DiskFullError as e:
+                return self._disk_full(e), None
             except OSError as e:
                 log.exception("create mapped file failed")
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(e)), None
@@ -387,7 +396,8 @@ class CommitLog:
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), req
 
     def _file_for(self, length: int, store_ts: int) -> MappedFile:
-        """Last file with room for `length` + 8; writes the blank record and rolls otherwise."""
+        """Last file with room for `length` + 8, its space for the record reserved; writes the
+        blank record and rolls otherwise. DiskFullError when the disk cannot hold the record."""
         q = self.mapped_file_queue
         mf = q.get_last_mapped_file(0, need_create=True)
         assert mf is not None
@@ -399,7 +409,30 @@ class CommitLog:
             mf.wrote_position = mf.committed_position = mf.file_size
             mf = q.get_last_mapped_file(0, need_create=True)
             assert mf is not None
+        end = mf.wrote_position + length
+        if end > mf.reserved:
+            mf.reserve(end)
         return mf
+
+    def _disk_full(self, e: DiskFullError) -> PutMessageResult:
+        """A record the disk cannot hold: Java's answer on a full disk (the disk-full flag,
+        SERVICE_NOT_AVAILABLE), and the store stops taking puts until space is back."""
+        if self._on_disk_full is not None:
+            self._on_disk_full(e)
+        return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error=f"disk full: {e.strerror}")
+
+    def has_space_ahead(self) -> bool:
+        """Whether the disk can back the next reservation of the current file (or a new file's
+        first one); reserves it when it can. For resuming after a DiskFullError."""
+        with self.put_lock:
+            mf = self.mapped_file_queue.get_last_mapped_file()
+            if mf is None or mf.is_full():
+                return space_available(self.config.commit_log_dir) >= COMMIT_LOG_RESERVE_AHEAD
+            try:
+                mf.reserve(min(mf.file_size, mf.wrote_position + COMMIT_LOG_RESERVE_AHEAD))
+            except DiskFullError:
+                return False
+            return mf.reserved >= min(mf.file_size, mf.wrote_position + COMMIT_LOG_RESERVE_AHEAD)
 
     def _append_messages(self, batch: MessageExtBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
         """One full record per element, contiguous in one file, each handed to `on_appended` under
@@ -458,6 +491,8 @@ class CommitLog:
             base = self.topic_queue_table.get(key, 0)
             try:
                 mf = self._file_for(total, store_ts)
+            except DiskFullError as err:
+                return self._disk_full(err), []
             except OSError as err:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, error=str(err)), []
             start = mf.wrote_position
@@ -550,11 +585,15 @@ class CommitLog:
                 return False
             try:
                 mf = q.get_last_mapped_file(start_offset, need_create=True)
+                assert mf is not None
+                return mf.append_message(data)
+            except DiskFullError as e:
+                self._disk_full(e)
+                log.error("replicated data at %d (%d bytes): %s", start_offset, len(data), e.strerror)
+                return False
             except OSError:
                 log.exception("create mapped file failed")
                 return False
-            assert mf is not None
-            return mf.append_message(data)
 
     def flush(self) -> int:
         """Flush everything written; the flushed offset. Raises OSError from msync. Java CommitLog#flush."""
@@ -658,7 +697,7 @@ class CommitLog:
         files = self.mapped_file_queue.mapped_files
         check_crc = self.config.check_crc_on_recover
         mf = files[index]
-        buf = memoryview(mf.mm)
+        buf = memoryview(mf.mm)[: mf.reserved]  # past it: holes, never written (space.backed_prefix)
         process_offset = mf.file_from_offset
         pos = 0
         last_valid = -1
@@ -684,7 +723,7 @@ class CommitLog:
                         break
                     buf.release()
                     mf = files[index]
-                    buf = memoryview(mf.mm)
+                    buf = memoryview(mf.mm)[: mf.reserved]
                     process_offset = mf.file_from_offset
                     pos = 0
                 else:
@@ -744,6 +783,8 @@ class CommitLog:
         return end
 
     def _is_mapped_file_matched_recover(self, mf: MappedFile, min_timestamp: int) -> bool:
+        if mf.reserved < m.MIN_RECORD_SIZE:
+            return False  # nothing written (a hole: not read, see space.backed_prefix)
         _total, magic = m.peek_total_size_and_magic(mf.mm)
         if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
             return False

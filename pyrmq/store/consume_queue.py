@@ -77,7 +77,8 @@ class ConsumeQueue:
         while index < len(files):
             mf = files[index]
             pos = 0
-            for offset, sz, _tags in CQ_ENTRY_LAYOUT.iter_unpack(mf.mm[: size - size % CQ_STORE_UNIT_SIZE]):
+            readable = min(size, mf.reserved)  # past it: holes, never written (space.backed_prefix)
+            for offset, sz, _tags in CQ_ENTRY_LAYOUT.iter_unpack(mf.mm[: readable - readable % CQ_STORE_UNIT_SIZE]):
                 if offset >= 0 and sz > 0:
                     pos += CQ_STORE_UNIT_SIZE
                     if sz != PRE_BLANK_SIZE:
@@ -98,7 +99,8 @@ class ConsumeQueue:
     # --- write (dispatch) --------------------------------------------------------------------------
     def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
         """Write the entry for queue offset `cq_offset`. Idempotent: entries already present (by
-        commit-log offset or by position) are skipped. Java ConsumeQueue#putMessagePositionInfo."""
+        commit-log offset or by position) are skipped, so a write that raised DiskFullError (or
+        any OSError) can be retried. Java ConsumeQueue#putMessagePositionInfo."""
         if offset + size <= self.max_physic_offset:
             return True  # build consume queue repeatedly
         expect = cq_offset * CQ_STORE_UNIT_SIZE
@@ -137,8 +139,9 @@ class ConsumeQueue:
                         cur += CQ_STORE_UNIT_SIZE
                     mf = q.get_last_mapped_file(expect, need_create=True)
                     assert mf is not None
+        ok = mf.append_message(CQ_ENTRY_LAYOUT.pack(offset, size, tags_code))  # DiskFullError: retried
         self.max_physic_offset = offset + size
-        return mf.append_message(CQ_ENTRY_LAYOUT.pack(offset, size, tags_code))
+        return ok
 
     def _fill_pre_blank(self, mf: MappedFile, until_where: int) -> None:
         n = (until_where % self.mapped_file_size) // CQ_STORE_UNIT_SIZE

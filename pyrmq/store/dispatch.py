@@ -6,6 +6,11 @@ over the DispatchRequest the append built (`dispatch_appended`, no decode); `do_
 from the commit log what was not handed over (file-end blanks, gaps); recovery calls the
 dispatchers directly. Records are read without CRC checks; a BLANK jumps to the next file; a
 record whose lengths disagree is skipped by TOTALSIZE; unreadable data stops the round.
+
+A dispatcher that fails with an OSError (no disk space for a consume-queue or index page) stalls
+dispatch at that record: nothing after it is dispatched, the records wait in the commit log, and
+``retry()`` (the store calls it every second) reads them back from there once writing works
+again. Dispatchers are idempotent, so the record that failed half-way is simply dispatched again.
 """
 
 from __future__ import annotations
@@ -70,26 +75,69 @@ class ReputMessageService:
         self.reput_from_offset = 0
         # how far records may be dispatched (the store sets Java's getReputEndOffset here)
         self.reput_end_offset: Callable[[], int] = commit_log.get_max_offset
+        # the failure that stopped dispatch (None: running) and the dispatcher that failed
+        self.stalled: OSError | None = None
+        self.stalled_by: CommitLogDispatcher | None = None
+        self.on_stall: Callable[[CommitLogDispatcher, OSError], None] | None = None
+        self.on_resume: Callable[[], None] | None = None
 
     def dispatch(self, request: DispatchRequest) -> None:
         for d in self.dispatchers:
             d.dispatch(request)
 
+    def _try_dispatch(self, request: DispatchRequest) -> bool:
+        """Dispatch, or stall on an OSError (False)."""
+        for d in self.dispatchers:
+            try:
+                d.dispatch(request)
+            except OSError as e:
+                if self.stalled is None and self.stalled_by is None:
+                    log.error(
+                        "dispatch to %s stopped at commit-log offset %d: %s; retried until it succeeds",
+                        type(d).__name__,
+                        request.commit_log_offset,
+                        e,
+                    )
+                self.stalled, self.stalled_by = e, d
+                if self.on_stall is not None:
+                    self.on_stall(d, e)
+                return False
+        return True
+
+    def retry(self) -> bool:
+        """After a stall: dispatch what waited in the commit log; True once dispatch runs again."""
+        if self.stalled is None:
+            return True
+        self.stalled = None
+        self.do_reput()
+        if self.stalled is not None:
+            return False
+        log.info("dispatch running again at commit-log offset %d", self.reput_from_offset)
+        self.stalled_by = None
+        if self.on_resume is not None:
+            self.on_resume()
+        return True
+
     def dispatch_appended(self, request: DispatchRequest) -> None:
         """Dispatch a record the put path just appended, from the request the append built (no
         decode). Anything between reput_from_offset and the record (a file-end blank, data written
-        by someone else) goes through do_reput first; a record already dispatched is skipped."""
+        by someone else) goes through do_reput first; a record already dispatched is skipped.
+        While dispatch is stalled the record waits in the commit log (see retry)."""
+        if self.stalled is not None:
+            return
         offset = request.commit_log_offset
         if offset != self.reput_from_offset:
             if self.reput_from_offset < offset:
                 self.do_reput(until=offset)
+                if self.stalled is not None:
+                    return
             if self.reput_from_offset != offset:
                 if self.reput_from_offset < offset:
                     log.warning("dispatch stopped at %d before appended record %d", self.reput_from_offset, offset)
                     self.do_reput()
                 return
-        for d in self.dispatchers:
-            d.dispatch(request)
+        if not self._try_dispatch(request):
+            return
         self.reput_from_offset = offset + request.msg_size
         if self.on_dispatched is not None and is_queued(request.sys_flag):
             self.on_dispatched(
@@ -101,7 +149,10 @@ class ReputMessageService:
 
     def do_reput(self, until: int | None = None) -> int:
         """Decode and dispatch the records between reput_from_offset and reput_end_offset() (and
-        before `until`); a record crossing the end waits. Returns how many."""
+        before `until`); a record crossing the end waits. Returns how many. Nothing while stalled
+        (retry() ends a stall)."""
+        if self.stalled is not None:
+            return 0
         cl = self.commit_log
         if self.reput_from_offset < cl.get_min_offset():
             log.warning(
@@ -127,7 +178,8 @@ class ReputMessageService:
                     if req.success and size > 0 and self.reput_from_offset + size > end:
                         return count  # not readable yet (past the confirm offset)
                     if req.success and size > 0:
-                        self.dispatch(req)
+                        if not self._try_dispatch(req):
+                            return count
                         self.reput_from_offset += size
                         pos += size
                         count += 1

@@ -28,6 +28,7 @@ from pyrmq.common.constants import MessageConst
 from pyrmq.common.java_lang import java_string_hash
 from pyrmq.store.message import MessageSysFlag
 from pyrmq.store.results import DispatchRequest
+from pyrmq.store.space import INDEX_RESERVE_AHEAD, PAGE, DiskFullError, allocate, data_ranges, reserve_ahead
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,11 @@ def time_millis_to_file_name(ms: int) -> str:
 
 
 class IndexFile:
-    """One index file, mapped whole. Header fields are written through on every put."""
+    """One index file, mapped whole. Header fields are written through on every put.
+
+    Before a put writes into the mapping its pages get disk space (space.py): the header page at
+    open, each hash-slot page the first time a key hashes into it, the entry area some way ahead
+    of the next entry. A put the disk cannot hold raises DiskFullError having written nothing."""
 
     def __init__(
         self, path: str, hash_slot_num: int, index_num: int, end_phy_offset: int = 0, end_timestamp: int = 0
@@ -109,10 +114,25 @@ class IndexFile:
         self.file_size = index_file_size(hash_slot_num, index_num)
         existed = os.path.exists(path)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(self._fd).st_size < self.file_size:
-            os.ftruncate(self._fd, self.file_size)
-        self.mm = mmap.mmap(self._fd, self.file_size)
+        try:
+            if os.fstat(self._fd).st_size < self.file_size:
+                os.ftruncate(self._fd, self.file_size)
+            allocate(self._fd, 0, min(PAGE, self.file_size))  # the header's page
+            self.mm = mmap.mmap(self._fd, self.file_size)
+        except BaseException:
+            os.close(self._fd)
+            if not existed:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise
         self._entries_base = index_entry_position(hash_slot_num, 0)
+        # 1 = the slot page has disk space (written or reserved); the others are holes, read as
+        # empty slots without touching the mapping (a read fault allocates on tmpfs)
+        self._slot_pages = bytearray(self._entries_base // PAGE + 1)
+        self._slot_pages[0] = 1
+        for start, end in data_ranges(self._fd, PAGE, self._entries_base):
+            self._slot_pages[start // PAGE : -(-end // PAGE)] = b"\x01" * (-(-end // PAGE) - start // PAGE)
+        self._entries_reserved = 0
         self.begin_timestamp: int
         self.end_timestamp: int
         self.begin_phy_offset: int
@@ -163,6 +183,8 @@ class IndexFile:
         mm = self.mm
         key_hash = index_key_hash(key)
         slot_pos = hash_slot_position(key_hash % self.hash_slot_num)
+        entry_pos = self._entries_base + count * INDEX_SIZE
+        self._reserve(slot_pos, entry_pos)
         (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(mm, slot_pos)
         if slot_value <= INVALID_INDEX or slot_value > count:
             slot_value = INVALID_INDEX
@@ -174,9 +196,7 @@ class IndexFile:
                 (store_timestamp - begin) // 1000 if store_timestamp >= begin else -((begin - store_timestamp) // 1000)
             )
             time_diff = min(max(time_diff, 0), 2**31 - 1)
-        INDEX_ENTRY_LAYOUT.pack_into(
-            mm, self._entries_base + count * INDEX_SIZE, key_hash, phy_offset, time_diff, slot_value
-        )
+        INDEX_ENTRY_LAYOUT.pack_into(mm, entry_pos, key_hash, phy_offset, time_diff, slot_value)
         HASH_SLOT_LAYOUT.pack_into(mm, slot_pos, count)
         if count <= 1:
             self.begin_phy_offset = phy_offset
@@ -189,6 +209,18 @@ class IndexFile:
         self._write_header()
         return True
 
+    def _reserve(self, slot_pos: int, entry_pos: int) -> None:
+        """Disk space for the slot's page and the entry; DiskFullError when there is none."""
+        page = slot_pos // PAGE
+        if not self._slot_pages[page]:
+            allocate(self._fd, page * PAGE, PAGE)
+            self._slot_pages[page] = 1
+        end = entry_pos + INDEX_SIZE
+        if end > self._entries_reserved:
+            self._entries_reserved = reserve_ahead(
+                self._fd, self._entries_reserved, entry_pos, end, INDEX_RESERVE_AHEAD, self.file_size
+            )
+
     def is_time_matched(self, begin: int, end: int) -> bool:
         return (
             (begin < self.begin_timestamp and end > self.end_timestamp)
@@ -199,7 +231,10 @@ class IndexFile:
     def select_phy_offset(self, phy_offsets: list[int], key: str, max_num: int, begin: int, end: int) -> None:
         """Append matching commit-log offsets, newest first. Java IndexFile#selectPhyOffset."""
         key_hash = index_key_hash(key)
-        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, hash_slot_position(key_hash % self.hash_slot_num))
+        slot_pos = hash_slot_position(key_hash % self.hash_slot_num)
+        if not self._slot_pages[slot_pos // PAGE]:
+            return  # a hole: no key ever hashed into this page
+        (slot_value,) = HASH_SLOT_LAYOUT.unpack_from(self.mm, slot_pos)
         if slot_value <= INVALID_INDEX or slot_value > self.index_count or self.index_count <= 1:
             return
         nxt = slot_value
@@ -249,6 +284,9 @@ class IndexService:
         self.on_file_full = on_file_full  # called with the full file's endTimestamp after its flush
         self.max_msgs_num_batch = max_msgs_num_batch
         self.index_file_list: list[IndexFile] = []
+        # (commit-log offset, keys done) of a request whose keys stopped at a DiskFullError: its
+        # retry goes on from there (the duplicate check would skip the whole request)
+        self._resume: tuple[int, int] | None = None
 
     def load(self, last_exit_ok: bool, index_msg_timestamp: int) -> bool:
         """Open files in name order; after a crash delete those not covered by the checkpoint."""
@@ -296,20 +334,30 @@ class IndexService:
         rocketmq-store-5.5.0 jar and against a store the 5.5.0 broker wrote)."""
         f = self._last_file()
         phy, ts, topic = req.commit_log_offset, req.store_timestamp, req.topic
-        has_entries = f.index_count > 1 or len(self.index_file_list) > 1
-        if phy < f.end_phy_offset or (has_entries and phy == f.end_phy_offset):
-            return
+        done = 0
+        if self._resume is not None and self._resume[0] == phy:
+            done = self._resume[1]
+        else:
+            has_entries = f.index_count > 1 or len(self.index_file_list) > 1
+            if phy < f.end_phy_offset or (has_entries and phy == f.end_phy_offset):
+                return
         if req.sys_flag & 0xC == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
             return
+        keys = []
         if req.uniq_key:
-            f = self._put_key(f, build_key(topic, req.uniq_key), phy, ts)
+            keys.append(build_key(topic, req.uniq_key))
         if req.keys:
-            for k in req.keys.split(" "):
-                if k:
-                    f = self._put_key(f, build_key(topic, k), phy, ts)
+            keys.extend(build_key(topic, k) for k in req.keys.split(" ") if k)
         tags = req.properties.get(MessageConst.TAGS) if req.properties else None
         if tags:
-            self._put_key(f, build_tag_key(topic, tags), phy, ts)
+            keys.append(build_tag_key(topic, tags))
+        for i in range(done, len(keys)):
+            try:
+                f = self._put_key(f, keys[i], phy, ts)
+            except DiskFullError:
+                self._resume = (phy, i)
+                raise
+        self._resume = None
 
     def _put_key(self, f: IndexFile, key: str, phy: int, ts: int) -> IndexFile:
         """Put into `f`, rolling to a new file while full; the file that took the key."""

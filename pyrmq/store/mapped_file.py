@@ -5,7 +5,8 @@ and each consume queue (index files map themselves, see index.py).
 
 Invariants: flushed_position <= committed_position <= wrote_position <= file_size. Without a
 transient store pool committed == wrote. A file is never resized; new data only goes to the
-last file; readers read up to the read position (= wrote position).
+last file; readers read up to the read position (= wrote position). Bytes are written only
+below ``reserved`` or the wrote position (pages the filesystem backs, see space.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from pyrmq.common.clock import now_ms as system_now_ms
+from pyrmq.store.space import CONSUME_QUEUE_RESERVE_AHEAD, DiskFullError, backed_prefix, is_disk_full, reserve_ahead
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +63,19 @@ class MappedFile:
         "first_create_in_queue",
         "flushed_position",
         "mm",
+        "reserve_ahead",
+        "reserved",
         "store_timestamp",
         "wrote_position",
     )
 
-    def __init__(self, file_name: str, file_size: int, sync: SyncFn | None = None) -> None:
+    def __init__(
+        self,
+        file_name: str,
+        file_size: int,
+        sync: SyncFn | None = None,
+        reserve_ahead: int = CONSUME_QUEUE_RESERVE_AHEAD,
+    ) -> None:
         self.file_name = file_name
         self.file_size = file_size
         self.file_from_offset = int(os.path.basename(file_name))
@@ -86,6 +96,10 @@ class MappedFile:
         self.store_timestamp = 0  # store time of the last appended record
         self.first_create_in_queue = False
         self._closed = False
+        # [0, reserved) has disk space (and so has [0, wrote_position)); readers of data not known
+        # to be written (recovery) stop there too: see space.backed_prefix
+        self.reserved = backed_prefix(fd, file_size)
+        self.reserve_ahead = reserve_ahead
 
     # --- positions -------------------------------------------------------------------------------
     def set_positions(self, pos: int) -> None:
@@ -101,20 +115,34 @@ class MappedFile:
         return self.wrote_position >= self.file_size
 
     # --- write ------------------------------------------------------------------------------------
+    def reserve(self, end: int) -> None:
+        """Back [0, end) with disk space before writing there; DiskFullError when the filesystem
+        has none (nothing was written then). See space.py."""
+        if end > self.reserved:
+            self.reserved = reserve_ahead(
+                self._fd, self.reserved, self.wrote_position, end, self.reserve_ahead, self.file_size
+            )
+
     def append_message(self, data: bytes | bytearray | memoryview, position: int | None = None) -> bool:
-        """Write at the wrote position (or `position`); False when it does not fit."""
+        """Write at the wrote position (or `position`); False when it does not fit, DiskFullError
+        (nothing written) when the disk cannot hold it."""
         pos = self.wrote_position if position is None else position
         n = len(data)
         if pos + n > self.file_size:
             return False
+        if pos + n > self.reserved:
+            self.reserve(pos + n)
         self.mm[pos : pos + n] = data
         self.wrote_position = pos + n
         self.committed_position = self.wrote_position
         return True
 
     def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
-        """Overwrite bytes below the wrote position (used for in-place fixes, never for appends)."""
-        self.mm[position : position + len(data)] = data
+        """Write bytes in place without moving the wrote position (fixes, a file-end blank)."""
+        end = position + len(data)
+        if end > self.reserved and end > self.wrote_position:
+            self.reserve(end)
+        self.mm[position:end] = data
 
     # --- flush -------------------------------------------------------------------------------------
     def is_able_to_flush(self, flush_least_pages: int) -> bool:
@@ -185,9 +213,16 @@ class MappedFile:
 class MappedFileQueue:
     """An ordered run of MappedFiles forming one logical byte stream. Java: store.MappedFileQueue."""
 
-    def __init__(self, store_path: str, mapped_file_size: int, sync: SyncFn | None = None) -> None:
+    def __init__(
+        self,
+        store_path: str,
+        mapped_file_size: int,
+        sync: SyncFn | None = None,
+        reserve_ahead: int = CONSUME_QUEUE_RESERVE_AHEAD,
+    ) -> None:
         self.store_path = store_path
         self.mapped_file_size = mapped_file_size
+        self.reserve_ahead = reserve_ahead  # disk space reserved ahead of the writer (space.py)
         self.mapped_files: list[MappedFile] = []
         self.flushed_where = 0
         self.committed_where = 0
@@ -214,7 +249,7 @@ class MappedFileQueue:
                 raise StoreLoadError(
                     f"{path}: length {size} not matched message store config value {self.mapped_file_size}"
                 )
-            mf = MappedFile(path, self.mapped_file_size, self._sync)
+            mf = MappedFile(path, self.mapped_file_size, self._sync, self.reserve_ahead)
             mf.set_positions(self.mapped_file_size)
             self.mapped_files.append(mf)
         return True
@@ -238,9 +273,14 @@ class MappedFileQueue:
         return self.try_create_mapped_file(create_offset)
 
     def try_create_mapped_file(self, create_offset: int) -> MappedFile:
-        os.makedirs(self.store_path, exist_ok=True)
         path = os.path.join(self.store_path, offset_to_file_name(create_offset))
-        mf = MappedFile(path, self.mapped_file_size, self._sync)
+        try:
+            os.makedirs(self.store_path, exist_ok=True)
+            mf = MappedFile(path, self.mapped_file_size, self._sync, self.reserve_ahead)
+        except OSError as e:
+            if is_disk_full(e):  # no room even for the directory entry or inode
+                raise DiskFullError(e.errno, f"cannot create {path}: {e.strerror}") from None
+            raise
         if not self.mapped_files:
             mf.first_create_in_queue = True
         self.mapped_files.append(mf)
@@ -321,15 +361,22 @@ class MappedFileQueue:
 
     @staticmethod
     def _zero_tail(mf: MappedFile, pos: int) -> None:
-        # zero up to the first run of zeros (recovered data usually ends near the torn tail)
+        # zero up to the first run of zeros (recovered data usually ends near the torn tail); only
+        # pages holding data are written (they are backed: writing a zero page of a sparse file
+        # could need space the disk no longer has)
         step = 1 << 16
         p = pos
-        while p < mf.file_size:
-            n = min(step, mf.file_size - p)
+        while p < mf.reserved:  # past it: holes, zeros already
+            n = min(step, mf.reserved - p)
             chunk = mf.mm[p : p + n]
             if chunk.count(0) == n:
                 break
-            mf.mm[p : p + n] = bytes(n)
+            q = p
+            while q < p + n:
+                page_end = min(p + n, q - q % OS_PAGE_SIZE + OS_PAGE_SIZE)
+                if mf.mm[q:page_end].count(0) != page_end - q:
+                    mf.mm[q:page_end] = bytes(page_end - q)
+                q = page_end
             p += n
 
     def delete_last_mapped_file(self) -> None:

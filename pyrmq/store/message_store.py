@@ -40,7 +40,7 @@ from pyrmq.store.results import (
     SelectMappedBufferResult,
     completed_put,
 )
-from pyrmq.store.running_flags import RunningFlags
+from pyrmq.store.running_flags import RunningFlag, RunningFlags
 from pyrmq.store.store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ class MessageStore:
             on_appended=self._dispatch_appended,
             on_flushed=self._on_commit_log_flushed,
             on_flush_advanced=self._dispatch_flushed,
+            on_disk_full=self._on_commit_log_disk_full,
         )
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self.index_service = IndexService(
@@ -126,6 +127,11 @@ class MessageStore:
             on_dispatched,
         )
         self.reput_message_service.reput_end_offset = self._reput_end_offset
+        self.reput_message_service.on_stall = self._on_dispatch_stalled
+        self.reput_message_service.on_resume = self._on_dispatch_resumed
+        # a put found no disk space for its record: puts are refused (DISK_FULL) until
+        # _retry_after_disk_full sees space again
+        self._commit_log_space_refused = False
         # Records appended but not yet readable (SYNC_FLUSH: past the flushed offset), in offset
         # order; the flush thread dispatches them (see _dispatch_flushed). Dispatch (CQ, index,
         # listener, reput offset) runs under _dispatch_lock, taken after put_lock when both are;
@@ -344,12 +350,50 @@ class MessageStore:
             self.checkpoint.index_msg_timestamp = end_timestamp
             self.checkpoint.flush()
 
+    # --- full disk ------------------------------------------------------------------------------------
+    def _on_commit_log_disk_full(self, e: OSError) -> None:
+        """A put found no disk space for its record (under the put lock)."""
+        self._commit_log_space_refused = True
+        if self.running_flags.get_and_make_disk_full():
+            log.error("commit log: no disk space for a record (%s); puts refused until space is back", e.strerror)
+
+    def _on_dispatch_stalled(self, dispatcher: object, e: OSError) -> None:
+        flag = (
+            RunningFlag.WRITE_INDEX_FILE_ERROR
+            if isinstance(dispatcher, CommitLogDispatcherBuildIndex)
+            else RunningFlag.WRITE_LOGICS_QUEUE_ERROR
+        )
+        self.running_flags.get_and_make(flag, True)
+
+    def _on_dispatch_resumed(self) -> None:
+        self.running_flags.get_and_make(RunningFlag.WRITE_INDEX_FILE_ERROR, False)
+        self.running_flags.get_and_make(RunningFlag.WRITE_LOGICS_QUEUE_ERROR, False)
+
+    def _retry_after_disk_full(self) -> None:
+        """Every flush round (1 s): a stalled dispatch tries again; puts refused for want of space
+        are accepted again once the commit log can reserve its next stretch and the partition is
+        below diskSpaceWarningLevelRatio (the cleaner's own bound, so the two do not flap)."""
+        if self.reput_message_service.stalled is not None:
+            with self.commit_log.put_lock, self._dispatch_lock:
+                self.reput_message_service.retry()
+        if self._commit_log_space_refused and self.commit_log.has_space_ahead():
+            if self.cleaner.commit_log_ratio() > self.cleaner.disk_space_warning_level_ratio():
+                return
+            self._commit_log_space_refused = False
+            if self.running_flags.get_and_make_disk_ok():
+                log.info("commit log: disk space is back; accepting puts again")
+
     def _flush_consume_queue_loop(self) -> None:
-        """Java FlushConsumeQueueService + the 5.x 1 s checkpoint flush."""
+        """Java FlushConsumeQueueService + the 5.x 1 s checkpoint flush; and the retries after a
+        full disk (_retry_after_disk_full)."""
         interval = self.config.flush_interval_consume_queue / 1000
         thorough = self.config.flush_consume_queue_thorough_interval / 1000
         last_thorough = time.monotonic()
         while not self._stop.wait(interval):
+            try:
+                self._retry_after_disk_full()
+            except Exception:
+                log.exception("retry after a full disk failed")
             least = self.config.flush_consume_queue_least_pages
             if time.monotonic() - last_thorough >= thorough:
                 least, last_thorough = 0, time.monotonic()

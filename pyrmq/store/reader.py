@@ -38,6 +38,7 @@ from pyrmq.store.index import (
     index_entry_position,
     index_file_size,
 )
+from pyrmq.store.space import backed_prefix
 from pyrmq.store.store_config import MessageStoreConfig
 
 T = TypeVar("T", bound=FastJsonBody)
@@ -150,6 +151,7 @@ class MappedLog:
         self.files = files
         self.file_size = files[0].size if files else 0
         self._maps: dict[str, mmap.mmap] = {}
+        self._readable: dict[str, int] = {}
 
     @property
     def min_offset(self) -> int:
@@ -163,6 +165,15 @@ class MappedLog:
                 raise ValueError(f"{f.path} is empty")
             mm = self._maps[f.path] = mapped
         return mm
+
+    def readable(self, f: LogFile) -> int:
+        """Bytes of `f` before its first hole: what a scan for the end of the data may read (past
+        it only zeros, and a mapped read of a hole allocates on tmpfs: SIGBUS on a full one)."""
+        n = self._readable.get(f.path)
+        if n is None:
+            with open(f.path, "rb") as fh:
+                n = self._readable[f.path] = backed_prefix(fh.fileno(), f.size)
+        return n
 
     def file_at(self, offset: int) -> LogFile | None:
         """The file holding log offset `offset`."""
@@ -239,7 +250,8 @@ def iter_file_records(
 ) -> Iterator[tuple[int, m.StoredMessage | m.MessageDecodeError | None]]:
     """(position, record) for each record of a commit-log file from its start, as Java recovery
     walks it: a blank record ends the file; (pos, None) marks data ending in zeros elsewhere;
-    (pos, error) is a bad record, after which the walk stops unless only its BODYCRC is wrong."""
+    (pos, error) is a bad record, after which the walk stops unless only its BODYCRC is wrong.
+    A `size` short of the buffer (the data before a hole, MappedLog.readable) ends like zeros."""
     pos = 0
     while size - pos > 4:
         total, magic = m.peek_total_size_and_magic(buf, pos) if size - pos >= 8 else (0, 0)
@@ -259,6 +271,8 @@ def iter_file_records(
             return
         yield pos, msg
         pos += total
+    if size < len(buf):
+        yield pos, None
 
 
 class CommitLogReader(MappedLog):
@@ -328,7 +342,8 @@ def iter_queue_entries(log: MappedLog) -> Iterator[QueueEntry]:
     files = log.files
     for i, f in enumerate(files):
         start_index = f.start // unit
-        with memoryview(log.buffer(f))[: f.size - f.size % unit] as view:
+        readable = log.readable(f)
+        with memoryview(log.buffer(f))[: readable - readable % unit] as view:
             for n, (phy, size, tags) in enumerate(CQ_ENTRY_LAYOUT.iter_unpack(view)):
                 if phy < 0 or size <= 0:
                     return
@@ -427,13 +442,22 @@ def read_index_header(buf: mmap.mmap | bytes) -> IndexHeader | None:
     return IndexHeader(*INDEX_HEADER_LAYOUT.unpack_from(buf, 0))
 
 
-def iter_index_slots(buf: mmap.mmap, geometry: IndexGeometry) -> Iterator[tuple[int, int, int]]:
-    """(slot, position, head entry number) of every used (non-zero) hash slot."""
+def iter_index_slots(
+    buf: mmap.mmap, geometry: IndexGeometry, ranges: list[tuple[int, int]] | None = None
+) -> Iterator[tuple[int, int, int]]:
+    """(slot, position, head entry number) of every used (non-zero) hash slot; with `ranges` (the
+    file's data, space.data_ranges) only slots there are read: holes hold none."""
     start = hash_slot_position(0)
-    with memoryview(buf)[start : hash_slot_position(geometry.hash_slot_num)] as view:
-        for slot, (head,) in enumerate(HASH_SLOT_LAYOUT.iter_unpack(view)):
-            if head:
-                yield slot, start + slot * HASH_SLOT_SIZE, head
+    end = hash_slot_position(geometry.hash_slot_num)
+    for lo, hi in ranges if ranges is not None else [(start, end)]:
+        first = max(0, -(-(lo - start) // HASH_SLOT_SIZE))
+        last = min(geometry.hash_slot_num, (hi - start) // HASH_SLOT_SIZE)
+        if last <= first:
+            continue
+        with memoryview(buf)[hash_slot_position(first) : hash_slot_position(last)] as view:
+            for i, (head,) in enumerate(HASH_SLOT_LAYOUT.iter_unpack(view)):
+                if head:
+                    yield first + i, hash_slot_position(first + i), head
 
 
 IndexEntry = tuple[int, int, int, int, int, int]

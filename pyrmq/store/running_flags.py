@@ -69,6 +69,11 @@ class RunningFlags:
     def get_and_make_logic_disk_ok(self) -> bool:
         return self._set(RunningFlag.LOGIC_DISK_FULL, False)
 
+    def get_and_make(self, flag: RunningFlag, on: bool) -> bool:
+        """Set or clear one bit; whether it changed (WRITE_LOGICS_QUEUE_ERROR, WRITE_INDEX_FILE_ERROR
+        while dispatch is stalled)."""
+        return self._set(flag, on)
+
     def make_not_writeable(self, on: bool = True) -> bool:
         """NOT_WRITEABLE_BIT (Java getAndMakeNotWriteable / getAndMakeWriteable)."""
         return self._set(RunningFlag.NOT_WRITEABLE, on)

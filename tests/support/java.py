@@ -118,16 +118,21 @@ def java_argv(
 
 
 def mqadmin(
-    version: str, *args: str, namesrv: str | None = None, home: Path, timeout: float = 60
+    version: str,
+    *args: str,
+    namesrv: str | None = None,
+    home: Path,
+    timeout: float = 60,
+    props: dict | None = None,
 ) -> subprocess.CompletedProcess:
     """Official mqadmin (rocketmq-tools `version`), text output. `-n namesrv` is appended when given.
 
     mqadmin's exit code is 0 even when a sub command fails (it prints the
-    exception), so callers must also check the output.
+    exception), so callers must also check the output. `props` become -D options (tls.enable, ...).
     """
     module = TOOLS_MODULE[version]
     prepare_home(home)
-    argv = java_argv(module, "org.apache.rocketmq.tools.command.MQAdminStartup", list(args), home)
+    argv = java_argv(module, "org.apache.rocketmq.tools.command.MQAdminStartup", list(args), home, props)
     if namesrv:
         argv += ["-n", namesrv]
     return subprocess.run(

@@ -60,9 +60,11 @@ class PyrmqBroker:
         name: str | None = None,
         cluster: str = "DefaultCluster",
         start_timeout: float = 30,
+        system_props: dict | None = None,
         **conf,
     ):
         self.namesrv_addr = namesrv_addr
+        self.system_props = system_props or {}  # -D options (tls.*)
         self.workdir = workdir
         self.home = workdir / "home"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -107,7 +109,15 @@ class PyrmqBroker:
         env.pop("NAMESRV_ADDR", None)
         self.managed = ManagedProcess(
             self.name,
-            [venv_python(), "-m", "pyrmq", "broker", "-c", str(self.conf_file)],
+            [
+                venv_python(),
+                "-m",
+                "pyrmq",
+                "broker",
+                "-c",
+                str(self.conf_file),
+                *(f"-D{k}={v}" for k, v in self.system_props.items()),
+            ],
             self.workdir / f"broker-{self.name}-{self.port}.out",
             env=env,
             cwd=ROOT,

@@ -21,17 +21,19 @@ def send_v2(
     *,
     group: str = "pg",
     queues: int = 4,
+    queue_id: int = 0,
     tags: str | None = "TagA",
     **props: str,
 ) -> RemotingCommand:
-    """One message to queue 0 of ``topic``, WAIT=true (a SYNC_MASTER answers once replicas hold it)."""
+    """One message to queue ``queue_id`` (0) of ``topic``, WAIT=true (a SYNC_MASTER answers once
+    replicas hold it)."""
     properties = {"WAIT": "true", **props} if tags is None else {"TAGS": tags, "WAIT": "true", **props}
     h = SendMessageRequestHeaderV2(
         a=group,
         b=topic,
         c="TBW102",
         d=queues,
-        e=0,
+        e=queue_id,
         f=0,
         g=int(time.time() * 1000),
         h=0,
@@ -44,14 +46,16 @@ def send_v2(
     return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_ext_fields(), body)
 
 
-def pull(topic: str, group: str, offset: int, *, suspend_ms: int = 0, commit: int = 0) -> RemotingCommand:
-    """Up to 32 messages of queue 0 from ``offset``, subscription ``*`` carried with the pull; a
-    suspend time asks for long polling, ``commit`` piggybacks a consumer offset."""
+def pull(
+    topic: str, group: str, offset: int, *, suspend_ms: int = 0, commit: int = 0, queue_id: int = 0
+) -> RemotingCommand:
+    """Up to 32 messages of queue ``queue_id`` (0) from ``offset``, subscription ``*`` carried with
+    the pull; a suspend time asks for long polling, ``commit`` piggybacks a consumer offset."""
     flag = FLAG_SUBSCRIPTION | (FLAG_SUSPEND if suspend_ms else 0) | (FLAG_COMMIT_OFFSET if commit else 0)
     h = PullMessageRequestHeader(
         consumer_group=group,
         topic=topic,
-        queue_id=0,
+        queue_id=queue_id,
         queue_offset=offset,
         max_msg_nums=32,
         sys_flag=flag,

@@ -86,6 +86,7 @@ def _java_main(main: str, logback: str) -> Callable[[_Server, Path], list[str]]:
 
     def argv(server: _Server, cfg: Path) -> list[str]:
         props = {"rmq.logback.configurationFile": logback, "logback.statusListenerClass": _LOGBACK_QUIET}
+        props.update(getattr(server, "system_props", {}))
         return java_argv("servers", main, ["-c", str(cfg)], server.home, props, heap=SERVER_HEAP)
 
     return argv
@@ -97,7 +98,8 @@ def _pyrmq_command(command: str) -> Callable[[_Server, Path], list[str]]:
     def argv(server: _Server, cfg: Path) -> list[str]:
         venv_python = ROOT / ".venv" / "bin" / "python"
         python = str(venv_python) if venv_python.exists() else sys.executable
-        return [python, "-m", "pyrmq", command, "-c", str(cfg)]
+        system = [f"-D{k}={v}" for k, v in getattr(server, "system_props", {}).items()]
+        return [python, "-m", "pyrmq", command, "-c", str(cfg), *system]
 
     return argv
 
@@ -112,8 +114,9 @@ class _ConfiguredServer(_Server):
     command: Callable[[_Server, Path], list[str]]
     java = False
 
-    def __init__(self, workdir: Path, start_timeout: float = 60, **conf):
+    def __init__(self, workdir: Path, start_timeout: float = 60, system_props: dict | None = None, **conf):
         self.workdir = workdir
+        self.system_props = system_props or {}  # -D options (tls.*), for Java and pyrmq alike
         if self.java:
             self.home = prepare_home(workdir / "home")
         else:
@@ -197,8 +200,8 @@ class PyrmqNamesrv(_NamesrvProps, _ConfiguredServer):
     kind = "pyrmq-namesrv"
     command = _pyrmq_command("namesrv")
 
-    def __init__(self, workdir: Path, start_timeout: float = 30, **conf):
-        super().__init__(workdir, start_timeout, **conf)
+    def __init__(self, workdir: Path, start_timeout: float = 30, system_props: dict | None = None, **conf):
+        super().__init__(workdir, start_timeout, system_props, **conf)
 
 
 class JavaController(_ControllerProps, _ConfiguredServer):
@@ -244,6 +247,7 @@ class JavaBroker(_Server):
         name: str | None = None,
         cluster: str = "DefaultCluster",
         start_timeout: float = 90,
+        system_props: dict | None = None,
         **conf,
     ):
         self.namesrv_addr = namesrv_addr
@@ -282,6 +286,7 @@ class JavaBroker(_Server):
                 {
                     "rmq.logback.configurationFile": "rmq.broker.logback.xml",
                     "logback.statusListenerClass": _LOGBACK_QUIET,
+                    **(system_props or {}),
                 },
                 heap=SERVER_HEAP,
             )

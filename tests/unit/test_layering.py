@@ -51,6 +51,8 @@ RULES: dict[str, tuple[str, ...]] = {
         "pyrmq.cli",
     ),
     "broker": ("pyrmq.admin", "pyrmq.spark", "pyrmq.testing"),
+    # sans-IO users, ACLs and signatures: the broker and the tools build on it
+    "auth": ("asyncio", "pyrmq.remoting", "pyrmq.store", "pyrmq.ha", *_ABOVE_STORE),
 }
 
 

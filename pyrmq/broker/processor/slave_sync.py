@@ -18,18 +18,24 @@ from pyrmq.remoting.server import RequestContext, handles
 
 log = logging.getLogger("pyrmq.broker.admin")
 
-#: Java MessageRequestModeManager#encode with no SET_MESSAGE_REQUEST_MODE ever taken (pyrmq has
-#: no pop-mode switch per group): the map is empty
-EMPTY_MESSAGE_REQUEST_MODE = b'{"messageRequestModeMap":{}}'
-
 
 class SlaveSyncProcessor:
-    def __init__(self, *, config, consumer_offset_manager, schedule_message_service, timer_message_store, now) -> None:
+    def __init__(
+        self,
+        *,
+        config,
+        consumer_offset_manager,
+        schedule_message_service,
+        timer_message_store,
+        message_request_mode_manager,
+        now,
+    ) -> None:
         self.config = config
         self._timer_metrics_version = DataVersion(timestamp=now())  # Java: new DataVersion() at start
         self.consumer_offset_manager = consumer_offset_manager
         self.schedule_message_service = schedule_message_service
         self.timer_message_store = timer_message_store
+        self.message_request_mode_manager = message_request_mode_manager
 
     @handles(RequestCode.GET_ALL_CONSUMER_OFFSET)
     async def get_all_consumer_offset(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -63,4 +69,6 @@ class SlaveSyncProcessor:
 
     @handles(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
     async def get_all_message_request_mode(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
-        return cmd.make_response(ResponseCode.SUCCESS, None, None, EMPTY_MESSAGE_REQUEST_MODE)
+        """messageRequestMode.json's tree, compact (Java MessageRequestModeManager#encode)."""
+        body = self.message_request_mode_manager.build_serialize_wrapper().encode()
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, body)

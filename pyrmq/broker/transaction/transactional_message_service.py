@@ -93,6 +93,11 @@ class PullResult:
     msg_found_list: list[m.StoredMessage] | None = None
 
 
+def _never_written(pr: PullResult, offset: int) -> bool:
+    """Offset 0 of a queue that holds nothing at all (Java's bridge answers OFFSET_ILLEGAL)."""
+    return pr.status == PullStatus.OFFSET_ILLEGAL and offset == 0 and pr.max_offset == 0 and pr.min_offset == 0
+
+
 @dataclass(slots=True)
 class OperationResult:
     prepare_message: m.StoredMessage | None = None
@@ -237,6 +242,11 @@ class TransactionalMessageService:
     ) -> PullResult:
         """Java fillOpRemoveMap: op messages from ``pull_offset_of_op`` into the remove map."""
         pr = self.get_op_message(queue_id, pull_offset_of_op, OP_MSG_PULL_NUMS)
+        if _never_written(pr, pull_offset_of_op):
+            # no op message was ever written (the queue has no file yet): nothing is missing, where
+            # Java warns "miss op offset=0 ... is illegal" on every check of an idle broker
+            log.debug("op queue %d holds no message yet", queue_id)
+            return pr
         if pr.status in (PullStatus.OFFSET_ILLEGAL, PullStatus.NO_MATCHED_MSG):
             log.warning("The miss op offset=%d in queue=%d is illegal, %s", pull_offset_of_op, queue_id, pr.status)
             self.update_consume_offset(RMQ_SYS_TRANS_OP_HALF_TOPIC, queue_id, pr.next_begin_offset)
@@ -361,7 +371,7 @@ class TransactionalMessageService:
                     null_count += 1
                     if null_count - 1 > MAX_RETRY_COUNT_WHEN_HALF_NULL:
                         break
-                    if half.status == PullStatus.NO_NEW_MSG:
+                    if half.status == PullStatus.NO_NEW_MSG or _never_written(half, i):
                         break
                     log.info("Illegal offset, the miss offset=%d in half queue %d (%s)", i, qid, half.status)
                     i = new_offset = half.next_begin_offset

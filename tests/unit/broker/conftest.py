@@ -22,7 +22,8 @@ class Broker:
         from pyrmq.remoting.channel import ProcessorTable
 
         table = ProcessorTable()
-        table.register(controller.pull_processor)
+        for p in controller.main_port_processors():
+            table.register(p)
         for p in controller.processors():
             table.register(p)
         self.table = table

@@ -15,6 +15,7 @@ from support.fakes import FakeChannel
 from pyrmq.broker.controller import BrokerController
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupConfig
 from pyrmq.protocol.bodies.common import TopicConfig
+from pyrmq.protocol.bodies.pop import MessageRequestMode, SetMessageRequestModeRequestBody
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.store.config import ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper
@@ -119,6 +120,9 @@ def test_slave_takes_the_masters_metadata(master_and_slave):
     m.subscription_group_manager.update_subscription_group_config(SubscriptionGroupConfig(group_name="gm"))
     m.consumer_offset_manager.commit_offset("h", "gm", "OnMaster", 1, 33)
     m.schedule_message_service.offset_table[2] = 4
+    m.message_request_mode_manager.set_message_request_mode(
+        "OnMaster", "gm", SetMessageRequestModeRequestBody("OnMaster", "gm", MessageRequestMode.POP, 2)
+    )
     cp = m.timer_message_store.checkpoint
     cp.last_read_time_ms, cp.master_timer_queue_offset, cp.counter = 1_700_000_001_000, 12, 5
     slave.slave_synchronize.client = client = RoutedClient(master)
@@ -134,6 +138,7 @@ def test_slave_takes_the_masters_metadata(master_and_slave):
         RequestCode.GET_ALL_CONSUMER_OFFSET,
         RequestCode.GET_ALL_DELAY_OFFSET,
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        RequestCode.GET_ALL_MESSAGE_REQUEST_MODE,
         RequestCode.GET_TIMER_CHECK_POINT,
     ]
     s = slave
@@ -144,6 +149,8 @@ def test_slave_takes_the_masters_metadata(master_and_slave):
     assert s.subscription_group_manager.contains("gm")
     assert s.consumer_offset_manager.query_offset("gm", "OnMaster", 1) == 33
     assert s.schedule_message_service.offset_table[2] == 4
+    got = s.message_request_mode_manager.get_message_request_mode("OnMaster", "gm")
+    assert (got.mode, got.pop_share_queue_num) == (MessageRequestMode.POP, 2)
     scp = s.timer_message_store.checkpoint
     assert (scp.last_read_time_ms, scp.master_timer_queue_offset, scp.counter) == (1_700_000_001_000, 12, 5)
     # persisted: a restarted slave has them

@@ -73,7 +73,35 @@ def test_is_it_time_to_do(when: str, hour: int, expected: bool) -> None:
 def test_disk_usage_of_a_real_partition(tmp_path) -> None:
     r = disk_partition_space_used_percent(str(tmp_path))
     assert 0.0 <= r <= 1.0 and round(r * 100) == pytest.approx(r * 100)
-    assert disk_partition_space_used_percent(str(tmp_path / "missing")) == -1.0
+    # a folder not created yet is measured on the partition it will be created on
+    assert disk_partition_space_used_percent(str(tmp_path / "missing" / "commitlog")) == r
+    assert disk_partition_space_used_percent("") == -1.0
+
+
+def test_fresh_store_without_commit_log_folder_is_not_full(open_store, clock, caplog) -> None:
+    """Java takes the -1 of a missing folder for a full disk and warns on every round."""
+    s = open_store(**NO_SLEEP)
+    assert not os.path.exists(s.config.commit_log_dir)
+    c = StoreCleaner(s, clock=clock, local_hour=lambda ms: 12)
+    with caplog.at_level("INFO", logger="pyrmq.store"):
+        for _ in range(3):
+            r = c.run_once()
+            assert not r.space_to_delete and not r.disk_full
+            assert 0.0 <= r.commit_log_ratio <= 1.0
+    assert [rec for rec in caplog.records if rec.levelno >= 30] == []
+    assert s.running_flags.is_writeable()
+
+
+def test_unmeasurable_usage_is_one_warning_not_a_full_disk(open_store, clock, caplog) -> None:
+    s = open_store(**NO_SLEEP)
+    c = _cleaner(s, clock, disk=Disk(-1.0))
+    with caplog.at_level("INFO", logger="pyrmq.store"):
+        for _ in range(3):
+            r = c.run_once()
+            assert not r.space_to_delete and r.commit_log_files_deleted == 0
+    warnings = [rec.getMessage() for rec in caplog.records if rec.levelno >= 30]
+    assert len(warnings) == 1 and "cannot measure disk usage" in warnings[0]
+    assert s.running_flags.is_writeable()
 
 
 def test_nothing_deleted_outside_delete_when_with_free_disk(open_store, msg_factory, clock) -> None:

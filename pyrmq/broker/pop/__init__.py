@@ -1,0 +1,1 @@
+"""POP consumption: request modes, server-side assignment, pop/ack/revive (docs/pop.md)."""

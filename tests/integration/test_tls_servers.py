@@ -1,0 +1,148 @@
+"""pyrmq namesrv (with its controller) and broker as processes in TLS enforcing mode, set as
+Java's are (`-Dtls.server.mode=enforcing -Dtls.config.file=...`): the broker registers over
+TLS on its own (useTLS follows the enforcing mode), the name server, controller, main and VIP
+ports serve TLS and refuse plain connections; a TLS setting that cannot work stops the start."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import subprocess
+from pathlib import Path
+
+import pytest
+from support.certs import PASSWORD, make_pki
+from support.ports import free_port, free_port_block
+from support.procs import ManagedProcess
+from support.pyrmq_proc import venv_python
+from support.requests import pull, send_v2
+from support.servers import write_properties
+
+from pyrmq.protocol.bodies.namesrv import TopicRouteData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.errors import RemotingConnectError, RemotingSendRequestError
+from pyrmq.remoting.client import RemotingClient
+from pyrmq.remoting.tls import TlsConfig
+from pyrmq.store import message as m
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _start(name: str, argv: list[str], tmp_path: Path) -> ManagedProcess:
+    return ManagedProcess(
+        name,
+        [venv_python(), "-m", "pyrmq", *argv],
+        tmp_path / f"{name}.out",
+        cwd=ROOT,
+        env=dict(os.environ, HOME=str(tmp_path)),
+    )
+
+
+def test_enforcing_cluster_serves_tls_only(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki", rsa_keys=False)
+    tls_file = write_properties(
+        tmp_path / "tls.properties",
+        {
+            "tls.test.mode.enable": "false",
+            "tls.server.certPath": pki.server_cert,
+            "tls.server.keyPath": pki.server_key,
+            "tls.server.keyPassword": PASSWORD,
+            "tls.client.authServer": "true",
+            "tls.client.trustCertPath": pki.ca,
+        },
+    )
+    system = ["-Dtls.server.mode=enforcing", f"-Dtls.config.file={tls_file}"]
+    ns_port, ctl_port = free_port(), free_port()
+    b_port = free_port_block((-2, 0))
+    ns_conf = write_properties(
+        tmp_path / "namesrv.conf",
+        {
+            "listenPort": ns_port,
+            "kvConfigPath": tmp_path / "kv.json",
+            "enableControllerInNamesrv": "true",
+            "controllerDLegerGroup": "g",
+            "controllerDLegerPeers": f"n0-127.0.0.1:{ctl_port}",
+            "controllerDLegerSelfId": "n0",
+            "controllerStorePath": tmp_path / "ctl-store",
+        },
+    )
+    procs = [_start("namesrv", ["namesrv", "-c", str(ns_conf), "--host", "127.0.0.1", *system], tmp_path)]
+    try:
+        procs[0].wait_line("The ControllerManager boot success")
+        b_conf = write_properties(
+            tmp_path / "broker.conf",
+            {
+                "brokerClusterName": "TlsCluster",
+                "brokerName": "tls-broker",
+                "namesrvAddr": f"127.0.0.1:{ns_port}",
+                "listenPort": b_port,
+                "brokerIP1": "127.0.0.1",
+                "bindAddress": "127.0.0.1",
+                "storePathRootDir": tmp_path / "store",
+                "mappedFileSizeCommitLog": 4 * 1024 * 1024,
+            },
+        )
+        procs.append(_start("broker", ["broker", "-c", str(b_conf), *system], tmp_path))
+        procs[1].wait_line(f"The broker[tls-broker, 127.0.0.1:{b_port}] boot success.")
+        asyncio.run(_check(tls_file, ns_port, ctl_port, b_port))
+    finally:
+        for p in reversed(procs):
+            p.stop(10)
+
+
+async def _check(tls_file: Path, ns_port: int, ctl_port: int, b_port: int) -> None:
+    ctx = TlsConfig.from_properties({"tls.config.file": str(tls_file)}).client_context()
+    ns, ctl, broker, vip = (f"127.0.0.1:{p}" for p in (ns_port, ctl_port, b_port, b_port - 2))
+    async with RemotingClient(tls=ctx) as c:
+        # the broker registered with the name server over TLS, with no tls.enable of its own
+        for _ in range(50):
+            info = await c.invoke(ns, RemotingCommand(code=RequestCode.GET_BROKER_CLUSTER_INFO), 5)
+            if info.code == ResponseCode.SUCCESS and b"tls-broker" in (info.body or b""):
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError(f"broker not registered: {info}")
+        r = await c.invoke(broker, send_v2("TlsT", "tls-broker", b"over tls"), 5)
+        assert r.code == ResponseCode.SUCCESS, r
+        r = await c.invoke(vip, send_v2("TlsT", "tls-broker", b"over tls, vip"), 5)
+        assert r.code == ResponseCode.SUCCESS, r
+        route = await c.invoke(ns, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TlsT"}), 5)
+        assert TopicRouteData.decode(route.body).broker_datas[0].broker_addrs[0] == broker
+        r = await c.invoke(broker, pull("TlsT", "tlsg", 0), 5)
+        assert [x.body for x in m.decode_messages(r.body)] == [b"over tls", b"over tls, vip"]
+        r = await c.invoke(ctl, RemotingCommand(code=RequestCode.CONTROLLER_GET_METADATA_INFO), 5)
+        assert r.code == ResponseCode.SUCCESS, r
+    for addr in (ns, ctl, broker, vip):
+        async with RemotingClient() as plain:
+            with pytest.raises((RemotingConnectError, RemotingSendRequestError)):
+                await plain.invoke(addr, RemotingCommand(code=RequestCode.GET_BROKER_CLUSTER_INFO), 3)
+    wrong = TlsConfig.from_properties({"tls.config.file": "/nonexistent"}).client_context()
+    wrong.verify_mode = ssl.CERT_REQUIRED  # trusts only the system CAs, not the test CA
+    wrong.load_default_certs()
+    async with RemotingClient(tls=wrong) as c:
+        with pytest.raises(RemotingConnectError):
+            await c.invoke(broker, RemotingCommand(code=RequestCode.GET_BROKER_CLUSTER_INFO), 3)
+
+
+def test_unusable_tls_settings_stop_the_start_in_one_line(tmp_path: Path) -> None:
+    conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": free_port(), "kvConfigPath": tmp_path / "kv"})
+    tls_file = write_properties(tmp_path / "tls.properties", {"tls.test.mode.enable": "false"})
+    system = ["-Dtls.server.mode=enforcing", f"-Dtls.config.file={tls_file}"]
+    done = subprocess.run(
+        [venv_python(), "-m", "pyrmq", "namesrv", "-c", str(conf), "--host", "127.0.0.1", *system],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=dict(os.environ, HOME=str(tmp_path)),
+    )
+    assert done.returncode == 1, done
+    assert (
+        "cannot start the name server: tls.server.certPath and tls.server.keyPath are needed when "
+        "tls.test.mode.enable=false" in done.stderr
+    )
+    assert "Traceback" not in done.stderr

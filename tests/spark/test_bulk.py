@@ -1,0 +1,209 @@
+"""The bulk decoder (pyrmq.spark.bulk) gives the reference decoder's rows, in the same order, for
+every record shape, every filter, any split and batch size, and the same corrupt-record handling
+(without Spark: both decoders are called directly)."""
+
+from __future__ import annotations
+
+import shutil
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from spark.store_builder import BASE_TS, CL_SIZE, LONG_TOPIC
+from support.fakes import GOLDEN_DIR
+from support.fakes import golden as load_golden
+
+from pyrmq.spark import commitlog_scan as scan
+from pyrmq.spark.bulk import BulkScan
+from pyrmq.spark.columns import MESSAGE_COLUMNS, MessageColumns, RecordFilter, arrow_schema
+from pyrmq.store import message as m
+
+ALL = list(MESSAGE_COLUMNS)
+HEADER = ["topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "bodySize", "storeTimestamp"]
+
+
+def reference_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", check_crc=True):
+    """Rows by the reference decoder (iter_split + MessageColumns + RecordFilter.accepts), with the
+    tag filter applied row by row as the Spark reader does."""
+    flt = flt or RecordFilter()
+    build = names if flt.tags is None or "tags" in names else [*names, "tags"]
+    schema = arrow_schema(build)
+    stats = scan.ScanStats()
+    rows = []
+    for sp in scan.plan_splits(str(root), scan.PlanOptions(split_size=split_size)):
+        cols = MessageColumns(build)
+        for buf, pos, msg in scan.iter_split(sp, check_crc=check_crc, corrupt=corrupt, stats=stats):
+            if flt.accepts(msg):
+                cols.add(buf, pos, msg, Path(sp.path).name)
+        rows += flt.keep_tags(cols.take_batch(schema), names).to_pylist()
+    return rows, stats
+
+
+def bulk_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", check_crc=True, batch_rows=16384):
+    scan_ = BulkScan(names, arrow_schema(names), flt or RecordFilter(), check_crc, corrupt, batch_rows)
+    stats = scan.ScanStats()
+    rows = []
+    for sp in scan.plan_splits(str(root), scan.PlanOptions(split_size=split_size)):
+        for batch in scan_.read(sp, stats):
+            assert batch.schema == arrow_schema(names)
+            rows += batch.to_pylist()
+    return rows, stats
+
+
+def test_every_column_equals_the_reference(pyrmq_store) -> None:
+    root, sent = pyrmq_store
+    want, _ = reference_rows(root, ALL)
+    assert len(want) == len(sent.by_uniq)  # inner-batch elements are rows, their record is not
+    shapes = {
+        "ipv6 born": any(r["bornHost"].startswith("[") for r in want),
+        "ipv6 store": any(r["storeHost"].startswith("[") for r in want),
+        "compressed": any(r["sysFlag"] & m.MessageSysFlag.COMPRESSED_FLAG for r in want),
+        "inner batch": any(r["topic"] == "TopicC" for r in want),
+        "v2": any(r["version"] == 2 and r["topic"] == LONG_TOPIC for r in want),
+    }
+    assert all(shapes.values()), shapes
+    for split_size, batch_rows in ((CL_SIZE, 16384), (1000, 7), (97, 1)):
+        got, _ = bulk_rows(root, ALL, split_size=split_size, batch_rows=batch_rows)
+        assert got == want, (split_size, batch_rows)
+
+
+@pytest.mark.parametrize(
+    "flt",
+    [
+        RecordFilter(topics=frozenset({"TopicB", LONG_TOPIC})),
+        RecordFilter(queue_ids=frozenset({1, 3})),
+        RecordFilter(min_offset=3000, max_offset=20000),
+        RecordFilter(min_store_us=(BASE_TS + 70) * 1000, max_store_us=(BASE_TS + 500) * 1000),
+        RecordFilter(tags=frozenset({"tag1", "it"})),
+        RecordFilter(topics=frozenset({"TopicA"}), queue_ids=frozenset({0}), tags=frozenset({"tag0", "tag2"})),
+        RecordFilter(topics=frozenset({"nope"})),
+    ],
+    ids=["topics", "queues", "offsets", "time", "tags", "combined", "none"],
+)
+def test_filters_equal_the_reference(pyrmq_store, flt) -> None:
+    root, _ = pyrmq_store
+    for names in (HEADER, ["commitLogOffset", "body", "keys"]):
+        want, _ = reference_rows(root, names, flt)
+        got, _ = bulk_rows(root, names, flt, batch_rows=5)
+        assert got == want
+    if flt.tags is not None:
+        assert want and all(r in want for r in got)
+
+
+def _copy(root, tmp_path) -> Path:
+    copy = tmp_path / "store"
+    shutil.copytree(root, copy)
+    return copy
+
+
+def _records(root) -> list[tuple[str, int]]:
+    rows, _ = reference_rows(root, ["file", "commitLogOffset"])
+    files = {Path(f.path).name: f for f in scan.list_commit_log(str(root))}
+    return [(files[r["file"]].path, r["commitLogOffset"] - files[r["file"]].start) for r in rows]
+
+
+def _flip(path: str, pos: int) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        b = fh.read(1)
+        fh.seek(pos)
+        fh.write(bytes([b[0] ^ 0x5A]))
+
+
+@pytest.mark.parametrize("where", ["body", "totalsize", "topic length", "magic"])
+def test_corrupt_records_are_handled_like_the_reference(pyrmq_store, tmp_path, where) -> None:
+    copy = _copy(pyrmq_store[0], tmp_path)
+    recs = _records(copy)
+    for path, pos in (recs[5], recs[30]):
+        data = open(path, "rb").read()
+        msg = m.decode_message(data, pos, read_body=False)
+        body_at = pos + m.body_position(msg.sys_flag)
+        at = {
+            "body": body_at + 1,
+            "totalsize": pos + 2,
+            "topic length": body_at + msg.body_length,
+            "magic": pos + 5,
+        }[where]
+        _flip(path, at)
+    for split_size in (777,):
+        with pytest.raises(scan.CorruptRecordError) as want_err:
+            reference_rows(copy, HEADER, split_size=split_size)
+        with pytest.raises(scan.CorruptRecordError) as got_err:
+            bulk_rows(copy, HEADER, split_size=split_size, batch_rows=3)
+        assert str(got_err.value) == str(want_err.value)
+        want, want_stats = reference_rows(copy, ALL, split_size=split_size, corrupt="skip")
+        got, got_stats = bulk_rows(copy, ALL, split_size=split_size, corrupt="skip", batch_rows=3)
+        assert got == want
+        assert got_stats.corrupt == want_stats.corrupt and len(got_stats.corrupt) >= 2
+        assert got_stats.records == want_stats.records
+
+
+def test_crc_check_off_reads_a_bad_body_like_the_reference(pyrmq_store, tmp_path) -> None:
+    copy = _copy(pyrmq_store[0], tmp_path)
+    path, pos = _records(copy)[12]
+    msg = m.decode_message(open(path, "rb").read(), pos, read_body=False)
+    _flip(path, pos + m.body_position(msg.sys_flag))
+    want, _ = reference_rows(copy, ALL, check_crc=False)
+    got, stats = bulk_rows(copy, ALL, check_crc=False)
+    assert got == want and not stats.corrupt
+
+
+def test_torn_tail_and_zeros_end_the_data(pyrmq_store, tmp_path) -> None:
+    copy = _copy(pyrmq_store[0], tmp_path)
+    path, pos = _records(copy)[-1]
+    with open(path, "r+b") as fh:  # the last record half-written, zeros after it
+        fh.seek(pos + 40)
+        fh.write(bytes(200))
+    want, want_stats = reference_rows(copy, ALL, corrupt="fail")
+    got, got_stats = bulk_rows(copy, ALL, corrupt="fail")
+    assert got == want and not got_stats.corrupt and not want_stats.corrupt
+
+
+def _golden_log(tmp_path: Path) -> Path:
+    """A commit-log file of the hand-checked Java-format records in tests/golden/store (V1 with
+    IPv4 hosts, V2 with IPv6 hosts), each placed at the offset it names, then a blank record."""
+    recs = [
+        load_golden(GOLDEN_DIR / "store" / n) for n in ("commitlog_message_v1.hex", "commitlog_message_v2_ipv6.hex")
+    ]
+    size = 4096
+    data = bytearray(size)
+    pos = 0
+    for rec in recs * 3:
+        r = bytearray(rec)
+        r[m.PHYSICALOFFSET_OFFSET : m.PHYSICALOFFSET_OFFSET + 8] = pos.to_bytes(8, "big")
+        data[pos : pos + len(r)] = r
+        pos += len(r)
+    data[pos : pos + 8] = m.encode_blank(size - pos)[:8]
+    root = tmp_path / "golden-store"
+    (root / "commitlog").mkdir(parents=True)
+    (root / "commitlog" / f"{0:020d}").write_bytes(bytes(data))
+    (root / "commitlog" / f"{size:020d}").write_bytes(bytes(size))  # the preallocated next file
+    return root
+
+
+def test_java_format_golden_records(tmp_path) -> None:
+    root = _golden_log(tmp_path)
+    want, _ = reference_rows(root, ALL)
+    assert len(want) == 6 and {r["version"] for r in want} == {1, 2}
+    assert any(r["storeHost"].startswith("[") for r in want)
+    for batch_rows in (16384, 2):
+        got, _ = bulk_rows(root, ALL, batch_rows=batch_rows)
+        assert got == want
+
+
+def test_compressed_body_in_the_body_column(pyrmq_store) -> None:
+    root, sent = pyrmq_store
+    got, _ = bulk_rows(root, ["msgId", "body", "bodySize", "sysFlag"])
+    compressed = [r for r in got if r["sysFlag"] & m.MessageSysFlag.COMPRESSED_FLAG]
+    assert compressed
+    for r in compressed:
+        assert r["body"] == sent.by_uniq[r["msgId"]]["body"]
+        assert r["bodySize"] == len(zlib.compress(r["body"], 5))
+
+
+def test_arrow_schema_matches_spark_types() -> None:
+    s = arrow_schema(ALL)
+    assert s.field("storeTimestamp").type == pa.timestamp("us", tz="UTC")
+    assert s.field("properties").type == pa.map_(pa.string(), pa.string())
+    assert pa.types.is_list(s.field("keys").type)

@@ -1,0 +1,146 @@
+"""Disk space reserved before mapped writes, and what a full disk does to puts and dispatch.
+
+The filesystem's answer is injected: `NoSpace` stands in for posix_fallocate and answers ENOSPC
+for the files of one folder (or past a budget of calls), so a full disk is reached at an exact
+point without a small filesystem (tests/reliability/test_disk_full.py does it on real tmpfs mounts).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from pyrmq.store import space
+from pyrmq.store.mapped_file import MappedFile
+from pyrmq.store.results import GetMessageStatus, PutMessageStatus
+from pyrmq.store.running_flags import RunningFlag
+
+
+class NoSpace:
+    """posix_fallocate that fails with ENOSPC for files under `full_under` (all files: "/") or
+    after `budget` more allocations there; the calls it saw."""
+
+    def __init__(self, real=os.posix_fallocate) -> None:
+        self.real = real
+        self.full_under: str | None = None
+        self.budget: int | None = None
+        self.max_length: int | None = None
+        self.calls: list[tuple[int, int]] = []
+
+    def __call__(self, fd: int, offset: int, length: int) -> None:
+        self.calls.append((offset, length))
+        if self.max_length is not None and length > self.max_length:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        if self.full_under is not None and os.readlink(f"/proc/self/fd/{fd}").startswith(self.full_under):
+            if self.budget is None or self.budget <= 0:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.budget -= 1
+        self.real(fd, offset, length)
+
+
+@pytest.fixture
+def fallocate(monkeypatch):
+    f = NoSpace()
+    monkeypatch.setattr(space.os, "posix_fallocate", f)
+    return f
+
+
+def test_reservation_runs_ahead_and_keeps_size_and_bytes(tmp_path, fallocate) -> None:
+    path = tmp_path / "00000000000000000000"
+    mf = MappedFile(str(path), 1 << 20, reserve_ahead=64 * 1024)
+    try:
+        assert mf.append_message(b"x" * 100)
+        assert mf.reserved == 64 * 1024 + 4096  # the page of the write, then 64 KiB ahead
+        assert fallocate.calls == [(0, mf.reserved)]
+        for _ in range(600):  # 60 KB more: still inside the reservation, no new call
+            assert mf.append_message(b"y" * 100)
+        assert len(fallocate.calls) == 1
+        assert os.path.getsize(path) == 1 << 20  # the size Java expects
+        assert os.stat(path).st_blocks * 512 >= mf.reserved  # really allocated
+        data = path.read_bytes()
+        assert data[:100] == b"x" * 100 and data[60_100 : 1 << 20] == bytes((1 << 20) - 60_100)
+    finally:
+        mf.close()
+
+
+def test_reservation_falls_back_to_what_the_write_needs_then_refuses(tmp_path, fallocate) -> None:
+    mf = MappedFile(str(tmp_path / "00000000000000000000"), 1 << 20, reserve_ahead=64 * 1024)
+    fallocate.max_length = 8192
+    try:
+        assert mf.append_message(b"a" * 5000)  # the ahead request fails, two pages succeed
+        assert mf.reserved == 8192
+        fallocate.full_under = "/"
+        with pytest.raises(space.DiskFullError):
+            mf.append_message(b"b" * 5000)
+        assert mf.wrote_position == 5000  # nothing written
+    finally:
+        mf.close()
+
+
+def test_full_disk_refuses_puts_with_disk_full_flag_then_resumes(open_store, msg_factory, fallocate) -> None:
+    s = open_store()  # 4 KiB commit-log files: each new file needs a reservation
+    assert s.put_message(msg_factory(0)).is_ok()
+    fallocate.full_under = s.config.commit_log_dir
+    # fill what the reservation made room for, until the commit log asks for more
+    n, r = 1, s.put_message(msg_factory(1))
+    while r.is_ok():
+        n += 1
+        r = s.put_message(msg_factory(n))
+    assert r.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert s.running_flags.is_set(RunningFlag.DISK_FULL)
+    max_before = s.get_max_phy_offset()
+    r = s.put_message(msg_factory(n + 1))  # refused before the commit log: nothing written
+    assert r.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert s.get_max_phy_offset() == max_before
+    s._retry_after_disk_full()  # still full: still refused
+    assert not s.running_flags.is_writeable()
+    fallocate.full_under = None
+    s._retry_after_disk_full()
+    assert s.running_flags.is_writeable()
+    assert s.put_message(msg_factory(n + 2)).is_ok()
+    assert s.get_max_offset_in_queue("T", 0) == n + 1  # every accepted message has its entry
+
+
+def test_consume_queue_without_space_stalls_dispatch_and_catches_up(open_store, msg_factory, fallocate) -> None:
+    s = open_store()
+    assert s.put_message(msg_factory(0)).is_ok()
+    fallocate.full_under = os.path.join(s.config.consume_queue_dir, "T", "1")
+    r = s.put_message(msg_factory(1, queue_id=1))
+    assert r.is_ok()  # in the commit log: acknowledged, its entry waits
+    assert s.running_flags.is_set(RunningFlag.WRITE_LOGICS_QUEUE_ERROR)
+    assert s.reput_message_service.stalled is not None
+    assert s.get_max_offset_in_queue("T", 1) == 0
+    r = s.put_message(msg_factory(2))
+    assert r.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    s._retry_after_disk_full()
+    assert not s.running_flags.is_writeable()
+    fallocate.full_under = None
+    s._retry_after_disk_full()
+    assert s.running_flags.is_writeable() and s.reput_message_service.stalled is None
+    assert s.get_max_offset_in_queue("T", 1) == 1
+    got = s.get_message("g", "T", 1, 0, 8)
+    assert got.status is GetMessageStatus.FOUND and got.message_count == 1
+    got.release()
+    assert s.put_message(msg_factory(3)).is_ok()
+    assert s.get_max_offset_in_queue("T", 0) == 2
+
+
+def test_index_stalled_mid_message_keeps_every_key(open_store, msg_factory, fallocate) -> None:
+    s = open_store(max_hash_slot_num=65536)  # slots over 64 pages: keys land on unreserved pages
+    index = s.index_service
+    assert s.put_message(msg_factory(0)).is_ok()
+    fallocate.full_under, fallocate.budget = s.config.index_dir, 1  # one more allocation, then full
+    keys = " ".join(f"key{i}" for i in range(40))
+    msg = msg_factory(1, KEYS=keys)
+    assert s.put_message(msg).is_ok()
+    assert s.running_flags.is_set(RunningFlag.WRITE_INDEX_FILE_ERROR)
+    assert index._resume is not None and index._resume[1] > 0  # stopped part-way through the keys
+    fallocate.full_under = None
+    s._retry_after_disk_full()
+    assert s.running_flags.is_writeable()
+    ts = msg.store_timestamp
+    for k in ["UNIQ00000001", *keys.split()]:
+        assert len(s.query_message("T", k, 4, ts - 1000, ts + 1000).phy_offsets) == 1, k
+    assert s.get_max_offset_in_queue("T", 0) == 2
