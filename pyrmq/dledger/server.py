@@ -32,6 +32,8 @@ from .protocol import (
     AppendEntryResponse,
     DLedgerProtocolError,
     DLedgerResponseCode,
+    GetEntriesRequest,
+    GetEntriesResponse,
     MetadataRequest,
     MetadataResponse,
     RequestOrResponse,
@@ -54,7 +56,13 @@ from .raft import (
     Timing,
 )
 from .raft import network_error as _network_error
-from .store_files import DEFAULT_DATA_FILE_SIZE, DEFAULT_INDEX_FILE_SIZE, DLedgerStoreWriter, fsync_paths
+from .store_files import (
+    DEFAULT_DATA_FILE_SIZE,
+    DEFAULT_INDEX_FILE_SIZE,
+    DLedgerStoreWriter,
+    StoreFormatError,
+    fsync_paths,
+)
 
 log = logging.getLogger("pyrmq.dledger.server")
 
@@ -295,6 +303,8 @@ class DLedgerServer:
             return response_command(cmd, await self._client_append(request))
         if isinstance(request, MetadataRequest):
             return response_command(cmd, self._metadata(request))
+        if isinstance(request, GetEntriesRequest):
+            return response_command(cmd, self._get(request))
         response, out = self.member.handle_request(request, _now())
         if response is None:
             held: asyncio.Future[RequestOrResponse] = asyncio.get_running_loop().create_future()
@@ -337,6 +347,22 @@ class DLedgerServer:
                     pos=entry.pos,
                 )
         return self._failed(AppendEntryResponse, request, code)
+
+    def _get(self, request: GetEntriesRequest) -> GetEntriesResponse:
+        """DLedgerServer#handleGet: the one entry at ``beginIndex``, from the leader only."""
+        code = self._checked(request)
+        if code is None and not self.is_leader:
+            code = Code.NOT_LEADER
+        if code is None:
+            try:
+                entry = self.store.get(request.begin_index if request.begin_index is not None else -1)
+            except KeyError:
+                code = Code.INDEX_OUT_OF_RANGE
+            except StoreFormatError:
+                code = Code.DISK_ERROR
+            else:
+                return GetEntriesResponse(group=self.config.group, entries=[entry])
+        return self._failed(GetEntriesResponse, request, code)
 
     def _metadata(self, request: MetadataRequest) -> MetadataResponse:
         code = self._checked(request)

@@ -48,6 +48,12 @@ def test_three_members_elect_replicate_and_commit(tmp_path: Path) -> None:
                 req = p.AppendEntryRequest(group=GROUP, remote_id=leader.config.self_id, body=b"by rpc")
                 resp = p.AppendEntryResponse.decode((await client.invoke(leader.address, p.request_command(req))).body)
                 assert (resp.code, resp.index) == (p.DLedgerResponseCode.SUCCESS, 40)
+                get = p.GetEntriesRequest(group=GROUP, remote_id=leader.config.self_id, begin_index=40)
+                got = p.GetEntriesResponse.decode((await client.invoke(leader.address, p.request_command(get))).body)
+                assert got.code == p.DLedgerResponseCode.SUCCESS and [e.body for e in got.entries] == [b"by rpc"]
+                get.begin_index = 41
+                got = p.GetEntriesResponse.decode((await client.invoke(leader.address, p.request_command(get))).body)
+                assert got.code == p.DLedgerResponseCode.INDEX_OUT_OF_RANGE
                 bad = p.AppendEntryRequest(group="other", remote_id=leader.config.self_id, body=b"x")
                 resp = p.AppendEntryResponse.decode((await client.invoke(leader.address, p.request_command(bad))).body)
                 assert resp.code == p.DLedgerResponseCode.UNKNOWN_GROUP
