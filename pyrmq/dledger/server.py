@@ -311,7 +311,11 @@ class DLedgerServer:
             self._held[id(request)] = held
             self._apply(out)
             try:
-                response = await held
+                # the state machine may drop a held request (a role change clears them); by then
+                # the asker's own call has timed out, so answer TIMEOUT rather than wait forever
+                response = await asyncio.wait_for(held, self.config.rpc_timeout_ms / 1000 + 1)
+            except TimeoutError:
+                response = failure(request, Code.TIMEOUT, self.member.leader_id)
             finally:
                 self._held.pop(id(request), None)
         else:
