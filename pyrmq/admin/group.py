@@ -14,7 +14,7 @@ import orjson
 
 from pyrmq.admin.base import Ctx, PrintHelp, command, java_bool, java_int
 from pyrmq.admin.client import AdminError, ok, select_addr
-from pyrmq.admin.javafmt import format_date, jstr, version_desc
+from pyrmq.admin.javafmt import format_date, jstr
 from pyrmq.admin.options import Opt, OptionSet
 from pyrmq.admin.topic import delete_topic_everywhere, mq_key
 from pyrmq.common.constants import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
@@ -27,6 +27,7 @@ from pyrmq.protocol.headers.admin import (
     GetConsumerRunningInfoRequestHeader,
     GetProducerConnectionListRequestHeader,
 )
+from pyrmq.protocol.version import version_desc
 
 #: SubscriptionGroupConfig's declared fields in order, with the client's defaults
 GROUP_FIELDS: list[tuple[str, object]] = [

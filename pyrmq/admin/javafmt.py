@@ -71,18 +71,6 @@ def parse_human_date(s: str) -> int:
     return int(time.mktime(t)) * 1000 + int(sss)
 
 
-def version_desc(ordinal: int) -> str:
-    """``MQVersion.getVersionDesc``: V4_0_0_SNAPSHOT (212) .. V5_9_9 (611), then HIGHER_VERSION."""
-    if ordinal >= 612:
-        return "HIGHER_VERSION"
-    if ordinal < 212:
-        return f"V{ordinal}"  # 3.x names are irregular; no live client sends them
-    k = ordinal - 212
-    n = k // 2
-    name = f"V{4 + n // 100}_{(n // 10) % 10}_{n % 10}"
-    return name if k % 2 else name + "_SNAPSHOT"
-
-
 def java_bytes(b: bytes) -> str:
     """``Arrays.toString(byte[])`` (signed bytes)."""
     return "[" + ", ".join(str(x - 256 if x > 127 else x) for x in b) + "]"

@@ -112,9 +112,27 @@ class ConsumerManager:
         self.on_ids_changed = on_ids_changed
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
         self.consumer_table: dict[str, ConsumerGroupInfo] = {}
+        #: Java consumerCompensationTable: what pulls told about groups without a heartbeat (pull
+        #: consumers, consumers gone); read by the lag metrics, never expired (as in Java 5.5.0)
+        self.compensation_table: dict[str, ConsumerGroupInfo] = {}
 
-    def get_consumer_group_info(self, group: str) -> ConsumerGroupInfo | None:
-        return self.consumer_table.get(group)
+    def get_consumer_group_info(self, group: str, from_compensation_table: bool = False) -> ConsumerGroupInfo | None:
+        info = self.consumer_table.get(group)
+        if info is None and from_compensation_table:
+            info = self.compensation_table.get(group)
+        return info
+
+    def compensate_basic_consumer_info(self, group: str, consume_type: str, message_model: str) -> None:
+        info = self.compensation_table.get(group)
+        if info is None:
+            info = self.compensation_table[group] = ConsumerGroupInfo(group)
+        info.consume_type, info.message_model = consume_type, message_model
+
+    def compensate_subscribe_data(self, group: str, topic: str, sub: SubscriptionData) -> None:
+        info = self.compensation_table.get(group)
+        if info is None:
+            info = self.compensation_table[group] = ConsumerGroupInfo(group)
+        info.subscription_table[topic] = sub
 
     def find_subscription_data(self, group: str, topic: str) -> SubscriptionData | None:
         info = self.consumer_table.get(group)

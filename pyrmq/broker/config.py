@@ -180,6 +180,18 @@ def _core_defaults() -> dict[str, Any]:
         "loadBalanceProcessorThreadPoolNums": 32,
         "adminBrokerThreadPoolNums": 16,
         **{k: MACHINE_DEFAULTS[k](Machine.current()) for k in _MACHINE_POOLS},
+        "metricsExporterType": "DISABLE",  # pyrmq/broker/metrics.py: PROM serves Java's metric names
+        "metricsPromExporterHost": "",  # brokerIP1 when empty
+        "metricsPromExporterPort": 5557,
+        "metricsLabel": "",  # extra labels on every series, k1:v1,k2:v2
+        "metricsInDelta": False,  # adds aggregation=delta (Java's label; values stay cumulative)
+        "enableStatsMetrics": True,
+        "enableRequestMetrics": True,
+        "enableConnectionMetrics": True,
+        "enableLagAndDlqMetrics": True,
+        "enableRemotingMetrics": True,
+        "enableMessageStoreMetrics": True,
+        "enableScheduleMessageStats": True,  # MessageStoreConfig: delayed deliveries counted in the metrics
         # NettyServerConfig
         "bindAddress": "0.0.0.0",
         "listenPort": 10911,  # BrokerStartup sets 10911 before reading the file

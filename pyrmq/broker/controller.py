@@ -29,6 +29,7 @@ from pyrmq.broker.controller_api import ControllerApi
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.flow_control import build_flow_control, max_bytes_in_flight
+from pyrmq.broker.metrics import BrokerMetricsManager
 from pyrmq.broker.pop.message_request_mode_manager import MessageRequestModeManager
 from pyrmq.broker.pop.services import PopServices
 from pyrmq.broker.processor.ack_message import AckMessageProcessor
@@ -218,6 +219,18 @@ class BrokerController:
         )
         self.timer_message_store = TimerMessageStore(config=config, message_store=self.message_store, now=clock)
         register_message_store_hook(self.message_store, config, self.schedule_message_service, clock)
+        self.broker_metrics = BrokerMetricsManager(
+            config=config,
+            topic_config_manager=self.topic_config_manager,
+            subscription_group_manager=self.subscription_group_manager,
+            consumer_manager=self.consumer_manager,
+            producer_manager=self.producer_manager,
+            consumer_offset_manager=self.consumer_offset_manager,
+            message_store=self.message_store,
+            timer_message_store=self.timer_message_store,
+            now=clock,
+        )
+        self.schedule_message_service.on_delivered = self.broker_metrics.on_schedule_delivered
         self.controller_mode = bool(config["enableControllerMode"])
         if self.controller_mode:  # fenced until the controller names a role (ReplicasManager)
             self.message_store.put_message_hook_list.insert(0, refuse_put_when_fenced)
@@ -323,6 +336,7 @@ class BrokerController:
             "rebalance_lock_manager": self.rebalance_lock_manager,
             "message_store": self.message_store,
             "broker_stats": self.broker_stats,
+            "broker_metrics": self.broker_metrics,
             "broker2client": self.broker2client,
             "transactional_message_service": self.transactional_message_service,
             "uniq_id_generator": self.uniq_id_generator,
@@ -405,7 +419,9 @@ class BrokerController:
             if server is not None:
                 for processor in self.processors():
                     server.register(processor)
+                self.broker_metrics.watch(server.table)
                 await server.start_serving()
+        await self.broker_metrics.start()
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         self._started = True
@@ -571,6 +587,7 @@ class BrokerController:
         self.pull_request_hold_service.shutdown()
         self.flow_dispatcher.stop()
         await self.pop_services.shutdown()
+        await self.broker_metrics.shutdown()
         for server in (self.fast_server, self.server):
             if server is not None:
                 await server.close()

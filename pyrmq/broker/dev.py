@@ -2,8 +2,10 @@
 
 Embedded defaults: name server on 9876, broker on 10911 (VIP 10909), store
 under ``./.pyrmq/store`` (``--store DIR``), brokerIP1 127.0.0.1, topic and
-group auto-creation on. Prints both addresses once ready; SIGTERM/SIGINT stop
-both cleanly. ``--acl`` turns authentication and authorization on with an admin and a normal
+group auto-creation on, Prometheus metrics (metricsExporterType=PROM) on 5557, or
+on a free port when 5557 is taken (``--metrics-port``, 0 for any free port, -1 for none).
+Prints the addresses and the metrics URL once ready; SIGTERM/SIGINT stop both cleanly.
+``--acl`` turns authentication and authorization on with an admin and a normal
 account (written once to ``<store>/../acl/conf/plain_acl.yml`` with random secrets, imported as
 Java 5.5.0 imports it) and prints both accounts.
 """
@@ -14,6 +16,7 @@ import argparse
 import asyncio
 import logging
 import os
+import socket
 
 from pyrmq.auth.config import LOCAL_AUTHENTICATION_METADATA_PROVIDER, LOCAL_AUTHORIZATION_METADATA_PROVIDER
 from pyrmq.startup import run_command, run_servers
@@ -34,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="address the broker registers (brokerIP1) when it differs from --host, e.g. in a "
         "container binding 0.0.0.0 (default: --host, or 127.0.0.1 for a wildcard --host)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=5557,
+        help="Prometheus endpoint port (metricsPromExporterPort; default 5557, a free port when taken; -1: off)",
     )
     p.add_argument("--cluster", default="DefaultCluster")
     p.add_argument("--broker-name", default="broker-a")
@@ -99,12 +108,21 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
         return f"{advertise}:{namesrv.port}"
 
     acl_conf, acl_lines = dev_acl(os.path.join(os.path.dirname(store), "acl")) if args.acl else ({}, "")
+    metrics_port = getattr(args, "metrics_port", 5557)
+    metrics = {}
+    if metrics_port >= 0:
+        metrics = {
+            "metricsExporterType": "PROM",
+            "metricsPromExporterHost": args.host,
+            "metricsPromExporterPort": str(_free_or_any(args.host, metrics_port)),
+        }
 
     def make_broker() -> BrokerController:
         """After the name server started: its port is known even when 0 was asked."""
         cfg = BrokerConfig.from_properties(
             {
                 **acl_conf,
+                **metrics,
                 "brokerClusterName": args.cluster,
                 "brokerName": args.broker_name,
                 "brokerId": "0",
@@ -127,10 +145,23 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
         [("name server", lambda: namesrv), ("broker", make_broker)],
         lambda: (
             f"pyrmq dev ready: namesrv {ns_addr()}  broker {brokers[0].broker_addr}  store {store}"
+            + (f"  metrics {brokers[0].broker_metrics.url}" if brokers[0].broker_metrics.url else "")
             + (f"\n{acl_lines}" if acl_lines else "")
         ),
         stop,
     )
+
+
+def _free_or_any(host: str, port: int) -> int:
+    """`port` when it can be bound now, else 0 (any free port): a second `pyrmq dev` still starts."""
+    if port == 0:
+        return 0
+    try:
+        with socket.create_server((host or "0.0.0.0", port)):
+            return port
+    except OSError:
+        log.warning("metrics port %d is taken; serving metrics on a free port", port)
+        return 0
 
 
 def main(argv: list[str] | None = None) -> int:

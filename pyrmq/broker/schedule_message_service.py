@@ -102,6 +102,8 @@ class ScheduleMessageService:
         self.now = now
         #: where due messages go; the broker puts its escape bridge here (Java EscapeBridge#putMessage)
         self.put_message: Callable[[m.MessageExtBrokerInner], Awaitable[PutMessageResult]] = self._put_local
+        #: told of every delivered message (the broker's metrics: Java PutResultProcess#onSuccess)
+        self.on_delivered: Callable[[str, PutMessageResult], None] | None = None
         self.delay_level_table: dict[int, int] = config.store.delay_level_table()
         self.max_delay_level = max(self.delay_level_table) if self.delay_level_table else 0
         self.offset_table: dict[int, int] = {}
@@ -281,6 +283,8 @@ class ScheduleMessageService:
                         )
                         self.offset_table[level] = offset
                         return DELAY_FOR_A_WHILE_MS / 1000
+                    if self.on_delivered is not None:
+                        self.on_delivered(inner.topic, result)
             offset += 1
             self.offset_table[level] = offset
         return IDLE_RECHECK_S

@@ -243,6 +243,10 @@ class TimerMessageStore:
             return False
         return not self._heap or self._heap[0][0] > self.now()
 
+    def pending_due_times(self) -> list[int]:
+        """The delivery time (epoch ms) of every timer read and not delivered yet (metrics)."""
+        return [out_ms for out_ms, *_ in self._heap]
+
     def enqueue(self) -> int:
         """Read new timer-queue entries into the heap (Java TimerEnqueueGetService). Returns how many."""
         store = self.message_store

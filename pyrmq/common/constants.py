@@ -74,6 +74,10 @@ DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 #: the group whose offsets track the transaction half and op queues
 CID_RMQ_SYS_TRANS = "CID_RMQ_SYS_TRANS"
+#: MixAll.SCHEDULE_CONSUMER_GROUP: the group the delay service "consumes" SCHEDULE_TOPIC_XXXX as
+SCHEDULE_CONSUMER_GROUP = "SCHEDULE_CONSUMER"
+#: MixAll.CID_RMQ_SYS_PREFIX: groups of the broker's own consumers
+CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
 #: groups a Java 5.5.0 broker creates at start, in its order (SubscriptionGroupManager#init)
 SYSTEM_GROUPS = (
     TOOLS_CONSUMER_GROUP,
@@ -230,6 +234,8 @@ class MessageConst:
     CRC32 = "__CRC32#"
     TRANSACTION_ID = "__transactionId__"
     TIMER_OUT_MS = "TIMER_OUT_MS"
+    SHARDING_KEY = "__SHARDINGKEY"
+    START_DELIVER_TIME = "__STARTDELIVERTIME"
     TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
     TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
     TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"

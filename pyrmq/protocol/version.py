@@ -24,3 +24,15 @@ class MQVersion(enum.IntEnum):
 #: 5.5.0's MQVersion.CURRENT_VERSION): at least 232 (Java SQL92 consumers check it, spec §1.3)
 #: and within int16 (the Go client)
 PYRMQ_VERSION = MQVersion.V5_5_0.value
+
+
+def version_desc(ordinal: int) -> str:
+    """``MQVersion.getVersionDesc``: V4_0_0_SNAPSHOT (212) .. V5_9_9 (611), then HIGHER_VERSION."""
+    if ordinal >= 612:
+        return "HIGHER_VERSION"
+    if ordinal < 212:
+        return f"V{ordinal}"  # 3.x names are irregular; no live client sends them
+    k = ordinal - 212
+    n = k // 2
+    name = f"V{4 + n // 100}_{(n // 10) % 10}_{n % 10}"
+    return name if k % 2 else name + "_SNAPSHOT"

@@ -84,6 +84,11 @@ class RequestContext:
     received_at_ms: int = 0
 
 
+#: rpc latency hook (Java RemotingMetricsManager#rpcLatency): request code, response code,
+#: is_long_polling, result ("success", "oneway", "write_channel_failed"), elapsed ms
+RpcObserver = Callable[[int, int, bool, str, int], None]
+
+
 class ProcessorTable:
     """Request code -> handler (Java NettyRemotingAbstract#processorTable)."""
 
@@ -91,6 +96,22 @@ class ProcessorTable:
         self.handlers: dict[int, Handler] = {}
         self.default: Handler | None = None
         self._unsupported_logged: set[int] = set()
+        self.rpc_observer: RpcObserver | None = None
+        #: requests received and not answered yet, by code (the broker's processor watermark)
+        self.in_flight: dict[int, int] = {}
+
+    def observe_rpc(
+        self, ctx: RequestContext, cmd: RemotingCommand, response: RemotingCommand, sent: bool, long_polling: bool
+    ) -> None:
+        """Report one answered request, as Java NettyRemotingAbstract#writeResponse does."""
+        if self.rpc_observer is None:
+            return
+        if cmd.flag & FLAG_ONEWAY:
+            result = "oneway"
+        else:
+            result = "success" if sent else "write_channel_failed"
+        elapsed = max(int(time.time() * 1000) - ctx.received_at_ms, 0)
+        self.rpc_observer(cmd.code, response.code, long_polling, result, elapsed)
 
     def log_unsupported(self, code: int, remote: object) -> None:
         """Java NettyRemotingAbstract#processRequestCommand logs an unsupported request type; here
@@ -290,32 +311,42 @@ class Channel(asyncio.BufferedProtocol):
 
     def answer(self, cmd: RemotingCommand, code: int, remark: str) -> None:
         """Answer a request without running it (busy, overload); one-way requests get nothing."""
-        self._respond(cmd, cmd.make_response(code, remark))
+        self._respond(
+            cmd, cmd.make_response(code, remark), RequestContext(self, self.endpoint, int(time.time() * 1000))
+        )
 
     async def _process_request(self, cmd: RemotingCommand, received_at_ms: int) -> None:
         """Java NettyRemotingAbstract#processRequestCommand: the one place that catches."""
         ctx = RequestContext(self, self.endpoint, received_at_ms)
         handler = self.table.lookup(cmd.code)
         response: RemotingCommand | None
-        check: RequestCheck | None = getattr(self.endpoint, "request_check", None)
-        if check is not None and (response := check(self, cmd)) is not None:
-            pass
-        elif handler is None:
-            self.table.log_unsupported(cmd.code, self)
-            response = cmd.make_response(
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
-            )
-        else:
-            response = await call_handler(handler, ctx, cmd)
-        self._respond(cmd, response)
+        in_flight = self.table.in_flight
+        in_flight[cmd.code] = in_flight.get(cmd.code, 0) + 1
+        try:
+            check: RequestCheck | None = getattr(self.endpoint, "request_check", None)
+            if check is not None and (response := check(self, cmd)) is not None:
+                pass
+            elif handler is None:
+                self.table.log_unsupported(cmd.code, self)
+                response = cmd.make_response(
+                    ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
+                )
+            else:
+                response = await call_handler(handler, ctx, cmd)
+        finally:
+            in_flight[cmd.code] -= 1
+        self._respond(cmd, response, ctx)
 
-    def _respond(self, cmd: RemotingCommand, response: RemotingCommand | None) -> None:
-        if cmd.flag & FLAG_ONEWAY or response is None:
+    def _respond(self, cmd: RemotingCommand, response: RemotingCommand | None, ctx: RequestContext) -> None:
+        if response is None:
+            return
+        if cmd.flag & FLAG_ONEWAY:
+            self.table.observe_rpc(ctx, cmd, response, False, False)
             return  # one-way requests are never answered
         response.opaque = cmd.opaque
         response.flag |= FLAG_RESPONSE
         response.serialize_type = cmd.serialize_type
-        self.send(response)
+        self.table.observe_rpc(ctx, cmd, response, self.send(response), False)
 
     # -- sending -----------------------------------------------------------
 

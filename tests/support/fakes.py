@@ -16,6 +16,7 @@ from typing import Any
 
 from pyrmq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from pyrmq.protocol.errors import RemotingTimeout
+from pyrmq.remoting.channel import ProcessorTable
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 
@@ -42,6 +43,7 @@ class FakeChannel:
         self.sent: list[RemotingCommand] = []
         self.invoked: list[RemotingCommand] = []
         self.answer = answer
+        self.table = ProcessorTable()  # what a real channel dispatches with (rpc metrics hook)
 
     def __repr__(self) -> str:
         return f"<FakeChannel {self.remote_addr}{' closed' if self.closed else ''}>"

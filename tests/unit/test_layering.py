@@ -53,6 +53,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "broker": ("pyrmq.admin", "pyrmq.spark", "pyrmq.testing"),
     # sans-IO users, ACLs and signatures: the broker and the tools build on it
     "auth": ("asyncio", "pyrmq.remoting", "pyrmq.store", "pyrmq.ha", *_ABOVE_STORE),
+    # metrics instruments, the Prometheus text writer and its HTTP endpoint: common only
+    "metrics": ("pyrmq.protocol", "pyrmq.remoting", "pyrmq.store", "pyrmq.ha", *_ABOVE_STORE),
 }
 
 

@@ -68,6 +68,7 @@ class GroupAdminProcessor:
         producer_manager,
         message_store,
         broker_stats,
+        broker_metrics,
         broker2client,
     ) -> None:
         self.config = config
@@ -78,6 +79,7 @@ class GroupAdminProcessor:
         self.producer_manager = producer_manager
         self.message_store = message_store
         self.broker_stats = broker_stats
+        self.broker_metrics = broker_metrics
         self.broker2client = broker2client
 
     @property
@@ -93,6 +95,9 @@ class GroupAdminProcessor:
 
     @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
     async def update_and_create_subscription_group(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        return await self.broker_metrics.time_group_create(self._update_and_create_subscription_group(ctx, cmd))
+
+    async def _update_and_create_subscription_group(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         log.info("AdminBrokerProcessor#updateAndCreateSubscriptionGroup called by %s", ctx.channel.remote_addr)
         if not cmd.body:
             return cmd.make_response(ResponseCode.SUCCESS)
@@ -108,6 +113,11 @@ class GroupAdminProcessor:
 
     @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST)
     async def update_and_create_subscription_group_list(
+        self, ctx: RequestContext, cmd: RemotingCommand
+    ) -> RemotingCommand:
+        return await self.broker_metrics.time_group_create(self._update_and_create_subscription_group_list(ctx, cmd))
+
+    async def _update_and_create_subscription_group_list(
         self, ctx: RequestContext, cmd: RemotingCommand
     ) -> RemotingCommand:
         try:

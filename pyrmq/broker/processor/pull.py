@@ -33,6 +33,8 @@ FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for fur
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
+#: RequestSource -> the consumer info a pull compensates (Java PullMessageProcessor#processRequest)
+_COMPENSATION = {1: ("CONSUME_PASSIVELY", "BROADCASTING"), 2: ("CONSUME_ACTIVELY", "CLUSTERING")}
 FLAG_CLASS_FILTER = 0x8
 FLAG_LITE_PULL_MESSAGE = 0x10
 
@@ -62,6 +64,7 @@ class PullMessageProcessor:
         consumer_manager,
         consumer_filter_manager,
         broker_stats,
+        broker_metrics,
         now,
     ) -> None:
         self.config = config
@@ -72,6 +75,7 @@ class PullMessageProcessor:
         self.consumer_manager = consumer_manager
         self.consumer_filter_manager = consumer_filter_manager
         self.broker_stats = broker_stats
+        self.broker_metrics = broker_metrics
         self.now = now
         #: Java BrokerController#minBrokerIdInGroup: the lowest live broker id of this group. It
         #: only moves with enableSlaveActingMaster; otherwise a slave always sees its master as 0.
@@ -138,9 +142,13 @@ class PullMessageProcessor:
                 f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
                 f"[{tc.read_queue_nums}] consumer:[{ctx.channel.remote_addr}]",
             )
+        # Java: PROXY_FOR_BROADCAST (1) and PROXY_FOR_STREAM (2) request sources, else an SDK push consumer
+        consume_type, model = _COMPENSATION.get(h.request_source or -1, ("CONSUME_PASSIVELY", "CLUSTERING"))
+        self.consumer_manager.compensate_basic_consumer_info(h.consumer_group, consume_type, model)
         filter_data = None
         if has_sub:
             sub = SubscriptionData.build(h.topic, h.subscription, h.expression_type, h.sub_version)
+            self.consumer_manager.compensate_subscribe_data(h.consumer_group, h.topic, sub)
             if not is_tag_type(sub.expression_type):
                 # Java: a selector that does not compile leaves no filter data (its assert is off): all match
                 filter_data = self.consumer_filter_manager.build(
@@ -244,6 +252,9 @@ class PullMessageProcessor:
                 len(body or b""),
                 system=h.topic.startswith((RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)),
             )
+            self.broker_metrics.on_get(
+                h.topic, h.consumer_group, len(result.message_queue_offset) or 1, len(body or b"")
+            )
         else:
             self.broker_stats.on_get_miss()
         if code == ResponseCode.SUCCESS:
@@ -299,4 +310,4 @@ class PullMessageProcessor:
         response.opaque = cmd.opaque
         response.flag |= FLAG_RESPONSE
         response.serialize_type = cmd.serialize_type
-        ch.send(response)
+        ch.table.observe_rpc(request.ctx, cmd, response, ch.send(response), True)

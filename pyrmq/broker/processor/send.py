@@ -42,6 +42,7 @@ from pyrmq.store.results import AppendMessageStatus, PutMessageResult, PutMessag
 
 if TYPE_CHECKING:
     from pyrmq.broker.config import BrokerConfig
+    from pyrmq.broker.metrics import BrokerMetricsManager
     from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
     from pyrmq.broker.stats import BrokerStatsManager
     from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
@@ -208,6 +209,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         *,
         rebalance_lock_manager: RebalanceLockManager,
         broker_stats: BrokerStatsManager,
+        broker_metrics: BrokerMetricsManager,
         uniq_id_generator: m.UniqIdGenerator,
         transactional_message_service: TransactionalMessageService,
         **base: Any,
@@ -215,8 +217,14 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         super().__init__(**base)
         self.rebalance_lock_manager = rebalance_lock_manager
         self.broker_stats = broker_stats
+        self.broker_metrics = broker_metrics
         self.uniq_id_generator = uniq_id_generator
         self.transactional_message_service = transactional_message_service
+
+    def _record_put_metrics(self, topic: str, props: Mapping[str, str], result: PutMessageResult) -> None:
+        amr = result.append_message_result
+        if amr is not None and result.is_ok():
+            self.broker_metrics.on_put(topic, props, max(int(amr.msg_num), 1), int(amr.wrote_bytes))
 
     def _handle_retry_and_dlq(
         self, cmd: RemotingCommand, h: SendMessageRequestHeader, msg: m.MessageExtBrokerInner, tc, props: dict[str, str]
@@ -238,6 +246,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             reconsume = h.reconsume_times or 0
             to_dlq = not self.rebalance_lock_manager.is_lock_all_expired(group)
             if reconsume > max_times or to_dlq:
+                self.broker_metrics.on_send_to_dlq(h.producer_group, h.topic)
                 props[MessageConst.DELAY_TIME_LEVEL] = "-1"
                 new_topic = DLQ_GROUP_TOPIC_PREFIX + group
                 tc = self.topic_config_manager.create_topic_in_send_message_back_method(
@@ -335,6 +344,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         else:
             result = await await_put(self.message_store.put_message_async(msg))
         record_put(self.broker_stats, msg.topic, result)
+        self._record_put_metrics(msg.topic, props, result)
         return self._put_result_response(cmd, result, queue_id, uniq)
 
     async def _send_batch(
@@ -383,6 +393,7 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
                 cmd, ResponseCode.SYSTEM_ERROR, "java.lang.RuntimeException: message body size exceeded"
             )
         record_put(self.broker_stats, h.topic, result)
+        self._record_put_metrics(h.topic, props, result)
         return self._put_result_response(cmd, result, queue_id, None)
 
 

@@ -44,8 +44,10 @@ class ConsumerSendMsgBackProcessor:
         topic_config_manager,
         subscription_group_manager,
         message_store,
+        broker_metrics,
     ) -> None:
         self.config = config
+        self.broker_metrics = broker_metrics
         self.topic_config_manager = topic_config_manager
         self.subscription_group_manager = subscription_group_manager
         self.message_store = message_store
@@ -93,6 +95,7 @@ class ConsumerSendMsgBackProcessor:
             max_times = h.max_reconsume_times
         is_dlq = msg.reconsume_times >= max_times or delay_level < 0
         if is_dlq:
+            self.broker_metrics.on_send_to_dlq(h.group, h.origin_topic or "")
             new_topic = dlq_topic(h.group)
             queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
             tc = tcm.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ, 0)

@@ -10,8 +10,9 @@ import pytest
 from pyrmq.admin import cli
 from pyrmq.admin.base import REGISTRY
 from pyrmq.admin.broker import chm_order
-from pyrmq.admin.javafmt import hashmap_order, jfmt, version_desc
+from pyrmq.admin.javafmt import hashmap_order, jfmt
 from pyrmq.admin.options import UsageError
+from pyrmq.protocol.version import version_desc
 
 UPDATE_TOPIC_HELP = """\
 usage: mqadmin updateTopic [-a <arg>] -b <arg> | -c <arg>  [-h] [-n <arg>] [-o <arg>] [-p <arg>] [-r <arg>]

@@ -1,0 +1,70 @@
+"""Read a Prometheus text exposition (0.0.4) into series, for tests comparing scrapes.
+
+Only what pyrmq's and Java's brokers write: `# HELP`/`# TYPE` lines, then `name{k="v",...} value`
+samples with no timestamps. A line that does not parse fails the test (AssertionError).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from dataclasses import dataclass, field
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)')
+
+
+@dataclass
+class Scrape:
+    types: dict[str, str] = field(default_factory=dict)  # metric (TYPE name) -> type
+    helps: dict[str, str] = field(default_factory=dict)
+    #: (sample name, sorted label pairs) -> value
+    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = field(default_factory=dict)
+
+    def series(self, name: str, **match: str) -> dict[tuple[tuple[str, str], ...], float]:
+        """Samples of `name` whose labels include `match`."""
+        return {
+            k[1]: v
+            for k, v in self.samples.items()
+            if k[0] == name and all(dict(k[1]).get(a) == b for a, b in match.items())
+        }
+
+    def total(self, name: str, **match: str) -> float:
+        return sum(self.series(name, **match).values())
+
+    def names(self) -> set[str]:
+        return {k[0] for k in self.samples}
+
+
+def parse(text: str) -> Scrape:
+    s = Scrape()
+    for line in text.splitlines():
+        if not line:
+            continue
+        if line.startswith("# TYPE "):
+            name, kind = line[7:].split(" ", 1)
+            s.types[name] = kind
+            continue
+        if line.startswith("# HELP "):
+            name, _, doc = line[7:].partition(" ")
+            s.helps[name] = doc
+            continue
+        assert not line.startswith("#"), line
+        m = _SAMPLE.match(line)
+        assert m is not None, f"unparsable sample line: {line!r}"
+        labels: list[tuple[str, str]] = []
+        body = m.group(3) or ""
+        pos = 0
+        while pos < len(body):
+            lm = _LABEL.match(body, pos)
+            assert lm is not None, f"unparsable labels: {line!r}"
+            labels.append((lm.group(1), lm.group(2)))
+            pos = lm.end()
+        s.samples[(m.group(1), tuple(sorted(labels)))] = float(m.group(4))
+    return s
+
+
+def scrape(url: str, timeout: float = 10) -> tuple[str, str]:
+    """(content type, body) of one GET."""
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.headers.get("Content-Type", ""), r.read().decode("utf-8")
