@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Callable, Coroutine
 from typing import TypeVar
@@ -439,7 +440,11 @@ def main(argv: list[str] | None = None) -> None:
         timing=Timing(heart_beat_time_interval_ms=args.heartbeat_ms),
         preferred_leader_ids=args.preferred_leader_ids,
     )
-    asyncio.run(_serve(config))
+    try:
+        asyncio.run(_serve(config))
+    except (ValueError, OSError) as e:  # bad peers, a store that does not read back, a busy port
+        print(f"pyrmq dledger: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":
