@@ -168,12 +168,14 @@ class DLedgerServer:
         await self._stop()
         await asyncio.to_thread(fsync_paths, self.store.take_dirty())
         self.store.persist_checkpoint(self.member.committed_index)
+        self.store.close()
 
     async def abort(self) -> None:
         """Stop without the last flush or checkpoint: what a killed process leaves behind
         (the page cache still holds what was written)."""
         if not self._closed:
             await self._stop()
+            self.store.close()
 
     async def _stop(self) -> None:
         self._closed = True
