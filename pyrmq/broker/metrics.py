@@ -60,6 +60,8 @@ DEFAULT_VIEW_HELP = {
 MESSAGE_SIZE_BUCKETS = (1024, 4 * 1024, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
 RPC_LATENCY_BUCKETS = (1, 3, 5, 7, 10, 100, 1000, 2000, 3000)  # ms, RemotingMetricsManager#getMetricsView
 CREATE_TIME_BUCKETS = (10, 100, 1000, 3000, 5000)  # ms
+#: rocketmq_finish_message_latency: Java records seconds in a histogram whose unit says "ms"
+FINISH_LATENCY_BUCKETS = (5, 60, 10 * 60, 60 * 60, 12 * 60 * 60, 24 * 60 * 60)
 #: TimerMetrics#timerDist default: the bounds (s) of rocketmq_timer_message_snapshot
 TIMER_DIST_S = (5, 60, 300, 900, 3600, 14400, 28800, 86400)
 #: the processor families of rocketmq_processor_watermark, in Java's order
@@ -209,6 +211,26 @@ class BrokerMetricsManager:
         self.send_to_dlq = (
             m.counter("rocketmq_send_to_dlq_messages_total", "Consumer send to DLQ messages") if lag else None
         )
+        tx = on and bool(config["enableTransactionMetrics"])
+        self.commit_messages = (
+            m.counter("rocketmq_commit_messages_total", "Total number of commit messages") if tx else None
+        )
+        self.rollback_messages = (
+            m.counter("rocketmq_rollback_messages_total", "Total number of rollback messages") if tx else None
+        )
+        self.finish_latency = (
+            m.histogram("rocketmq_finish_message_latency", "Transaction finish latency", FINISH_LATENCY_BUCKETS, "ms")
+            if tx
+            else None
+        )
+        #: half messages by real topic since start (Java TransactionMetrics, which Java also persists)
+        self.half_messages: dict[str, int] = {}
+        if tx:
+            m.gauge(
+                "rocketmq_half_messages",
+                "Half messages of all topics",
+                lambda: [(n, self._with(topic=t)) for t, n in list(self.half_messages.items())],
+            )
         rpc = on and bool(config["enableRemotingMetrics"])
         self.rpc_latency = (
             m.histogram("rocketmq_rpc_latency", "Rpc latency", RPC_LATENCY_BUCKETS, "milliseconds") if rpc else None
@@ -312,6 +334,26 @@ class BrokerMetricsManager:
         self.messages_in.add(num, labels)
         self.throughput_in.add(size, labels)
         self.message_size.record(size // num, labels)
+
+    def on_half_put(self, topic: str) -> None:
+        """A prepared (half) message stored (SendMessageProcessor: TransactionMetrics +1)."""
+        if self.commit_messages is not None:
+            self.half_messages[topic] = self.half_messages.get(topic, 0) + 1
+
+    def on_commit(self, topic: str, born_timestamp: int) -> None:
+        """EndTransactionProcessor: the committed message stored, its half deleted."""
+        if self.commit_messages is None:
+            return
+        self.half_messages[topic] = self.half_messages.get(topic, 0) - 1
+        self.commit_messages.add(1, self._with(topic=topic))
+        assert self.finish_latency is not None
+        self.finish_latency.record((self.now() - born_timestamp) // 1000, self._with(topic=topic))
+
+    def on_rollback(self, topic: str) -> None:
+        if self.rollback_messages is None:
+            return
+        self.half_messages[topic] = self.half_messages.get(topic, 0) - 1
+        self.rollback_messages.add(1, self._with(topic=topic))
 
     def on_get(self, topic: str, group: str, msg_count: int, size: int) -> None:
         """A FOUND pull (DefaultPullMessageResultHandler); retry/DLQ topics not counted."""
