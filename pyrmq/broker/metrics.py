@@ -31,7 +31,7 @@ from pyrmq.common.constants import (
 )
 from pyrmq.metrics.exposition import write_text
 from pyrmq.metrics.http import MetricsHttpServer
-from pyrmq.metrics.registry import InstrumentType, Meter, Observation
+from pyrmq.metrics.registry import Counter, InstrumentType, Meter, Observation
 from pyrmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from pyrmq.protocol.version import version_desc
 
@@ -581,6 +581,13 @@ class BrokerMetricsManager:
             lambda: [(self._timer_dequeue()[1], self._store_labels())],
             "milliseconds",
         )
+        enq = m.counter("rocketmq_timer_enqueue_total", "Total number of timer enqueue")
+        deq = m.counter("rocketmq_timer_dequeue_total", "Total number of timer dequeue")
+
+        def count(counter: Counter) -> Callable[[str | None], None]:
+            return lambda topic: counter.add(1, self._store_labels(**({} if topic is None else {"topic": topic})))
+
+        self.timer.on_enqueued, self.timer.on_dequeued = count(enq), count(deq)
         m.gauge(
             "rocketmq_timer_message_snapshot",
             "Timer message distribution snapshot, only count timing messages in 24h.",
