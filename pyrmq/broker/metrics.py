@@ -465,7 +465,7 @@ class BrokerMetricsManager:
         for group in list(self.groups.table):
             info = self.consumers.get_consumer_group_info(group, True)
             if info is None or info.consume_type == "CONSUME_POP":
-                continue  # pyrmq serves no POP consumers
+                continue  # POP groups' lag (Java reads the POP buffers) is not computed yet: docs/operations.md
             for topic in list(info.subscription_table):
                 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                     continue
