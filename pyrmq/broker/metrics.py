@@ -365,6 +365,17 @@ class BrokerMetricsManager:
         assert self.throughput_out is not None
         self.throughput_out.add(size, labels)
 
+    def on_pop(self, topic: str, group: str, msg_count: int, size: int, is_retry: bool) -> None:
+        """Messages a POP took from one queue (PopMessageProcessor#popMsgFromQueue): labelled with
+        the requested topic and is_retry, retry queues included."""
+        if self.messages_out is None:
+            return
+        system = is_system_topic(topic) or group.startswith(CID_RMQ_SYS_PREFIX)
+        labels = self._with(topic=topic, consumer_group=group, is_system=system, is_retry=is_retry)
+        self.messages_out.add(msg_count, labels)
+        assert self.throughput_out is not None
+        self.throughput_out.add(size, labels)
+
     def on_send_to_dlq(self, group: str, topic: str) -> None:
         if self.send_to_dlq is None:
             return
