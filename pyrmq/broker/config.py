@@ -191,6 +191,7 @@ def _core_defaults() -> dict[str, Any]:
         "enableLagAndDlqMetrics": True,
         "enableRemotingMetrics": True,
         "enableMessageStoreMetrics": True,
+        "enableTransactionMetrics": True,
         "enableScheduleMessageStats": True,  # MessageStoreConfig: delayed deliveries counted in the metrics
         # NettyServerConfig
         "bindAddress": "0.0.0.0",
