@@ -315,8 +315,10 @@ class BrokerConfig(KeyedSettings):
     @property
     def config_path(self) -> str:
         """The file UPDATE_BROKER_CONFIG rewrites (Java Configuration#persist)."""
-        return str(self.values["brokerConfigPath"]) or self.config_file or os.path.join(
-            self.store.store_path_root_dir, "config", "broker.properties"
+        return (
+            str(self.values["brokerConfigPath"])
+            or self.config_file
+            or os.path.join(self.store.store_path_root_dir, "config", "broker.properties")
         )
 
     def black_list(self) -> set[str]:
