@@ -290,6 +290,16 @@ class BrokerConfig(KeyedSettings):
             return "Slave's brokerId must be > 0"
         return None
 
+    def check_supported(self) -> str | None:
+        """A setting pyrmq's broker cannot honour yet, refused at start rather than run without it:
+        a DLedger commit log (docs/dledger.md) would otherwise be a silently unreplicated one."""
+        if str(self.all_properties().get("enableDLegerCommitLog", "false")).strip().lower() == "true":
+            return (
+                "enableDLegerCommitLog=true: pyrmq's broker does not run a DLedger commit log yet "
+                "(docs/dledger.md); not starting an unreplicated broker in its place"
+            )
+        return None
+
     @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in str(self.values["namesrvAddr"] or "").split(";") if a.strip()]

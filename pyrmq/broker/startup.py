@@ -50,9 +50,9 @@ def print_config(cfg: BrokerConfig) -> None:
 async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
     from pyrmq.broker.controller import BrokerController
 
-    bad_role = cfg.check_role()  # BrokerStartup: after -p, before the controller is built
-    if bad_role:
-        print(f"{PROG}: {bad_role}", file=sys.stderr)
+    refusal = cfg.check_role() or cfg.check_supported()  # BrokerStartup: after -p, before the controller
+    if refusal:
+        print(f"{PROG}: {refusal}", file=sys.stderr)
         return 1
 
     controller = BrokerController(cfg)
