@@ -13,7 +13,8 @@ where the next one starts). Everything else works on whole batches of record sta
 - strings (topic, properties, hosts, offsetMsgId) are built as Arrow offsets + one data buffer,
   properties are split with Arrow compute kernels, bodies are one join of buffer slices (zlib/lz4/
   zstd bodies decompressed in that join);
-- inner-batch records (5.x BatchCQ, one row per element) are rare and go through the reference.
+- inner-batch records (5.x BatchCQ, one row per element) are rare and go through the reference,
+  as do batches whose properties are not UTF-8 or repeat a key.
 
 The layout comes from pyrmq.store.message (field offsets, body_position, store_timestamp_position).
 """
@@ -39,47 +40,79 @@ from pyrmq.store import reader
 
 _V1 = m.MESSAGE_MAGIC_CODE
 _V2 = m.MESSAGE_MAGIC_CODE_V2
-_HEAD = struct.Struct(">ii")  # TOTALSIZE, MAGICCODE at m.TOTALSIZE_OFFSET / m.MAGICCODE_OFFSET
+_TOTAL = struct.Struct(">i")  # TOTALSIZE at m.TOTALSIZE_OFFSET
+#: the record prefix up to BORNHOST, one gather per batch (field offsets asserted below)
+_PREFIX = np.dtype(
+    [
+        ("total", ">i4"),
+        ("magic", ">i4"),
+        ("body_crc", ">i4"),
+        ("queue_id", ">i4"),
+        ("flag", ">i4"),
+        ("queue_offset", ">i8"),
+        ("phy", ">i8"),
+        ("sys_flag", ">i4"),
+        ("born_ts", ">i8"),
+    ]
+)
+assert _PREFIX.itemsize == m.BORNHOST_OFFSET
+_PREFIX_FIELDS: Any = _PREFIX.fields
+assert [
+    _PREFIX_FIELDS[n][1]
+    for n in ("total", "magic", "body_crc", "queue_id", "flag", "queue_offset", "phy", "sys_flag", "born_ts")
+] == [
+    m.TOTALSIZE_OFFSET,
+    m.MAGICCODE_OFFSET,
+    m.BODYCRC_OFFSET,
+    m.QUEUEID_OFFSET,
+    m.FLAG_OFFSET,
+    m.QUEUEOFFSET_OFFSET,
+    m.PHYSICALOFFSET_OFFSET,
+    m.SYSFLAG_OFFSET,
+    m.BORNTIMESTAMP_OFFSET,
+]
+#: RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, BODYLENGTH: the 16 bytes before BODY
+_AFTER_HOSTS = np.dtype([("reconsume", ">i4"), ("prepared", ">i8"), ("body_len", ">i4")])
 _F = m.MessageSysFlag
 _HOST_FLAGS = _F.BORNHOST_V6_FLAG | _F.STOREHOSTADDRESS_V6_FLAG
-#: by host-flag combination: where STORETIMESTAMP and BODY start (the store's own formulas)
+#: by born-host width: where STORETIMESTAMP starts (the store's own formula)
 _STORE_TS_POS = {f: m.store_timestamp_position(f) for f in (0, _F.BORNHOST_V6_FLAG)}
-_BODY_POS = {
-    f: m.body_position(f)
-    for f in (0, _F.BORNHOST_V6_FLAG, _F.STOREHOSTADDRESS_V6_FLAG, _F.BORNHOST_V6_FLAG | _F.STOREHOSTADDRESS_V6_FLAG)
-}
-#: RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, BODYLENGTH sit just before BODY
-_BODYLEN_BACK = 4
-_PREPARED_BACK = 4 + 8
-_RECONSUME_BACK = 4 + 8 + 4
+assert _STORE_TS_POS[0] + 8 + 8 + 16 == m.body_position(0)  # STORETIMESTAMP, STOREHOST, 16 bytes, BODY
+try:  # the same CRC-32 as zlib's, about twice as fast (optional)
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - depends on the environment
+    _crc32 = zlib.crc32
 _HEX = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
 _TS = pa.timestamp("us", tz="UTC")
 
 
 def chase(buf: Any, pos: int, stop: int, limit: int, max_records: int) -> tuple[list[int], int]:
-    """Record starts from `pos` by TOTALSIZE hops while the header looks like a record (a record
-    magic, TOTALSIZE >= the minimum, ending by `limit`) and the start is below `stop`. Returns the
-    starts and where the hopping stopped."""
+    """Record starts from `pos` by TOTALSIZE hops while TOTALSIZE is at least a record's minimum
+    and the record ends by `limit`, starting below `stop`. Nothing else is checked here: the
+    batch's masks find the first start that is no record (a bad magic, the blank record), and
+    the starts after it are dropped. Returns the starts and where the hopping stopped."""
     starts: list[int] = []
     append = starts.append
-    unpack = _HEAD.unpack_from
+    unpack = _TOTAL.unpack_from
     lo = m.MIN_RECORD_SIZE
-    n = 0
-    while pos < stop and pos + 8 <= limit and n < max_records:
-        total, magic = unpack(buf, pos)
-        if (magic != _V1 and magic != _V2) or total < lo or pos + total > limit:
+    stop = min(stop, limit - 8 + 1)
+    while pos < stop:
+        (total,) = unpack(buf, pos)
+        if total < lo or pos + total > limit:
             break
         append(pos)
         pos += total
-        n += 1
+        if len(starts) >= max_records:
+            break
     return starts, pos
 
 
-def _gather(u8: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray:
-    """Big-endian integers of `width` bytes at each position (out-of-range positions clipped: the
-    masks reject those records)."""
-    idx = np.clip(pos, 0, len(u8) - width)[:, None] + np.arange(width)
-    return u8[idx].view(dtype).ravel().astype(dtype[1:])
+def _gather(u8: np.ndarray, pos: np.ndarray, width: int, dtype: Any) -> np.ndarray:
+    """`width` bytes at each position as `dtype` (big-endian integers or a record of them);
+    positions out of range are clipped (the masks reject those records)."""
+    idx = pos[:, None] + np.arange(width)
+    out = u8.take(idx, mode="clip").view(dtype).ravel()
+    return out if isinstance(dtype, np.dtype) else out.astype(dtype[1:])
 
 
 def _var(u8: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -134,28 +167,21 @@ class Fields:
 
 def decode_fields(u8: np.ndarray, s: np.ndarray, limit: int) -> Fields:
     """Fields of the records starting at `s`, with `valid` = the reference's structural checks
-    (reader.read_record without BODYCRC; see check_crc)."""
-    total = _gather(u8, s + m.TOTALSIZE_OFFSET, 4, ">i4")
-    magic = _gather(u8, s + m.MAGICCODE_OFFSET, 4, ">i4")
-    sys_flag = _gather(u8, s + m.SYSFLAG_OFFSET, 4, ">i4")
+    (reader.read_record without BODYCRC; see check_topics_and_crc)."""
+    head = _gather(u8, s, _PREFIX.itemsize, _PREFIX)
+    total = head["total"].astype(np.int64)
+    magic = head["magic"].astype(np.int32)
+    sys_flag = head["sys_flag"].astype(np.int32)
     born_v6 = (sys_flag & _F.BORNHOST_V6_FLAG) != 0
     store_v6 = (sys_flag & _F.STOREHOSTADDRESS_V6_FLAG) != 0
     store_ts_pos = s + np.where(born_v6, _STORE_TS_POS[_F.BORNHOST_V6_FLAG], _STORE_TS_POS[0])
-    body_pos = s + np.select(
-        [born_v6 & store_v6, born_v6, store_v6],
-        [
-            _BODY_POS[_F.BORNHOST_V6_FLAG | _F.STOREHOSTADDRESS_V6_FLAG],
-            _BODY_POS[_F.BORNHOST_V6_FLAG],
-            _BODY_POS[_F.STOREHOSTADDRESS_V6_FLAG],
-        ],
-        _BODY_POS[0],
-    )
-    body_len = _gather(u8, body_pos - _BODYLEN_BACK, 4, ">i4").astype(np.int64)
+    body_pos = store_ts_pos + 8 + np.where(store_v6, 20, 8) + _AFTER_HOSTS.itemsize
+    after = _gather(u8, body_pos - _AFTER_HOSTS.itemsize, _AFTER_HOSTS.itemsize, _AFTER_HOSTS)
+    body_len = after["body_len"].astype(np.int64)
     body_end = body_pos + body_len
     v2 = magic == _V2
-    topic_len = np.where(
-        v2, _gather(u8, body_end, 2, ">i2").astype(np.int64), _gather(u8, body_end, 1, ">i1").astype(np.int64)
-    )
+    lens = _gather(u8, body_end, 2, ">i2").astype(np.int64)  # V2: 2-byte topic length
+    topic_len = np.where(v2, lens, lens >> 8)  # V1: the first byte, signed
     topic_pos = body_end + np.where(v2, 2, 1)
     props_len_pos = topic_pos + topic_len
     props_len = _gather(u8, props_len_pos, 2, ">i2").astype(np.int64)
@@ -172,22 +198,22 @@ def decode_fields(u8: np.ndarray, s: np.ndarray, limit: int) -> Fields:
     )
     return Fields(
         start=s,
-        total=total,
+        total=total.astype(np.int32),
         magic=magic,
-        body_crc=_gather(u8, s + m.BODYCRC_OFFSET, 4, ">i4"),
-        queue_id=_gather(u8, s + m.QUEUEID_OFFSET, 4, ">i4"),
-        flag=_gather(u8, s + m.FLAG_OFFSET, 4, ">i4"),
-        queue_offset=_gather(u8, s + m.QUEUEOFFSET_OFFSET, 8, ">i8"),
-        phy=_gather(u8, s + m.PHYSICALOFFSET_OFFSET, 8, ">i8"),
+        body_crc=head["body_crc"].astype(np.int32),
+        queue_id=head["queue_id"].astype(np.int32),
+        flag=head["flag"].astype(np.int32),
+        queue_offset=head["queue_offset"].astype(np.int64),
+        phy=head["phy"].astype(np.int64),
         sys_flag=sys_flag,
-        born_ts=_gather(u8, s + m.BORNTIMESTAMP_OFFSET, 8, ">i8"),
+        born_ts=head["born_ts"].astype(np.int64),
         born_pos=s + m.BORNHOST_OFFSET,
         born_len=np.where(born_v6, 20, 8),
         store_ts=_gather(u8, store_ts_pos, 8, ">i8"),
         store_pos=store_ts_pos + 8,
         store_len=np.where(store_v6, 20, 8),
-        reconsume=_gather(u8, body_pos - _RECONSUME_BACK, 4, ">i4"),
-        prepared=_gather(u8, body_pos - _PREPARED_BACK, 8, ">i8"),
+        reconsume=after["reconsume"].astype(np.int32),
+        prepared=after["prepared"].astype(np.int64),
         body_pos=body_pos,
         body_len=body_len,
         topic_pos=topic_pos,
@@ -215,7 +241,7 @@ def check_topics_and_crc(u8: np.ndarray, mv: memoryview, f: Fields, check_crc: b
                 f.valid[i] = False
         ok = np.flatnonzero(f.valid)
     if check_crc and len(ok):
-        crc = zlib.crc32
+        crc = _crc32
         bp = f.body_pos[ok].tolist()
         be = (f.body_pos[ok] + f.body_len[ok]).tolist()
         got = np.fromiter((crc(mv[a:b]) for a, b in zip(bp, be, strict=True)), dtype=np.int64, count=len(bp))
@@ -247,6 +273,10 @@ def filter_mask(u8: np.ndarray, f: Fields, flt: RecordFilter) -> np.ndarray | No
 
 
 # --- columns -------------------------------------------------------------------------------------
+class NeedsReference(Exception):
+    """A batch the reference decoder must build (records no Java broker writes)."""
+
+
 class Properties:
     """The properties strings of a batch split into (row, key, value) with Arrow kernels, the way
     message.string_to_message_properties reads one: pairs with an empty name or value dropped."""
@@ -267,6 +297,10 @@ class Properties:
         self.keys = keys.filter(pa.array(keep))
         self.values = values.filter(pa.array(keep))
         self.parents = parents[pair][keep]
+        if len(self.keys):
+            pairs = pa.table({"row": self.parents, "key": self.keys})
+            if pairs.group_by(["row", "key"]).aggregate([]).num_rows != len(pairs):
+                raise NeedsReference("a repeated property key")  # a dict keeps the last value
 
     def get(self, key: str) -> pa.Array:
         """The value of `key` per row, null where absent (the last one when repeated)."""
@@ -475,10 +509,9 @@ class BulkScan:
             if bad is None:
                 if pos >= split.stop or pos + 8 > limit or len(starts) == self.batch_rows:
                     continue
-                _total, magic = m.peek_total_size_and_magic(mm, pos)
-                if magic == m.BLANK_MAGIC_CODE:
-                    return
                 bad = pos
+            if m.peek_total_size_and_magic(mm, bad)[1] == m.BLANK_MAGIC_CODE:
+                return  # the end of a full file
             msg, why = scan.check_record(mm, bad, limit, self.check_crc)
             if msg is not None:  # pragma: no cover - the masks and the reference disagree
                 raise AssertionError(f"bulk decoder rejected a valid record at {split.path}:{bad}")
@@ -512,7 +545,7 @@ class BulkScan:
         names, schema = self._with_tags()
         try:
             batch = build_columns(u8, mv, f, names, file, schema)
-        except pa.ArrowInvalid:  # properties that are not UTF-8: the reference's behaviour
+        except (pa.ArrowInvalid, NeedsReference):  # properties not UTF-8 or with a repeated key
             for s in f.start.tolist():
                 yield from self._reference_rows(mm, s, file)
             return

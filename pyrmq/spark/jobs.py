@@ -243,18 +243,25 @@ def _read_queue_nums(store: str) -> dict[str, int]:
 # --- progress ----------------------------------------------------------------------------------
 @contextmanager
 def progress(spark: SparkSession, label: str, every: float = 2.0, out: TextIO = sys.stderr) -> Iterator[None]:
-    """Print finished/total tasks of the running stages every `every` seconds while the block runs."""
+    """Print finished/total tasks of the running stages every `every` seconds while the block
+    runs, then a summary table of the stages it saw (summary_table)."""
     stop = threading.Event()
     tracker = spark.sparkContext.statusTracker()
+    seen: dict[int, tuple[int, int, int, str]] = {}  # stage id -> (done, total, failed, name)
+    t0 = time.monotonic()
+
+    def poll() -> list[str]:
+        parts = []
+        for sid in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(sid)
+            if info is not None:
+                seen[sid] = (info.numCompletedTasks, info.numTasks, info.numFailedTasks, info.name)
+                parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
+        return parts
 
     def run() -> None:
-        t0 = time.monotonic()
         while not stop.wait(every):
-            parts = []
-            for sid in tracker.getActiveStageIds():
-                info = tracker.getStageInfo(sid)
-                if info is not None:
-                    parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
+            parts = poll()
             if parts:
                 print(f"[{label} {time.monotonic() - t0:6.1f}s] " + ", ".join(parts), file=out, flush=True)
 
@@ -265,3 +272,21 @@ def progress(spark: SparkSession, label: str, every: float = 2.0, out: TextIO = 
     finally:
         stop.set()
         th.join(timeout=every + 1)
+        for sid in list(seen):  # the final counts of the stages seen running
+            info = tracker.getStageInfo(sid)
+            if info is not None:
+                seen[sid] = (info.numCompletedTasks, info.numTasks, info.numFailedTasks, info.name)
+        print(summary_table(label, time.monotonic() - t0, seen), file=out, flush=True)
+
+
+def summary_table(label: str, seconds: float, stages: dict[int, tuple[int, int, int, str]]) -> str:
+    """What a job did: one line per stage (tasks done/total, failed), then the totals."""
+    lines = [f"{label}: {seconds:.1f}s", f"{'stage':>6}  {'tasks':>11}  {'failed':>6}  name"]
+    for sid in sorted(stages):
+        done, total, failed, name = stages[sid]
+        lines.append(f"{sid:>6}  {f'{done}/{total}':>11}  {failed:>6}  {name}")
+    done = sum(v[0] for v in stages.values())
+    total = sum(v[1] for v in stages.values())
+    failed = sum(v[2] for v in stages.values())
+    lines.append(f"{'all':>6}  {f'{done}/{total}':>11}  {failed:>6}  {len(stages)} stage(s)")
+    return "\n".join(lines)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,8 @@ except ImportError:  # pragma: no cover - pyspark 4.0: no pushdown, options only
     EqualTo = GreaterThan = GreaterThanOrEqual = In = LessThan = LessThanOrEqual = ()  # type: ignore
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+#: set (to any value) in the executors' environment: one stderr line per commit-log split read
+PROGRESS_ENV = "PYRMQ_SPARK_PROGRESS"
 #: the JVM class whose `readInfo` field says that Spark plans each scan of a Python source afresh
 SCAN_BUILDER_CLASS = "org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder"
 
@@ -244,6 +248,7 @@ class CommitLogReader(DataSourceReader):
             return
         arrow_schema = _arrow_schema(self.schema)
         stats = scan.ScanStats()
+        started = time.monotonic()
         try:
             if self.decoder == "bulk":
                 from pyrmq.spark.bulk import BulkScan
@@ -257,6 +262,13 @@ class CommitLogReader(DataSourceReader):
         finally:
             if stats.corrupt and self.corrupt_acc is not None:
                 self.corrupt_acc.add(list(stats.corrupt))
+            if os.environ.get(PROGRESS_ENV):
+                print(
+                    f"pyrmq.spark: {os.path.basename(split.path)} [{split.start}, {split.stop}): "
+                    f"{stats.records} records, {len(stats.corrupt)} corrupt, {time.monotonic() - started:.1f}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     def _read_reference(self, split: scan.Split, arrow_schema: Any, stats: scan.ScanStats) -> Iterator[Any]:
         """One StoredMessage per record (decoder=reference): the definition the bulk decoder is

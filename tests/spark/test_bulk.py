@@ -207,3 +207,26 @@ def test_arrow_schema_matches_spark_types() -> None:
     assert s.field("storeTimestamp").type == pa.timestamp("us", tz="UTC")
     assert s.field("properties").type == pa.map_(pa.string(), pa.string())
     assert pa.types.is_list(s.field("keys").type)
+
+
+def test_odd_properties_rows_equal_the_reference(tmp_path) -> None:
+    """A repeated key (the last value wins, as in a dict), pairs with an empty name or value,
+    no properties at all: the same rows from both decoders."""
+    from spark.store_builder import store_config
+
+    from pyrmq.store.message_store import MessageStore
+
+    root = tmp_path / "store"
+    s = MessageStore(store_config(root))
+    s.load()
+    s.start()
+    try:
+        for props in ("TAGS\x01a\x02TAGS\x01b\x02", "\x01x\x02y\x01\x02KEYS\x01 k1  k2 \x02", "", "=\x01=\x02"):
+            assert s.put_message(m.MessageExtBrokerInner(topic="T", body=b"x", properties_string=props)).is_ok()
+    finally:
+        s.shutdown()
+    names = ["tags", "keys", "properties", "msgId"]
+    want, _ = reference_rows(root, names)
+    assert [r["tags"] for r in want] == ["b", None, None, None]
+    got, _ = bulk_rows(root, names)
+    assert got == want

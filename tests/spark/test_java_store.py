@@ -164,6 +164,11 @@ def test_java_store_through_spark(java_env, spark, corrupt_log, tmp_path) -> Non
     # 1. every consumed message is a row, field by field
     rows = {r.commitLogOffset: r for r in spark.read.format("rocketmq").load(str(store)).collect()}
     assert len(consumed) == n
+    # the bulk decoder (default) and the reference decoder agree on the Java broker's bytes
+    ref = spark.read.format("rocketmq").option("decoder", "reference").load(str(store)).collect()
+    assert {r.commitLogOffset: r.asDict(recursive=True) for r in ref} == {
+        o: r.asDict(recursive=True) for o, r in rows.items()
+    }
     for c in consumed:
         r = rows[c["commitLogOffset"]]
         assert (r.topic, r.queueId, r.queueOffset) == (c["topic"], c["queueId"], c["queueOffset"])

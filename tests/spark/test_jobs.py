@@ -69,3 +69,34 @@ def test_consumer_lag_on_a_pyrmq_store(spark, corrupt_log, pyrmq_store, tmp_path
     assert {k: (r.brokerOffset, r.consumerOffset) for k, r in rows.items()} == want
     assert all(r.lag == r.brokerOffset - r.consumerOffset for r in rows.values())
     assert rows[("TopicA", 2)].lastTimestamp is None and rows[("TopicA", 0)].lastTimestamp is not None
+
+
+def test_progress_ends_with_a_summary_table(spark, corrupt_log, pyrmq_store) -> None:
+    import io
+
+    from pyrmq.spark.jobs import progress
+
+    root, sent = pyrmq_store
+    df = spark.read.format("rocketmq").option("columns", "topic").option("splitSize", "4000").load(str(root))
+    out = io.StringIO()
+    with progress(spark, "scan", every=0.05, out=out):
+        assert df.count() == len(sent.by_uniq)
+    text = out.getvalue()
+    assert "scan: " in text and "stage" in text, text
+    total = [line for line in text.splitlines() if line.strip().startswith("all")]
+    assert total and "stage(s)" in total[0], text
+
+
+def test_a_log_line_per_split_read(spark, corrupt_log, pyrmq_store, monkeypatch, capsys) -> None:
+    from pyrmq.spark import commitlog_scan as scan
+    from pyrmq.spark.sources import PROGRESS_ENV, CommitLogReader
+
+    root, _ = pyrmq_store
+    schema = spark.read.format("rocketmq").option("columns", "topic,queueId").load(str(root)).schema
+    monkeypatch.setenv(PROGRESS_ENV, "1")
+    reader = CommitLogReader({"path": str(root)}, schema)
+    splits = scan.plan_splits(str(root))
+    rows = sum(b.num_rows for sp in splits for b in reader.read(type("P", (), {"value": sp})()))
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("pyrmq.spark: ")]
+    assert len(lines) == len(splits) and rows > 0
+    assert sum(int(line.split(": ")[2].split(" ")[0]) for line in lines) == rows - 1  # one inner batch of 2

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Spark scan speed over a commit log, set against the raw read speed of the same file.
 
-Generates (once, with pyrmq.store) a commit log of --size bytes of --body-size messages, then
-times, in the same run:
-  raw        reading every file start to end (64 MiB reads, cold-ish: page cache not dropped)
-  walk       pyrmq.spark.commitlog_scan over all splits, header decode + BODYCRC (no Spark)
-  header     spark.read.format("rocketmq") with header columns only, count() after a full scan
-  nocrc      header columns with checkCRC=false (body bytes are not even read for the CRC)
-  bodies     the same with the body column (sum of body lengths)
+Generates (once) a commit log of --size bytes of --body-size messages, then times, in one run:
+  raw              reading every file start to end (64 MiB reads, page cache not dropped)
+  walk/bulk-walk   the reference / bulk decoder over all splits, header columns, 1 core, no Spark
+  header           spark.read.format("rocketmq"), header columns, count + sum (bulk decoder)
+  header-ref       the same with decoder=reference
+  nocrc            header columns with checkCRC=false
+  bodies           header columns + body (sum of body lengths), bulk decoder
+  bodies-ref       the same with decoder=reference
 Prints one JSON line per measurement (records/s, MB/s). The store is not committed anywhere.
 
     .venv/bin/python tools/bench/spark_scan.py --store /tmp/bench-store --size 1073741824
@@ -25,38 +26,49 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 
 
 def generate(root: str, size: int, body_size: int, file_size: int) -> None:
-    from pyrmq.store.message_store import MessageStore
-    from pyrmq.store.store_config import MessageStoreConfig
-
-    cfg = MessageStoreConfig(
-        store_path_root_dir=root, mapped_file_size_commit_log=file_size, message_index_enable=False
-    )
-    s = MessageStore(cfg)
-    s.load()
-    s.start()
-    from pyrmq.store.commitlog import MessageExtBatch
-    from pyrmq.store.message import BatchElement, encode_batch_body
+    """A commit log as the store writes it (pyrmq.store.message.encode_message records: 4 topics,
+    8 queues, TAGS/KEYS/UNIQ_KEY, consecutive offsets); a full file ends with its blank record,
+    the last one with zeros. Written directly: the scan reads only the commit log."""
+    from pyrmq.store import message as m
 
     body = os.urandom(body_size)
-    i = 0
-    t0 = time.monotonic()
-    try:
-        while s.get_max_phy_offset() < size:
-            # batches of 32: each element becomes a full, independent record (spec 2.7)
-            elements = [
-                BatchElement(body, f"TAGS\x01t\x02KEYS\x01k{i + j}\x02UNIQ_KEY\x01U{i + j:012d}\x02") for j in range(32)
-            ]
-            r = s.put_messages(MessageExtBatch(topic=f"Bench{i % 4}", body=encode_batch_body(elements), queue_id=i % 8))
-            assert r.is_ok(), r
-            i += 32
-            if i % 102_400 == 0:
-                print(
-                    f"generated {s.get_max_phy_offset() / 2**20:.0f} MiB ({i} messages, {time.monotonic() - t0:.0f}s)",
-                    file=sys.stderr,
-                    flush=True,
+    ts = int(time.time() * 1000)
+    qo: dict[tuple[str, int], int] = {}
+    os.makedirs(os.path.join(root, "commitlog"), exist_ok=True)
+    base, i, t0 = 0, 0, time.monotonic()
+    while base < size:
+        pos, chunk = 0, []
+        with open(os.path.join(root, "commitlog", f"{base:020d}"), "wb") as fh:
+            while base + pos < size:
+                topic, qid = f"Bench{i % 4}", i % 8
+                msg = m.MessageExtBrokerInner(
+                    topic=topic,
+                    body=body,
+                    queue_id=qid,
+                    properties_string=f"TAGS\x01t{i % 3}\x02KEYS\x01k{i}\x02UNIQ_KEY\x01U{i:012d}\x02",
+                    born_timestamp=ts + i // 1000,
+                    store_timestamp=ts + i // 1000,
+                    born_host=("10.0.0.9", 5555),
+                    store_host=("10.0.0.2", 10911),
                 )
-    finally:
-        s.shutdown()
+                rec = m.encode_message(msg, qo.get((topic, qid), 0), base + pos)
+                if pos + len(rec) + m.END_FILE_MIN_BLANK_LENGTH > file_size:
+                    chunk.append(m.encode_blank(file_size - pos))
+                    break
+                qo[(topic, qid)] = qo.get((topic, qid), 0) + 1
+                chunk.append(rec)
+                pos += len(rec)
+                i += 1
+                if len(chunk) == 8192:
+                    fh.write(b"".join(chunk))
+                    chunk.clear()
+                    print(
+                        f"generated {(base + pos) / 2**20:.0f} MiB, {i} messages, {time.monotonic() - t0:.0f}s",
+                        file=sys.stderr,
+                    )
+            fh.write(b"".join(chunk))
+            fh.truncate(file_size)
+        base += file_size
 
 
 def main(argv=None) -> int:
@@ -81,6 +93,7 @@ def main(argv=None) -> int:
 
     def report(name: str, seconds: float, records: int | None, extra: dict | None = None) -> None:
         row = {"measure": name, "seconds": round(seconds, 3), "bytes": data, "MBps": round(data / 1e6 / seconds, 1)}
+        row["load1"] = round(os.getloadavg()[0], 1)  # the machine's load average at the end
         if records is not None:
             row.update(records=records, records_per_s=round(records / seconds))
         row.update(extra or {})
@@ -93,11 +106,31 @@ def main(argv=None) -> int:
                 while fh.read(64 << 20):
                     pass
         report("raw", time.perf_counter() - t0, None, {"note": "whole files incl. preallocated tail"})
-    n = None
+    header = ["topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "bodySize", "storeTimestamp"]
     if "walk" not in skip:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         n = sum(1 for sp in splits for _ in scan.iter_split(sp))
-        report("walk (1 core, no Spark)", time.perf_counter() - t0, n)
+        cpu = time.process_time() - c0
+        report(
+            "reference walk, 1 core, no Spark (header decode + BODYCRC)",
+            time.perf_counter() - t0,
+            n,
+            {"cpu_seconds": round(cpu, 3), "records_per_cpu_s": round(n / cpu)},
+        )
+    if "bulk-walk" not in skip:
+        from pyrmq.spark.bulk import BulkScan
+        from pyrmq.spark.columns import RecordFilter, arrow_schema
+
+        bulk = BulkScan(header, arrow_schema(header), RecordFilter())
+        t0, c0 = time.perf_counter(), time.process_time()
+        n = sum(b.num_rows for sp in splits for b in bulk.read(sp))
+        cpu = time.process_time() - c0
+        report(
+            "bulk decoder, 1 core, no Spark (header columns + BODYCRC)",
+            time.perf_counter() - t0,
+            n,
+            {"cpu_seconds": round(cpu, 3), "records_per_cpu_s": round(n / cpu)},
+        )
 
     from pyspark.sql import functions as F
 
@@ -112,43 +145,25 @@ def main(argv=None) -> int:
     register(spark)
     # warm-up: JVM, Python workers, imports (not timed)
     spark.read.format("rocketmq").option("offsets", str(files[0].start)).load(args.store).count()
-    header_cols = "topic,queueId,queueOffset,commitLogOffset,storeSize,bodySize,storeTimestamp"
-    if "header" not in skip:
-        df = (
-            spark.read.format("rocketmq")
-            .option("splitSize", args.split_size)
-            .option("columns", header_cols)
-            .load(args.store)
-        )
+
+    def spark_scan(name: str, columns: list[str], **opts: str) -> None:
+        if name in skip:
+            return
+        r = spark.read.format("rocketmq").option("splitSize", args.split_size).option("columns", ",".join(columns))
+        for k, v in opts.items():
+            r = r.option(k, v)
+        df = r.load(args.store)
+        size = F.length("body") if "body" in columns else F.col("storeSize")
         t0 = time.perf_counter()
-        r = df.agg(F.count(F.lit(1)).alias("n"), F.sum("storeSize").alias("b")).collect()[0]
-        report(
-            f"spark header columns ({args.master})",
-            time.perf_counter() - t0,
-            r.n,
-            {"partitions": df.rdd.getNumPartitions()},
-        )
-    if "nocrc" not in skip:
-        df = (
-            spark.read.format("rocketmq")
-            .option("splitSize", args.split_size)
-            .option("columns", header_cols)
-            .option("checkCRC", "false")
-            .load(args.store)
-        )
-        t0 = time.perf_counter()
-        r = df.agg(F.count(F.lit(1)).alias("n"), F.sum("storeSize").alias("b")).collect()[0]
-        report(f"spark header columns, checkCRC=false ({args.master})", time.perf_counter() - t0, r.n)
-    if "bodies" not in skip:
-        df = (
-            spark.read.format("rocketmq")
-            .option("splitSize", args.split_size)
-            .option("columns", header_cols + ",body")
-            .load(args.store)
-        )
-        t0 = time.perf_counter()
-        r = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.length("body")).alias("b")).collect()[0]
-        report(f"spark with bodies ({args.master})", time.perf_counter() - t0, r.n, {"body_bytes": r.b})
+        row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(size).alias("b")).collect()[0]
+        extra = {"partitions": df.rdd.getNumPartitions(), "summed_bytes": row.b, "options": opts}
+        report(f"spark {name} ({args.master})", time.perf_counter() - t0, row.n, extra)
+
+    spark_scan("header", header)
+    spark_scan("header-ref", header, decoder="reference")
+    spark_scan("nocrc", header, checkCRC="false")
+    spark_scan("bodies", [*header, "body"])
+    spark_scan("bodies-ref", [*header, "body"], decoder="reference")
     spark.stop()
     return 0
 

@@ -20,8 +20,13 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 def session(args, app: str):
     from pyrmq.spark import register, spark_session
+    from pyrmq.spark.sources import PROGRESS_ENV
 
-    spark = spark_session(app, args.master, {"spark.ui.showConsoleProgress": "false"})
+    conf = {"spark.ui.showConsoleProgress": "false"}
+    if not args.quiet:  # a line per commit-log split read: local workers inherit the environment
+        os.environ[PROGRESS_ENV] = "1"
+        conf[f"spark.executorEnv.{PROGRESS_ENV}"] = "1"
+    spark = spark_session(app, args.master, conf)
     spark.sparkContext.setLogLevel("ERROR")
     corrupt = register(spark)
     return spark, corrupt

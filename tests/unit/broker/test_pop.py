@@ -419,3 +419,16 @@ def test_revive_follows_the_special_services(broker):
 
     asyncio.run(go())
     assert not svc.should_run
+
+
+def test_popped_messages_count_out_with_is_retry(make_broker):
+    from support.prom import parse
+
+    b = make_broker(metricsExporterType="PROM")
+    setup(b, queues=2, n=3)
+    r, msgs = asyncio.run(pop(b))
+    assert r.code == ResponseCode.SUCCESS and len(msgs) == 3
+    s = parse(b.c.broker_metrics.render())
+    labels = {"topic": TOPIC, "consumer_group": GROUP, "is_retry": "false", "is_system": "false"}
+    assert s.total("rocketmq_messages_out_total", **labels) == 3
+    assert s.total("rocketmq_throughput_out_total", **labels) == sum(x.store_size for x in msgs)
