@@ -82,7 +82,8 @@ def load_config(cls: type[S], path: str | None, what: str) -> S:
 def _why(e: Exception) -> str:
     # Java prints "java.net.BindException: Address already in use"; scripts and tests grep for it
     if isinstance(e, OSError) and e.errno == errno.EADDRINUSE:
-        return "Address already in use"
+        named = e.strerror or ""  # e.g. the metrics endpoint says which address it could not bind
+        return named if named.endswith("Address already in use") else "Address already in use"
     return str(e) or type(e).__name__
 
 

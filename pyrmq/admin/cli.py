@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from pyrmq.admin import broker, group, message, offset, topic  # noqa: F401  (registers the commands)
+from pyrmq.admin import broker, group, message, offset, pop, topic  # noqa: F401  (registers the commands)
 from pyrmq.admin.base import REGISTRY, Command, Ctx, NumberFormatError, PrintHelp
 from pyrmq.admin.client import AdminClient, AdminError
 from pyrmq.admin.options import UsageError
+from pyrmq.remoting.tls import TlsConfig, set_system_property
 
 #: mqadmin's listing order of the core commands
 ORDER = [
@@ -47,6 +48,7 @@ ORDER = [
     "getConsumerConfig",
     "sendMessage",
     "consumeMessage",
+    "setConsumeMode",
 ]
 
 
@@ -65,6 +67,9 @@ def find(name: str) -> Command | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    while argv and argv[0].startswith("-D"):  # mqadmin's JAVA_OPT: -Dtls.enable=true, -Dtls.config.file=...
+        name, _, value = argv.pop(0)[2:].partition("=")
+        set_system_property(name, value)
     if not argv or argv[0] in ("-h", "--help"):
         print(listing())
         return 0
@@ -100,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _run(cmd: Command, opts: dict) -> int:
     ns = opts.get("n")
-    client = AdminClient(ns.strip() if isinstance(ns, str) else None)
+    tls = TlsConfig.system()  # Java ClientConfig.useTLS: tls.enable alone, no enforcing default
+    client = AdminClient(ns.strip() if isinstance(ns, str) else None, tls=tls.client_context() if tls.enable else None)
     ctx = Ctx(client, opts)
     try:
         await cmd.run(ctx)

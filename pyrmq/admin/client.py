@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import ssl
 
 from pyrmq.auth.signature import sign_request, tools_credentials
 from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX
@@ -21,7 +22,7 @@ from pyrmq.protocol.bodies.broker import ConsumerConnection
 from pyrmq.protocol.bodies.namesrv import BrokerData, ClusterInfo, TopicRouteData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.errors import RemotingConnectError, RemotingTimeout
+from pyrmq.protocol.errors import RemotingConnectError, RemotingSendRequestError, RemotingTimeout
 from pyrmq.protocol.headers.admin import GetConsumerConnectionListRequestHeader, GetConsumeStatsRequestHeader
 from pyrmq.protocol.headers.base import RemotingHeader
 from pyrmq.protocol.headers.namesrv import GetRouteInfoRequestHeader
@@ -68,6 +69,12 @@ class TimeoutError_(AdminError):
     java_class = "org.apache.rocketmq.remoting.exception.RemotingTimeoutException"
 
 
+class SendRequestError(AdminError):
+    """The connection dropped before the answer (e.g. a TLS-only server closing a plain one)."""
+
+    java_class = "org.apache.rocketmq.remoting.exception.RemotingSendRequestException"
+
+
 def ok(resp: RemotingCommand, addr: str | None = None, *, broker: bool = True) -> RemotingCommand:
     if resp.code != ResponseCode.SUCCESS:
         if broker:
@@ -83,10 +90,10 @@ def _sign(cmd: RemotingCommand, *, access_key: str, secret_key: str) -> None:
 class AdminClient:
     """One admin session: a name-server list, a connection pool, helpers named after MQAdminExt."""
 
-    def __init__(self, namesrv: str | None) -> None:
+    def __init__(self, namesrv: str | None, *, tls: ssl.SSLContext | None = None) -> None:
         addrs = namesrv or os.environ.get("NAMESRV_ADDR") or ""
         self.namesrv = [a.strip() for a in addrs.split(";") if a.strip()]
-        self.remoting = RemotingClient(connect_timeout_s=3)
+        self.remoting = RemotingClient(connect_timeout_s=3, tls=tls)
         creds = tools_credentials(os.environ.get("ROCKETMQ_HOME", ""))
         if creds is not None:  # sign like mqadmin with conf/tools.yml (the secret is never printed)
             self.remoting.rpc_hook = functools.partial(_sign, access_key=creds[0], secret_key=creds[1])
@@ -109,6 +116,8 @@ class AdminClient:
             return await self.remoting.invoke(addr, cmd, timeout_s)
         except RemotingConnectError:
             raise ConnectError(f"connect to {addr} failed") from None
+        except RemotingSendRequestError:
+            raise SendRequestError(f"send request to <{addr}> failed") from None
         except (RemotingTimeout, TimeoutError):
             raise TimeoutError_(f"wait response on the channel <{addr}> timeout, {int(timeout_s * 1000)}(ms)") from None
 
@@ -122,7 +131,7 @@ class AdminClient:
         for addr in self.namesrv:
             try:
                 return await self.invoke(addr, code, header, body)
-            except ConnectError as e:
+            except (ConnectError, SendRequestError) as e:
                 last = e
         assert last is not None
         raise last

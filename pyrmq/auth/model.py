@@ -12,6 +12,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Self
 
+from pyrmq.common.constants import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+
 
 class _JavaNamed(enum.Enum):
     """An enum of Java's (code, name) pairs, looked up by name ignoring case (getByName)."""
@@ -81,8 +83,8 @@ class PolicyType(_JavaNamed):
     DEFAULT = (2, "Default")
 
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
+RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
+DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 
 
 def is_retry_topic(name: str | None) -> bool:
@@ -142,9 +144,10 @@ class Resource:
             return "*"
         if self.pattern is ResourcePattern.ANY:
             return f"{self.type.java_name}:*"
+        name = "null" if self.name is None else self.name  # Java's string concatenation
         if self.pattern is ResourcePattern.PREFIXED:
-            return f"{self.type.java_name}:{self.name}*"
-        return f"{self.type.java_name}:{self.name}"
+            return f"{self.type.java_name}:{name}*"
+        return f"{self.type.java_name}:{name}"
 
     def matches(self, other: Resource) -> bool:
         if self.type is ResourceType.ANY:

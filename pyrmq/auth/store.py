@@ -54,12 +54,12 @@ def user_from_json(d: dict[str, Any]) -> User:
 
 
 def entry_to_json(e: PolicyEntry) -> dict[str, Any]:
-    return {
-        "resource": e.resource.key,
-        "actions": [a.java_name for a in e.actions],
-        "sourceIps": list(e.source_ips),
-        "decision": e.decision.java_name,
-    }
+    """PolicyEntryInfo: without source IPs the field is absent (Java's is null)."""
+    out: dict[str, Any] = {"resource": e.resource.key, "actions": [a.java_name for a in e.actions]}
+    if e.source_ips:
+        out["sourceIps"] = list(e.source_ips)
+    out["decision"] = e.decision.java_name
+    return out
 
 
 def acl_to_json(a: Acl) -> dict[str, Any]:

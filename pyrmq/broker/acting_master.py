@@ -129,8 +129,9 @@ class MinBrokerView:
 class SpecialServices:
     """The services only the lowest live broker of a group runs. Java
     BrokerController#changeSpecialServiceStatus: the delay levels (ScheduleMessageService), the
-    timer's delivery (TimerMessageStore#setShouldRunningDequeue) and the transaction check (on an
-    acting slave it hands open half messages to another group)."""
+    timer's delivery (TimerMessageStore#setShouldRunningDequeue), the transaction check (on an
+    acting slave it hands open half messages to another group) and the POP revive
+    (AckMessageProcessor#setPopReviveServiceStatus)."""
 
     def __init__(
         self,
@@ -139,8 +140,10 @@ class SpecialServices:
         schedule_message_service: Any,
         timer_message_store: Any,
         transactional_message_check_service: Any,
+        pop_revive_service: Any = None,
     ) -> None:
         self.config = config
+        self.pop_revive_service = pop_revive_service
         self.schedule_message_service = schedule_message_service
         self.timer_message_store = timer_message_store
         self.transactional_message_check_service = transactional_message_check_service
@@ -151,6 +154,8 @@ class SpecialServices:
             return
         log.info("ScheduleServiceStatus changed to %s", should_start)
         self.running = should_start
+        if self.pop_revive_service is not None:
+            self.pop_revive_service.should_run = should_start
         schedule, timer = self.schedule_message_service, self.timer_message_store
         if should_start:
             if not self.config.is_master:

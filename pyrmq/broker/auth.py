@@ -16,6 +16,7 @@ from pyrmq.auth.migrate import init_users, migrate_v1
 from pyrmq.auth.signature import sign_request
 from pyrmq.auth.store import AuthMetadataStore
 from pyrmq.broker.config import BrokerConfig
+from pyrmq.protocol.codes import ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.channel import Channel, RequestCheck
 
@@ -55,7 +56,11 @@ class BrokerAuth:
         evaluator = self.evaluator
 
         def check(channel: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
-            refused = evaluator.check(cmd, channel.remote_addr)
+            try:
+                refused = evaluator.check(cmd, channel.remote_addr)
+            except Exception as e:  # a bug, never a way in: Java answers SYSTEM_ERROR too
+                log.error("auth check of request code %d failed", cmd.code, exc_info=e)
+                return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: auth check failed")
             return None if refused is None else cmd.make_response(refused[0], refused[1])
 
         return check

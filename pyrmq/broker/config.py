@@ -191,6 +191,7 @@ def _core_defaults() -> dict[str, Any]:
         "enableLagAndDlqMetrics": True,
         "enableRemotingMetrics": True,
         "enableMessageStoreMetrics": True,
+        "enableTransactionMetrics": True,
         "enableScheduleMessageStats": True,  # MessageStoreConfig: delayed deliveries counted in the metrics
         # NettyServerConfig
         "bindAddress": "0.0.0.0",
@@ -228,6 +229,9 @@ class BrokerConfig(KeyedSettings):
     def __init__(self, values: Mapping[str, Any] | None = None, store: MessageStoreConfig | None = None) -> None:
         # BrokerStartup sets haListenPort to 0 before reading the file: unset, it is listenPort + 1
         self.store = store or MessageStoreConfig(ha_listen_port=0)
+        #: the -c file (Java BrokerPathConfigHelper, not the brokerConfigPath key, which Java
+        #: leaves unset and so does not report)
+        self.config_file = ""
         super().__init__(values)
 
     @classmethod
@@ -286,6 +290,16 @@ class BrokerConfig(KeyedSettings):
             return "Slave's brokerId must be > 0"
         return None
 
+    def check_supported(self) -> str | None:
+        """A setting pyrmq's broker cannot honour yet, refused at start rather than run without it:
+        a DLedger commit log (docs/dledger.md) would otherwise be a silently unreplicated one."""
+        if str(self.all_properties().get("enableDLegerCommitLog", "false")).strip().lower() == "true":
+            return (
+                "enableDLegerCommitLog=true: pyrmq's broker does not run a DLedger commit log yet "
+                "(docs/dledger.md); not starting an unreplicated broker in its place"
+            )
+        return None
+
     @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in str(self.values["namesrvAddr"] or "").split(";") if a.strip()]
@@ -311,8 +325,10 @@ class BrokerConfig(KeyedSettings):
     @property
     def config_path(self) -> str:
         """The file UPDATE_BROKER_CONFIG rewrites (Java Configuration#persist)."""
-        return str(self.values["brokerConfigPath"]) or os.path.join(
-            self.store.store_path_root_dir, "config", "broker.properties"
+        return (
+            str(self.values["brokerConfigPath"])
+            or self.config_file
+            or os.path.join(self.store.store_path_root_dir, "config", "broker.properties")
         )
 
     def black_list(self) -> set[str]:

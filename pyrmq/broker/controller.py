@@ -333,6 +333,7 @@ class BrokerController:
             "producer_manager": self.producer_manager,
             "consumer_filter_manager": self.consumer_filter_manager,
             "message_request_mode_manager": self.message_request_mode_manager,
+            "outer_client": getattr(self, "outer_client", None),  # made after the pull processor
             "rebalance_lock_manager": self.rebalance_lock_manager,
             "message_store": self.message_store,
             "broker_stats": self.broker_stats,
@@ -438,7 +439,7 @@ class BrokerController:
             loop.create_task(self._housekeeping_loop(), name="broker-housekeeping"),
             loop.create_task(self._stats_loop(), name="broker-stats"),
         ]
-        self.pop_services.start(self.config.is_master)
+        self.pop_services.start()
         if self.replicas_manager is not None:
             await self.replicas_manager.start()
         elif not self.config.is_master:

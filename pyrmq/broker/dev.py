@@ -107,7 +107,9 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     def ns_addr() -> str:
         return f"{advertise}:{namesrv.port}"
 
-    acl_conf, acl_lines = dev_acl(os.path.join(os.path.dirname(store), "acl")) if args.acl else ({}, "")
+    acl_conf, acl_lines = (
+        dev_acl(os.path.join(os.path.dirname(store), "acl")) if getattr(args, "acl", False) else ({}, "")
+    )
     metrics_port = getattr(args, "metrics_port", 5557)
     metrics = {}
     if metrics_port >= 0:

@@ -31,7 +31,7 @@ from pyrmq.common.constants import (
 )
 from pyrmq.metrics.exposition import write_text
 from pyrmq.metrics.http import MetricsHttpServer
-from pyrmq.metrics.registry import InstrumentType, Meter, Observation
+from pyrmq.metrics.registry import Counter, InstrumentType, Meter, Observation
 from pyrmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from pyrmq.protocol.version import version_desc
 
@@ -60,6 +60,8 @@ DEFAULT_VIEW_HELP = {
 MESSAGE_SIZE_BUCKETS = (1024, 4 * 1024, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
 RPC_LATENCY_BUCKETS = (1, 3, 5, 7, 10, 100, 1000, 2000, 3000)  # ms, RemotingMetricsManager#getMetricsView
 CREATE_TIME_BUCKETS = (10, 100, 1000, 3000, 5000)  # ms
+#: rocketmq_finish_message_latency: Java records seconds in a histogram whose unit says "ms"
+FINISH_LATENCY_BUCKETS = (5, 60, 10 * 60, 60 * 60, 12 * 60 * 60, 24 * 60 * 60)
 #: TimerMetrics#timerDist default: the bounds (s) of rocketmq_timer_message_snapshot
 TIMER_DIST_S = (5, 60, 300, 900, 3600, 14400, 28800, 86400)
 #: the processor families of rocketmq_processor_watermark, in Java's order
@@ -209,6 +211,26 @@ class BrokerMetricsManager:
         self.send_to_dlq = (
             m.counter("rocketmq_send_to_dlq_messages_total", "Consumer send to DLQ messages") if lag else None
         )
+        tx = on and bool(config["enableTransactionMetrics"])
+        self.commit_messages = (
+            m.counter("rocketmq_commit_messages_total", "Total number of commit messages") if tx else None
+        )
+        self.rollback_messages = (
+            m.counter("rocketmq_rollback_messages_total", "Total number of rollback messages") if tx else None
+        )
+        self.finish_latency = (
+            m.histogram("rocketmq_finish_message_latency", "Transaction finish latency", FINISH_LATENCY_BUCKETS, "ms")
+            if tx
+            else None
+        )
+        #: half messages by real topic since start (Java TransactionMetrics, which Java also persists)
+        self.half_messages: dict[str, int] = {}
+        if tx:
+            m.gauge(
+                "rocketmq_half_messages",
+                "Half messages of all topics",
+                lambda: [(n, self._with(topic=t)) for t, n in list(self.half_messages.items())],
+            )
         rpc = on and bool(config["enableRemotingMetrics"])
         self.rpc_latency = (
             m.histogram("rocketmq_rpc_latency", "Rpc latency", RPC_LATENCY_BUCKETS, "milliseconds") if rpc else None
@@ -313,12 +335,43 @@ class BrokerMetricsManager:
         self.throughput_in.add(size, labels)
         self.message_size.record(size // num, labels)
 
+    def on_half_put(self, topic: str) -> None:
+        """A prepared (half) message stored (SendMessageProcessor: TransactionMetrics +1)."""
+        if self.commit_messages is not None:
+            self.half_messages[topic] = self.half_messages.get(topic, 0) + 1
+
+    def on_commit(self, topic: str, born_timestamp: int) -> None:
+        """EndTransactionProcessor: the committed message stored, its half deleted."""
+        if self.commit_messages is None:
+            return
+        self.half_messages[topic] = self.half_messages.get(topic, 0) - 1
+        self.commit_messages.add(1, self._with(topic=topic))
+        assert self.finish_latency is not None
+        self.finish_latency.record((self.now() - born_timestamp) // 1000, self._with(topic=topic))
+
+    def on_rollback(self, topic: str) -> None:
+        if self.rollback_messages is None:
+            return
+        self.half_messages[topic] = self.half_messages.get(topic, 0) - 1
+        self.rollback_messages.add(1, self._with(topic=topic))
+
     def on_get(self, topic: str, group: str, msg_count: int, size: int) -> None:
         """A FOUND pull (DefaultPullMessageResultHandler); retry/DLQ topics not counted."""
         if self.messages_out is None or is_retry_or_dlq_topic(topic):
             return
         system = is_system_topic(topic) or group.startswith(CID_RMQ_SYS_PREFIX)
         labels = self._with(topic=topic, consumer_group=group, is_system=system)
+        self.messages_out.add(msg_count, labels)
+        assert self.throughput_out is not None
+        self.throughput_out.add(size, labels)
+
+    def on_pop(self, topic: str, group: str, msg_count: int, size: int, is_retry: bool) -> None:
+        """Messages a POP took from one queue (PopMessageProcessor#popMsgFromQueue): labelled with
+        the requested topic and is_retry, retry queues included."""
+        if self.messages_out is None:
+            return
+        system = is_system_topic(topic) or group.startswith(CID_RMQ_SYS_PREFIX)
+        labels = self._with(topic=topic, consumer_group=group, is_system=system, is_retry=is_retry)
         self.messages_out.add(msg_count, labels)
         assert self.throughput_out is not None
         self.throughput_out.add(size, labels)
@@ -423,7 +476,7 @@ class BrokerMetricsManager:
         for group in list(self.groups.table):
             info = self.consumers.get_consumer_group_info(group, True)
             if info is None or info.consume_type == "CONSUME_POP":
-                continue  # pyrmq serves no POP consumers
+                continue  # POP groups' lag (Java reads the POP buffers) is not computed yet: docs/operations.md
             for topic in list(info.subscription_table):
                 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                     continue
@@ -539,6 +592,13 @@ class BrokerMetricsManager:
             lambda: [(self._timer_dequeue()[1], self._store_labels())],
             "milliseconds",
         )
+        enq = m.counter("rocketmq_timer_enqueue_total", "Total number of timer enqueue")
+        deq = m.counter("rocketmq_timer_dequeue_total", "Total number of timer dequeue")
+
+        def count(counter: Counter) -> Callable[[str | None], None]:
+            return lambda topic: counter.add(1, self._store_labels(**({} if topic is None else {"topic": topic})))
+
+        self.timer.on_enqueued, self.timer.on_dequeued = count(enq), count(deq)
         m.gauge(
             "rocketmq_timer_message_snapshot",
             "Timer message distribution snapshot, only count timing messages in 24h.",

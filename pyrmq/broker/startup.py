@@ -31,10 +31,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
-    """Defaults, then the -c file (its path becomes brokerConfigPath like Java), then -n and --host."""
+    """Defaults, then the -c file (where UPDATE_BROKER_CONFIG persists, like Java), then -n and --host."""
     cfg = load_config(BrokerConfig, args.configFile, "broker")
     if args.configFile:  # BrokerStartup: UPDATE_BROKER_CONFIG persists to the -c file
-        cfg["brokerConfigPath"] = args.configFile
+        cfg.config_file = args.configFile
     if args.namesrvAddr:
         cfg["namesrvAddr"] = args.namesrvAddr
     if args.host:
@@ -50,9 +50,9 @@ def print_config(cfg: BrokerConfig) -> None:
 async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
     from pyrmq.broker.controller import BrokerController
 
-    bad_role = cfg.check_role()  # BrokerStartup: after -p, before the controller is built
-    if bad_role:
-        print(f"{PROG}: {bad_role}", file=sys.stderr)
+    refusal = cfg.check_role() or cfg.check_supported()  # BrokerStartup: after -p, before the controller
+    if refusal:
+        print(f"{PROG}: {refusal}", file=sys.stderr)
         return 1
 
     controller = BrokerController(cfg)

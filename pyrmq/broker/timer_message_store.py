@@ -132,6 +132,9 @@ class TimerMessageStore:
         self.now = now
         #: where due messages go; the broker puts its escape bridge here (Java EscapeBridge#putMessage)
         self.put_message: Callable[[m.MessageExtBrokerInner], Awaitable[PutMessageResult]] = self._put_local
+        #: told the REAL_TOPIC of each timer read into the heap / about to be delivered (metrics)
+        self.on_enqueued: Callable[[str | None], None] | None = None
+        self.on_dequeued: Callable[[str | None], None] | None = None
         root = config.store.store_path_root_dir
         self.checkpoint = TimerCheckpoint(os.path.join(root, "config", "timercheck"))
         self._java_timer_log = os.path.join(root, "timerlog")
@@ -271,6 +274,8 @@ class TimerMessageStore:
             except ValueError:
                 out_ms = now
             heapq.heappush(self._heap, (out_ms, qoff, phy, size))
+            if self.on_enqueued is not None:
+                self.on_enqueued(msg.properties.get(_MC.REAL_TOPIC))
             n += 1
 
     def _mark_delivered(self, qoff: int) -> None:
@@ -299,6 +304,8 @@ class TimerMessageStore:
                 heapq.heappop(self._heap)
                 self._mark_delivered(qoff)
                 continue
+            if self.on_dequeued is not None:  # Java counts each delivery attempt
+                self.on_dequeued(msg.properties.get(_MC.REAL_TOPIC))
             result = await self.put_message(inner)
             status = result.put_message_status
             if status is not PutMessageStatus.PUT_OK and status in _RETRY_STATUSES:

@@ -269,7 +269,7 @@ class ControllerManager:
         await server.start()
         self.server = server
         # Java NettyClientConfig#useTLS's default: tls.enable, else an enforcing server mode
-        self.client = RemotingClient(tls=self.tls.client_context() if self.tls.client_enabled else None)
+        self.client = RemotingClient(tls=self.tls.outgoing_context())
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._scan_not_active_loop(), name="controller-scan-not-active"),

@@ -21,6 +21,7 @@ import base64
 import binascii
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -211,6 +212,7 @@ def entry_from_obj(obj: Any) -> DLedgerEntry:
 # --------------------------------------------------------------------------- the beans
 
 
+@functools.cache
 def _java_name(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p[:1].upper() + p[1:] for p in rest)

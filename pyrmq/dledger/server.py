@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Callable, Coroutine
 from typing import TypeVar
@@ -23,6 +24,7 @@ from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient, parse_addr
 from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
 from pyrmq.remoting.server import RemotingServer, RequestContext
+from pyrmq.remoting.tls import TlsConfig
 
 from .config import DLedgerConfig
 from .entry import DLedgerEntry
@@ -32,6 +34,8 @@ from .protocol import (
     AppendEntryResponse,
     DLedgerProtocolError,
     DLedgerResponseCode,
+    GetEntriesRequest,
+    GetEntriesResponse,
     MetadataRequest,
     MetadataResponse,
     RequestOrResponse,
@@ -54,7 +58,13 @@ from .raft import (
     Timing,
 )
 from .raft import network_error as _network_error
-from .store_files import DEFAULT_DATA_FILE_SIZE, DEFAULT_INDEX_FILE_SIZE, DLedgerStoreWriter, fsync_paths
+from .store_files import (
+    DEFAULT_DATA_FILE_SIZE,
+    DEFAULT_INDEX_FILE_SIZE,
+    DLedgerStoreWriter,
+    StoreFormatError,
+    fsync_paths,
+)
 
 log = logging.getLogger("pyrmq.dledger.server")
 
@@ -112,7 +122,10 @@ class DLedgerServer:
         self.remoting = RemotingServer(host or addr_host, port, name=f"dledger-{config.self_id}")
         for code in REQUEST_TYPES:
             self.remoting.register_handler(code, self._on_request)
-        self.client = RemotingClient(connect_timeout_s=config.rpc_timeout_ms / 1000)
+        # the peers' port follows the process's tls.* settings as Java's DLedgerRpcNettyService does
+        self.client = RemotingClient(
+            connect_timeout_s=config.rpc_timeout_ms / 1000, tls=TlsConfig.system().outgoing_context()
+        )
         self.role_listeners: list[RoleListener] = []
         self._waiting: dict[int, asyncio.Future[DLedgerEntry]] = {}
         self._held: dict[int, asyncio.Future[RequestOrResponse]] = {}
@@ -159,12 +172,14 @@ class DLedgerServer:
         await self._stop()
         await asyncio.to_thread(fsync_paths, self.store.take_dirty())
         self.store.persist_checkpoint(self.member.committed_index)
+        self.store.close()
 
     async def abort(self) -> None:
         """Stop without the last flush or checkpoint: what a killed process leaves behind
         (the page cache still holds what was written)."""
         if not self._closed:
             await self._stop()
+            self.store.close()
 
     async def _stop(self) -> None:
         self._closed = True
@@ -295,13 +310,19 @@ class DLedgerServer:
             return response_command(cmd, await self._client_append(request))
         if isinstance(request, MetadataRequest):
             return response_command(cmd, self._metadata(request))
+        if isinstance(request, GetEntriesRequest):
+            return response_command(cmd, self._get(request))
         response, out = self.member.handle_request(request, _now())
         if response is None:
             held: asyncio.Future[RequestOrResponse] = asyncio.get_running_loop().create_future()
             self._held[id(request)] = held
             self._apply(out)
             try:
-                response = await held
+                # the state machine may drop a held request (a role change clears them); by then
+                # the asker's own call has timed out, so answer TIMEOUT rather than wait forever
+                response = await asyncio.wait_for(held, self.config.rpc_timeout_ms / 1000 + 1)
+            except TimeoutError:
+                response = failure(request, Code.TIMEOUT, self.member.leader_id)
             finally:
                 self._held.pop(id(request), None)
         else:
@@ -337,6 +358,22 @@ class DLedgerServer:
                     pos=entry.pos,
                 )
         return self._failed(AppendEntryResponse, request, code)
+
+    def _get(self, request: GetEntriesRequest) -> GetEntriesResponse:
+        """DLedgerServer#handleGet: the one entry at ``beginIndex``, from the leader only."""
+        code = self._checked(request)
+        if code is None and not self.is_leader:
+            code = Code.NOT_LEADER
+        if code is None:
+            try:
+                entry = self.store.get(request.begin_index if request.begin_index is not None else -1)
+            except KeyError:
+                code = Code.INDEX_OUT_OF_RANGE
+            except StoreFormatError:
+                code = Code.DISK_ERROR
+            else:
+                return GetEntriesResponse(group=self.config.group, entries=[entry])
+        return self._failed(GetEntriesResponse, request, code)
 
     def _metadata(self, request: MetadataRequest) -> MetadataResponse:
         code = self._checked(request)
@@ -409,7 +446,11 @@ def main(argv: list[str] | None = None) -> None:
         timing=Timing(heart_beat_time_interval_ms=args.heartbeat_ms),
         preferred_leader_ids=args.preferred_leader_ids,
     )
-    asyncio.run(_serve(config))
+    try:
+        asyncio.run(_serve(config))
+    except (ValueError, OSError) as e:  # bad peers, a store that does not read back, a busy port
+        print(f"pyrmq dledger: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

@@ -361,18 +361,35 @@ class DLedgerStoreWriter:
         self.append_hook: AppendHook | None = None
         #: files (and directories) written since the last ``take_dirty``
         self._dirty: set[str] = set()
+        #: open descriptors by path (pwrite/pread: no buffering between this writer and readers)
+        self._fds: dict[str, int] = {}
 
-    def _write_at(self, directory: str, file_size: int, offset: int, data: bytes) -> None:
-        start = offset - offset % file_size
-        path = os.path.join(directory, offset_to_file_name(start))
+    def _fd(self, path: str, directory: str, file_size: int, *, create: bool) -> int | None:
+        fd = self._fds.get(path)
+        if fd is not None:
+            return fd
         if not os.path.exists(path):
+            if not create:
+                return None
             os.makedirs(directory, exist_ok=True)
             with open(path, "wb") as f:
                 f.truncate(file_size)
             self._dirty.add(directory)
-        with open(path, "r+b") as f:
-            f.seek(offset - start)
-            f.write(data)
+        fd = self._fds[path] = os.open(path, os.O_RDWR)
+        return fd
+
+    def close(self) -> None:
+        """Close the files this writer keeps open (it can still be used: they reopen)."""
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)
+
+    def _write_at(self, directory: str, file_size: int, offset: int, data: bytes) -> None:
+        start = offset - offset % file_size
+        path = os.path.join(directory, offset_to_file_name(start))
+        fd = self._fd(path, directory, file_size, create=True)
+        assert fd is not None
+        os.pwrite(fd, data, offset - start)
         self._dirty.add(path)
 
     def append(self, body: bytes, term: int, *, hook: AppendHook | None = None) -> DLedgerEntry:
@@ -418,12 +435,8 @@ class DLedgerStoreWriter:
 
     def _read_at(self, directory: str, file_size: int, offset: int, length: int) -> bytes:
         start = offset - offset % file_size
-        try:
-            with open(os.path.join(directory, offset_to_file_name(start)), "rb") as f:
-                f.seek(offset - start)
-                return f.read(length)
-        except FileNotFoundError:
-            return b""
+        fd = self._fd(os.path.join(directory, offset_to_file_name(start)), directory, file_size, create=False)
+        return b"" if fd is None else os.pread(fd, length, offset - start)
 
     def get(self, index: int) -> DLedgerEntry:
         """DLedgerMmapFileStore#get. Raises KeyError outside the ledger, StoreFormatError when the
@@ -473,13 +486,13 @@ class DLedgerStoreWriter:
         start = offset - offset % file_size
         for first, path in _list_files(directory):
             if first > start:
+                fd = self._fds.pop(path, None)
+                if fd is not None:
+                    os.close(fd)
                 os.remove(path)
                 self._dirty.add(directory)
             elif first == start:
-                with open(path, "r+b") as f:
-                    f.seek(offset - start)
-                    f.write(bytes(file_size - (offset - start)))
-                self._dirty.add(path)
+                self._write_at(directory, file_size, offset, bytes(file_size - (offset - start)))
 
     def truncate(self, entry: DLedgerEntry) -> None:
         """DLedgerMmapFileStore#truncate: the ledger ends at ``entry``, the local one kept when it is

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 from collections.abc import Callable
 
@@ -32,7 +33,11 @@ class MetricsHttpServer:
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        try:
+            self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        except OSError as e:  # the start-up line names what could not bind, in Java's words
+            why = "Address already in use" if e.errno == errno.EADDRINUSE else (e.strerror or str(e))
+            raise OSError(e.errno, f"cannot serve metrics on {self.host}:{self.port}: {why}") from e
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         log.info("metrics endpoint http://%s:%d/metrics", self.host, self.port)

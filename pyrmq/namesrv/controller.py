@@ -16,7 +16,10 @@ from pyrmq.namesrv.config import NamesrvConfig
 from pyrmq.namesrv.kv_config import KVConfigManager
 from pyrmq.namesrv.processor import ClientRequestProcessor, DefaultRequestProcessor
 from pyrmq.namesrv.route_info_manager import RouteInfoManager
-from pyrmq.remoting.server import RemotingServer
+from pyrmq.protocol.codes import RequestCode
+from pyrmq.remoting.flow import FlowControl, RequestQueue
+from pyrmq.remoting.flow_dispatch import FlowDispatcher
+from pyrmq.remoting.server import RemotingServer, water_marks
 from pyrmq.remoting.tls import ServerTls, TlsConfig
 
 log = logging.getLogger("pyrmq.namesrv")
@@ -82,6 +85,10 @@ class NamesrvController:
             name="namesrv",
             idle_seconds=float(self.config["serverChannelMaxIdleTimeSeconds"]),
             tls=ServerTls(self.tls),
+            write_buffer=water_marks(
+                int(self.config["writeBufferLowWaterMark"]), int(self.config["writeBufferHighWaterMark"])
+            ),
+            dispatch=self._flow_dispatcher(),
         )
         for processor in self.processors():
             server.register(processor)
@@ -90,6 +97,21 @@ class NamesrvController:
         self.server = server
         self._started_at = self.clock()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="namesrv-scan")
+
+    def _flow_dispatcher(self) -> FlowDispatcher:
+        """Java NamesrvController's two executors: route queries on the client-request queue, the
+        rest on the default one; a full queue answers [OVERLOAD] (the name server has no
+        fast failure)."""
+        cfg = self.config
+        client: RequestQueue = RequestQueue(
+            "clientRequest",
+            int(cfg["clientRequestThreadPoolQueueCapacity"]),
+            int(cfg["clientRequestThreadPoolNums"]),
+        )
+        default: RequestQueue = RequestQueue(
+            "default", int(cfg["defaultThreadPoolQueueCapacity"]), int(cfg["defaultThreadPoolNums"])
+        )
+        return FlowDispatcher(FlowControl([(client, [RequestCode.GET_ROUTEINFO_BY_TOPIC])], default))
 
     async def _scan_loop(self) -> None:
         interval = max(int(self.config["scanNotActiveBrokerInterval"]), 1)

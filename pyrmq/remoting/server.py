@@ -170,6 +170,10 @@ class RemotingServer:
                 log.error("%s: accept failed: %s", self.name, e)
                 await asyncio.sleep(0.1)
                 continue
+            if self._over_limit():
+                self._refuse(_peer(conn))
+                conn.close()
+                continue
             task = loop.create_task(self._admit(conn))
             self._admitting.add(task)
             task.add_done_callback(self._admitting.discard)
@@ -224,17 +228,24 @@ class RemotingServer:
             write_buffer=self.write_buffer,
         )
 
+    def _over_limit(self) -> bool:
+        """At the connection limit: channels and connections still being admitted count."""
+        return self.max_connections > 0 and len(self.channels) + len(self._admitting) >= self.max_connections
+
+    def _refuse(self, peer: str) -> None:
+        self.refused_connections += 1
+        if self.refused_connections % 1000 == 1:
+            log.warning(
+                "%s: %d connections open, the limit: closing %s (%d refused so far)",
+                self.name,
+                len(self.channels) + len(self._admitting),
+                peer,
+                self.refused_connections,
+            )
+
     def _channel_opened(self, channel: Channel) -> None:
         if self.max_connections > 0 and len(self.channels) >= self.max_connections:
-            self.refused_connections += 1
-            if self.refused_connections % 1000 == 1:
-                log.warning(
-                    "%s: %d connections open, the limit: closing %s (%d refused so far)",
-                    self.name,
-                    len(self.channels),
-                    channel.remote_addr,
-                    self.refused_connections,
-                )
+            self._refuse(channel.remote_addr)
             channel.abort()
             return
         self.channels.add(channel)

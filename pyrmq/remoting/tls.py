@@ -16,9 +16,11 @@ under a one-time password, so no clear key is written anywhere.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import enum
+import hashlib
 import logging
 import os
 import secrets
@@ -158,6 +160,11 @@ class TlsConfig:
     def client_enabled(self) -> bool:
         """Java NettyClientConfig#useTLS's default: tls.enable, else whether the server mode is enforcing."""
         return self.enable if self.enable is not None else self.server_mode is TlsMode.ENFORCING
+
+    def outgoing_context(self) -> ssl.SSLContext | None:
+        """The context of a server process's own connections (controller, DLedger peers): TLS
+        when ``client_enabled`` (Java builds their NettyClientConfig with that default)."""
+        return self.client_context() if self.client_enabled else None
 
     def with_config_file(self) -> TlsConfig:
         """TlsHelper#extractTlsConfigFromFile: a readable tls.config.file overrides the keys it has."""
@@ -335,23 +342,74 @@ def _self_signed_files() -> tuple[str, str]:
         return _self_signed
 
 
+class FileDigests:
+    """Which of some files changed since the last look (Java FileWatchService: content digests,
+    a missing file counts as empty)."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = [p for p in dict.fromkeys(paths) if p]
+        self._seen = {p: _digest(p) for p in self.paths}
+
+    def changed(self) -> list[str]:
+        out = []
+        for path in self.paths:
+            now = _digest(path)
+            if now != self._seen[path]:
+                self._seen[path] = now
+                out.append(path)
+        return out
+
+
+def _digest(path: str) -> bytes:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).digest()
+    except OSError:
+        return b""
+
+
 class ServerTls:
     """What a RemotingServer needs: its mode, and the server context built once (lazily in test
-    mode, where making the self-signed key takes a moment; else at start, to fail early)."""
+    mode, where making the self-signed key takes a moment; else at start, to fail early).
+
+    Like Java's BrokerController/NamesrvController file watch, the context is rebuilt when the
+    trusted certificates change, or once both the certificate and the key have changed; new
+    connections get it, open ones keep theirs; a rebuild that fails keeps the old context."""
+
+    WATCH_INTERVAL_S = 0.5  # Java FileWatchService
 
     def __init__(self, config: TlsConfig | None = None) -> None:
         self.config = config or TlsConfig.system()
         self.mode = self.config.server_mode
         self._context: ssl.SSLContext | None = None
+        self._files: FileDigests | None = None
+        self._cert_changed = self._key_changed = False
+        self._watch_task: asyncio.Task | None = None
+        self._building: asyncio.Future[ssl.SSLContext] | None = None
 
     def prepare(self) -> None:
         """Build the context now unless it is test mode's; raises TlsConfigError."""
-        if self.mode is not TlsMode.DISABLED and not self.config.with_config_file().test_mode_enable:
+        cfg = self.config.with_config_file()
+        if self.mode is not TlsMode.DISABLED and not cfg.test_mode_enable:
             self.context()
+            if self._files is None:
+                self._files = FileDigests(
+                    [cfg.server_cert_path or "", cfg.server_key_path or "", cfg.server_trust_cert_path or ""]
+                )
 
     def context(self) -> ssl.SSLContext:
         if self._context is None:
             self._context = self.config.server_context()
+        return self._context
+
+    async def context_async(self) -> ssl.SSLContext:
+        """``context()`` built off the event loop: test mode's RSA key takes a while on a busy
+        machine, and other connections must not wait for it."""
+        if self._context is None:
+            if self._building is None:
+                self._building = asyncio.ensure_future(asyncio.to_thread(self.config.server_context))
+            built = await asyncio.shield(self._building)
+            if self._context is None:
+                self._context = built
         return self._context
 
     def admits(self, first_byte: int) -> bool | None:
@@ -359,3 +417,45 @@ class ServerTls:
         if first_byte == HANDSHAKE_MAGIC:
             return None if self.mode is TlsMode.DISABLED else True
         return None if self.mode is TlsMode.ENFORCING else False
+
+    def check_files(self) -> bool:
+        """One look at the watched files; True when the context was rebuilt."""
+        if self._files is None:
+            return False
+        cfg = self.config.with_config_file()
+        reload = False
+        for path in self._files.changed():
+            if path == cfg.server_trust_cert_path:
+                reload = True
+            if path == cfg.server_cert_path:
+                self._cert_changed = True
+            if path == cfg.server_key_path:
+                self._key_changed = True
+        if self._cert_changed and self._key_changed:
+            reload = True
+        if not reload:
+            return False
+        try:
+            self._context = self.config.server_context()
+        except TlsConfigError as e:
+            # unlike Java, the pair stays "changed": fixing either file alone is tried again
+            log.error("TLS files changed but cannot be used, keeping the previous ones: %s", e)
+            return False
+        self._cert_changed = self._key_changed = False
+        log.info("TLS certificate files changed: new connections use them")
+        return True
+
+    def start_watching(self) -> None:
+        """Watch the files (once, however many servers share this object)."""
+        if self._files is not None and self._watch_task is None:
+            self._watch_task = asyncio.get_running_loop().create_task(self._watch(), name="tls-file-watch")
+
+    def stop_watching(self) -> None:
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            self._watch_task = None
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self.WATCH_INTERVAL_S)
+            await asyncio.to_thread(self.check_files)

@@ -19,10 +19,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+import orjson
+
 from pyrmq.protocol.fastjson import FastJsonBody, fastjson_dumps
 
 #: PopAckConstants tags of the revive topic's records
 CK_TAG, ACK_TAG, BATCH_ACK_TAG = "ck", "ack", "bAck"
+
+
+def _json_str(value: str) -> str:
+    return orjson.dumps(value).decode()
 
 
 def _name(short: str, long: str) -> Any:
@@ -117,6 +123,22 @@ class AckMsg(FastJsonBody):
     def merge_key(self, default_broker_name: str) -> str:
         bn = self.broker_name if self.broker_name and self.broker_name.strip() else default_broker_name
         return f"{self.topic}{self.consumer_group}{self.queue_id}{self.start_offset}{self.pop_time}{bn}"
+
+    def encode(self, *, standard: bool = False) -> bytes:
+        """The generic bean writer's output (tests/unit/store/test_pop_records.py holds them equal),
+        written directly: one ack record per acked message is the POP hot path."""
+        if standard:
+            return fastjson_dumps(self, standard=True)
+        out = [f'{{"ao":{self.ack_offset}']
+        if self.broker_name is not None:
+            out.append(f',"bn":{_json_str(self.broker_name)}')
+        if self.consumer_group is not None:
+            out.append(f',"c":{_json_str(self.consumer_group)}')
+        out.append(f',"pt":{self.pop_time},"q":{self.queue_id},"so":{self.start_offset}')
+        if self.topic is not None:
+            out.append(f',"t":{_json_str(self.topic)}')
+        out.append("}")
+        return "".join(out).encode()
 
     def unique_id(self) -> str:
         """Java PopMessageProcessor#genAckUniqueId."""

@@ -8,12 +8,13 @@ same on both (codes and remarks), and the expected ones.
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
-from support.java import mqadmin as java_mqadmin
-from support.java import prepare_home, run_junit
+from compat.test_go_clients import go_compat_binary, run_go_case  # noqa: F401 (a fixture)
+from support.java import CLIENT_MODULE, java_argv, java_env, prepare_home, run_junit
 from support.pyrmq_proc import PyrmqBroker
 from support.servers import JavaBroker
 
@@ -101,8 +102,8 @@ def outcomes(client: str, ns_addr: str, names: dict[str, str], home: Path) -> di
     return got
 
 
-#: the 4.9.8 client's run and the long mqadmin sequence are opt-in (PYRMQ_SOAK=1): the default
-#: run keeps within the suite's time budget with the 5.5.0 client and a short mqadmin sequence
+#: the 4.9.8 client's run and the mqadmin sequence are opt-in (PYRMQ_SOAK=1): the default run
+#: keeps within the suite's time budget with the 5.5.0 client and the Go client
 SOAK = pytest.mark.soak
 
 
@@ -128,64 +129,83 @@ def test_java_client_outcomes_match_java_broker(client, clusters, names, tmp_pat
     assert r["wrong_secret_consume"] == "CONSUMED none"
 
 
-def _tools_home(tmp_path: Path, name: str, ak: str, sk: str) -> Path:
-    home = prepare_home(tmp_path / name)
-    (home / "conf" / "tools.yml").write_text(f"accessKey: {ak}\nsecretKey: {sk}\n")
-    return home
+def _batch(ns_addr: str, broker_addr: str, home: Path, wd: Path, lines: list[list[str]]) -> list[str]:
+    """mqadmin 5.5.0 commands in one MqadminBatch JVM (its tools.yml read from ``home``), each
+    answer with the broker address replaced and without stack frames and links."""
+    wd.mkdir(parents=True, exist_ok=True)
+    script = ["\t".join([*args, "-b", broker_addr, "-n", ns_addr]) for args in lines]
+    (wd / "script.txt").write_text("\n".join(script) + "\n")
+    argv = java_argv(
+        CLIENT_MODULE["5.5.0"],
+        "io.pyrmq.compat.scenarios.MqadminBatch",
+        [str(wd / "script.txt"), str(wd / "out")],
+        home,
+        {"namesrv": ns_addr, "java.security.manager": "allow"},
+        with_tests=True,
+    )
+    r = subprocess.run(
+        argv, capture_output=True, text=True, env=java_env(home), cwd=wd, timeout=240, stdin=subprocess.DEVNULL
+    )
+    assert r.returncode == 0 and "DONE" in r.stdout, f"{r.stdout}\n{r.stderr}"
+    out = wd / "out"
+    texts = []
+    for i, args in enumerate(lines):
+        text = (out / f"{i}.out").read_text() + (out / f"{i}.err").read_text()
+        texts.append(f"{' '.join(args)}\n{_essence(text.replace(broker_addr, '<broker>'))}")
+    return texts
 
 
-SHORT_STEPS = 4
+ADMIN_LINES = [
+    ["getUser", "-u", "app_user"],
+    ["createUser", "-u", "mq_user1", "-p", "pw_1"],
+    ["createUser", "-u", "mq_user1", "-p", "pw_1"],
+    ["getUser", "-u", "mq_user1"],
+    ["updateUser", "-u", "mq_user1", "-s", "disable"],
+    ["listUser", "-f", "mq_user"],
+    ["createAcl", "-s", "User:mq_user1", "-r", "Topic:orders,Group:g1", "-a", "Pub,Sub", "-d", "Allow"],
+    ["updateAcl", "-s", "User:mq_user1", "-r", "Topic:orders", "-a", "Sub", "-d", "Deny", "-i", "10.0.0.0/8"],
+    ["getAcl", "-s", "User:mq_user1"],
+    ["listAcl", "-s", "mq_user1"],
+    ["deleteAcl", "-s", "User:mq_user1", "-r", "Topic:orders"],
+    ["getAcl", "-s", "User:mq_user1"],
+    ["deleteUser", "-u", "mq_user1"],
+    ["getUser", "-u", "mq_user1"],
+]
+APP_LINES = [
+    ["updateTopic", "-t", "AclAdminT_app"],
+    ["createUser", "-u", "mq_user2", "-p", "pw_2"],
+    ["listUser"],
+]
 
 
-@pytest.mark.parametrize("steps", [SHORT_STEPS, pytest.param(None, marks=SOAK)])
-def test_mqadmin_tools_yml_and_user_acl_commands(clusters, names, tmp_path, steps):
-    """Official mqadmin 5.5.0 signs with $ROCKETMQ_HOME/conf/tools.yml: a normal user may not
-    create a topic, the super user may; then the user and ACL commands (createUser, getUser,
-    listUser, updateUser, createAcl, updateAcl, getAcl, listAcl, deleteAcl, deleteUser): the
-    same output from pyrmq and Java, broker addresses aside."""
-    admin_home = _tools_home(tmp_path, "admin", "admin_user", "admin_secret_1")
-    app_home = _tools_home(tmp_path, "app", "app_user", "app_secret_1")
-    sequence = [
-        ("app", ["updateTopic", "-t", "AclAdminT_app"]),
-        ("admin", ["updateTopic", "-t", "AclAdminT_admin"]),
-        ("admin", ["createUser", "-u", "mq_user1", "-p", "pw_1"]),
-        ("app", ["createUser", "-u", "mq_user2", "-p", "pw_2"]),
-        ("admin", ["createUser", "-u", "mq_user1", "-p", "pw_1"]),
-        ("admin", ["getUser", "-u", "mq_user1"]),
-        ("admin", ["updateUser", "-u", "mq_user1", "-s", "disable"]),
-        ("admin", ["listUser", "-f", "mq_user"]),
-        ("admin", ["createAcl", "-s", "User:mq_user1", "-r", "Topic:orders,Group:g1", "-a", "Pub,Sub", "-d", "Allow"]),
-        (
-            "admin",
-            ["updateAcl", "-s", "User:mq_user1", "-r", "Topic:orders", "-a", "Sub", "-d", "Deny", "-i", "10.0.0.0/8"],
-        ),
-        ("admin", ["getAcl", "-s", "User:mq_user1"]),
-        ("admin", ["listAcl", "-s", "mq_user1"]),
-        ("admin", ["deleteAcl", "-s", "User:mq_user1", "-r", "Topic:orders"]),
-        ("admin", ["getAcl", "-s", "User:mq_user1"]),
-        ("admin", ["deleteUser", "-u", "mq_user1"]),
-        ("admin", ["getUser", "-u", "mq_user1"]),
-    ][:steps]
+@SOAK  # six mqadmin JVMs: outside the default run's time budget
+def test_mqadmin_tools_yml_and_user_acl_commands(clusters, tmp_path):
+    """Official mqadmin 5.5.0 signs with $ROCKETMQ_HOME/conf/tools.yml: the super user runs the
+    user and ACL commands (createUser, getUser, updateUser, listUser,
+    createAcl, updateAcl, getAcl, listAcl, deleteAcl, deleteUser), a normal user is refused;
+    pyrmq's answers are Java's, broker addresses aside."""
     outputs: dict[str, list[str]] = {}
     for kind, (ns, broker) in clusters.items():
         outputs[kind] = []
-        for who, args in sequence:
-            home = admin_home if who == "admin" else app_home
-            r = java_mqadmin("5.5.0", *args, "-b", broker.addr, namesrv=ns.addr, home=home, timeout=90)
-            text = (r.stdout + r.stderr).replace(broker.addr, "<broker>")
-            outputs[kind].append(f"{who} {' '.join(args)}\n{_essence(text)}")
+        for who, ak, sk, lines in (
+            ("admin", "admin_user", "admin_secret_1", ADMIN_LINES),
+            ("app", "app_user", "app_secret_1", APP_LINES),
+        ):
+            home = prepare_home(tmp_path / kind / who / "home")
+            (home / "conf" / "tools.yml").write_text(f"accessKey: {ak}\nsecretKey: {sk}\n")
+            outputs[kind] += _batch(ns.addr, broker.addr, home, tmp_path / kind / who, lines)
     for p, j in zip(outputs["pyrmq"], outputs["java"], strict=True):
         assert p == j, f"pyrmq:\n{p}\njava:\n{j}"
-    first = outputs["pyrmq"]
-    assert "CODE: 16" in first[0] and "User:app_user has no permission to access Topic:AclAdminT_app" in first[0]
-    assert "success" in first[1]
-    assert "CODE: 16" in first[3] and "User:app_user has no permission to access Cluster:" in first[3]
-    if steps is None:
-        assert "mq_user1" in first[7] and "disable" in first[7]
+    out = outputs["pyrmq"]
+    assert "app_user" in out[0] and "Normal" in out[0]
+    assert "mq_user1" in out[5] and "disable" in out[5]
+    app = out[len(ADMIN_LINES) :]
+    assert "CODE: 16" in app[0] and "User:app_user has no permission to access Topic:AclAdminT_app" in app[0]
+    assert "User:app_user has no permission to access Cluster:" in app[1]
 
 
 def _essence(text: str) -> str:
-    """mqadmin's lines without timestamps, stack frames and the doc links of exceptions."""
+    """mqadmin's lines without stack frames and the doc links of exceptions."""
     keep = []
     for line in text.splitlines():
         s = line.strip()
@@ -193,3 +213,27 @@ def _essence(text: str) -> str:
             continue
         keep.append(s)
     return "\n".join(keep)
+
+
+@pytest.mark.go
+def test_go_client_credentials_match_java_broker(clusters, names, request):
+    """The official Go client v2.1.2 with producer.WithCredentials: right key, wrong secret,
+    unknown key, a topic without Pub: pyrmq answers as the Java broker does."""
+    binary = request.getfixturevalue("go_compat_binary")  # imported from test_go_clients
+    results = {}
+    for kind, (ns, _broker) in clusters.items():
+        env = {
+            "NAMESRV_ADDR": ns.addr,
+            "TOPIC": names["topic"],
+            "DENIED_TOPIC": names["denied"],
+            "APP_AK": "app_user",
+            "APP_SK": "app_secret_1",
+        }
+        out = run_go_case(binary, "TestAclSend", env)
+        results[kind] = dict(line.split(" ", 2)[1:] for line in out.splitlines() if line.startswith("ACL "))
+    assert results["pyrmq"] == results["java"], results
+    r = results["pyrmq"]
+    assert r["go_app_send"] == "SEND_OK"
+    assert "check signature failed." in r["go_wrong_secret"]
+    assert "User:nobody_app_user is not found." in r["go_unknown_key"]
+    assert "the decision is deny." in r["go_denied_topic"]

@@ -52,7 +52,7 @@ def java_member_cp(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"{cp}:{out}"
 
 
-def start_java(cp: str, base: Path, peers: str, log: Path) -> ManagedProcess:
+def start_java(cp: str, base: Path, peers: str, log: Path, preferred: str | None = None) -> ManagedProcess:
     home = prepare_home(base / "java-home")
     argv = [
         java_exe(),
@@ -71,6 +71,7 @@ def start_java(cp: str, base: Path, peers: str, log: Path) -> ManagedProcess:
         str(HEARTBEAT_MS),
         "100",
         "300",
+        *([preferred] if preferred else []),
     ]
     return ManagedProcess("dledger-java", argv, log, env=java_env(home))
 
@@ -146,3 +147,49 @@ def test_mixed_group_java_leader_then_pyrmq_leader(tmp_path: Path, java_member_c
         *(f"from pyrmq leader {k}".encode() for k in range(15)),
         b"after the java restart",
     ]
+
+
+def test_mixed_group_leadership_transfer_both_ways(tmp_path: Path, java_member_cp: str) -> None:
+    """preferredLeaderIds=n0 on all three: the Java member, elected first, hands the leadership to
+    pyrmq's n0 (its LEADERSHIP_TRANSFER to a pyrmq transferee). Then a LEADERSHIP_TRANSFER sent to
+    n0 names the Java member: it takes the next term (SUCCESS relayed by n0), and a second later its
+    own checkPreferredLeader gives the leadership back to n0."""
+    ports = {i: free_port() for i in IDS}
+    peers = peers_string(ports)
+    procs: list[ManagedProcess] = []
+
+    async def main() -> None:
+        java = start_java(java_member_cp, tmp_path, peers, tmp_path / "java.log", preferred="n0")
+        procs.append(java)
+        await wait_printed(java, "STARTED", 60)
+        members = {i: member(tmp_path, i, peers, SLOW_VOTER, preferred_leader_ids="n0") for i in IDS if i != JAVA_ID}
+        try:
+            for m in members.values():
+                await m.start()
+            await wait_printed(java, "LEADER j2", 30)  # Java votes first and wins
+            n0 = members["n0"]
+            await until(
+                lambda: n0.is_leader and members["n1"].leader_id == "n0", 20, "n0 leading after Java's transfer"
+            )
+            for k in range(5):
+                await n0.append(f"n0 {k}".encode())
+            term = n0.term
+            ask = p.LeadershipTransferRequest(
+                group=GROUP, remote_id="n0", term=term, transfer_id="n0", transferee_id=JAVA_ID
+            )
+            async with RemotingClient() as client:
+                cmd = await client.invoke(f"127.0.0.1:{ports['n0']}", p.request_command(ask), 10)
+            answer = p.LeadershipTransferResponse.decode(cmd.body)
+            assert (answer.code, answer.term) == (p.DLedgerResponseCode.SUCCESS, term + 1), answer
+            # Java led term + 1; its preferred-leader check hands the leadership back to n0
+            await until(lambda: n0.is_leader and n0.term > term + 1, 20, "n0 leading again")
+            await n0.append(b"back on n0")
+            await until(lambda: n0.member.watermarks.get(JAVA_ID, -1) == 5, 10, "Java member has it all")
+        finally:
+            for m in members.values():
+                await m.close()
+            for proc in procs:
+                proc.stop()
+
+    run(main, timeout=180)
+    assert_stores_identical(tmp_path, IDS)

@@ -9,15 +9,20 @@ and why, is listed in docs/operations.md; NOT_IN_PYRMQ below must stay in step w
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from support.java import run_junit
 from support.ports import free_port
 from support.prom import Scrape, parse, scrape
+from support.prometheus import Prometheus
 
-pytestmark = [pytest.mark.compat, pytest.mark.java]
+#: opt-in (PYRMQ_COMPAT_REFERENCE=1): a Java broker, Prometheus and two client runs take about
+#: 3 min on the shared machine, more than the default run's budget allows (docs/compat.md)
+pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.reference]
 
 #: series Java exports and pyrmq does not (docs/operations.md, "What differs from Java 5.5.0")
 NOT_IN_PYRMQ = ("rocketmq_pop_",)
@@ -62,17 +67,68 @@ def brokers(java_namesrv, java_broker, pyrmq_namesrv, pyrmq_broker):
     }
 
 
-def test_same_series_moving_the_same_way_as_java(brokers, java_home):
+@pytest.fixture
+def prometheus(brokers, tmp_path):
+    """Debian's Prometheus scraping both brokers every second, jobs named "java" and "pyrmq"."""
+    prom = Prometheus(tmp_path / "prometheus", {kind: url.split("/")[2] for kind, (_, url) in brokers.items()})
+    prom.wait_up()
+    yield prom
+    prom.stop()
+
+
+def _load(namesrv: str, url: str, props: dict, java_home: Path, hold: Path) -> tuple[Scrape, Scrape]:
+    """Run the load; scrape once while its clients are connected (hold file) and once after."""
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            run_junit(
+                "client5", "MetricsLoadTest", "load", props={**props, "holdFile": hold}, home=java_home, timeout=150
+            )
+        except BaseException as e:  # re-raised in the test's thread
+            box["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        deadline = time.monotonic() + 150
+        while not hold.exists() and t.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert hold.exists(), box.get("error") or "the load never reached its hold point"
+        during = parse(scrape(url)[1])
+    finally:
+        Path(f"{hold}.done").write_text("go")
+        t.join(180)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    time.sleep(1)  # the consumers' last offset commits (oneway UPDATE_CONSUMER_OFFSET at shutdown)
+    return during, parse(scrape(url)[1])
+
+
+def test_same_series_moving_the_same_way_as_java(brokers, prometheus, java_home, tmp_path):
     topic, group = f"MetricsT_{uuid.uuid4().hex[:8]}", f"metrics_g_{uuid.uuid4().hex[:8]}"
+    during: dict[str, Scrape] = {}
     after: dict[str, Scrape] = {}
+    total = LOAD["normal"] + LOAD["dlq"] + LOAD["delayed"]
+    in_topic = f'sum by (job) (rocketmq_messages_in_total{{topic="{topic}"}})'
+    seen: list[dict[str, float]] = [{}]  # what Prometheus had before any load, after each broker's
+    marks = [time.time()]
     for kind, (namesrv, url) in brokers.items():
         ctype, _ = scrape(url)
         assert ctype.startswith("text/plain; version=0.0.4"), (kind, ctype)
         props = {"namesrv": namesrv, "topic": topic, "group": group, **LOAD}
-        run_junit("client5", "MetricsLoadTest", "load", props=props, home=java_home, timeout=150)
-        time.sleep(1)  # the consumers' last offset commits (oneway UPDATE_CONSUMER_OFFSET at shutdown)
-        after[kind] = parse(scrape(url)[1])
+        during[kind], after[kind] = _load(namesrv, url, props, java_home, tmp_path / f"hold-{kind}")
+        seen.append({**seen[-1], kind: total})
+        marks.append(prometheus.wait_value(in_topic, seen[-1]))
     java, py = after["java"], after["pyrmq"]
+
+    # while the clients are connected: the same series (lag gauges, connections), same connections
+    assert _shape(during["pyrmq"]) == _shape(during["java"])
+    for s in during.values():
+        lagging = set(_by(s, "rocketmq_consumer_lag_messages", "consumer_group", "topic"))
+        assert {(group, topic), (group + "_dlq", topic)} <= lagging
+    for name in ("rocketmq_producer_connections", "rocketmq_consumer_connections"):
+        assert during["pyrmq"].series(name) == during["java"].series(name), name
 
     # the same series names, label names and types
     assert _shape(py) == _shape(java)
@@ -112,10 +168,26 @@ def test_same_series_moving_the_same_way_as_java(brokers, java_home):
         ("send_message_v2",),
     }
 
-    # the groups in the lag gauges (both consumers gone, kept by the compensation table)
-    for s in (java, py):
-        lagging = set(_by(s, "rocketmq_consumer_lag_messages", "consumer_group", "topic"))
-        assert {(group, topic), (group + "_dlq", topic)} <= lagging
-    assert _by(py, "rocketmq_consumer_lag_messages", "consumer_group", "topic")[(group, topic)] == 0
     assert py.total("rocketmq_topic_number") == java.total("rocketmq_topic_number")
     assert py.total("rocketmq_consumer_group_number") == java.total("rocketmq_consumer_group_number")
+
+    # what a real Prometheus scraped from both: the same metric names, the counters at the same values
+    names = prometheus.query('count by (__name__, job) ({__name__=~"rocketmq_.+"})')
+    by_job: dict[str, set[str]] = {"java": set(), "pyrmq": set()}
+    for labels, _ in names.items():
+        d = dict(labels)
+        if not d["__name__"].startswith(NOT_IN_PYRMQ):
+            by_job[d["job"]].add(d["__name__"])
+    assert by_job["pyrmq"] == by_job["java"]
+    for expr in (
+        f'sum by (job) (rocketmq_messages_in_total{{topic="{topic}"}})',
+        f'sum by (job) (rocketmq_messages_out_total{{topic="{topic}"}})',
+        f'sum by (job) (rocketmq_throughput_in_total{{topic="{topic}"}})',
+        "sum by (job) (rocketmq_send_to_dlq_messages_total)",
+        'sum by (job) (rocketmq_rpc_latency_milliseconds_count{request_code="send_message_v2"})',
+    ):
+        got = {dict(k)["job"]: v for k, v in prometheus.query(expr).items()}
+        assert set(got) == {"java", "pyrmq"} and got["pyrmq"] == got["java"], (expr, got)
+    # the counter moved with each broker's own load: nothing before, Java's after its run, then both
+    history = [{dict(k)["job"]: v for k, v in prometheus.query(in_topic, at).items()} for at in marks]
+    assert history == seen == [{}, {"java": total}, {"java": total, "pyrmq": total}], history

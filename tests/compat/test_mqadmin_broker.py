@@ -64,26 +64,12 @@ class Side:
         wd.mkdir(parents=True, exist_ok=True)
         for fname, text in (files or {}).items():
             (wd / fname).write_text(text)
-        script = []
-        for line in lines:
-            line = line.replace("$B", self.broker.addr).replace("$NS", self.ns.addr).replace("$WD", str(wd))
-            tool = not line.startswith("@") or line.startswith("@timed ")
-            script.append("\t".join([*line.split(" "), "-n", self.ns.addr]) if tool else line)
-        (wd / "script.txt").write_text("\n".join(script) + "\n")
-        home = java.prepare_home(wd / "home")
-        argv = java.java_argv(
-            java.CLIENT_MODULE[version],
-            "io.pyrmq.compat.scenarios.MqadminBatch",
-            [str(wd / "script.txt"), str(wd / "out")],
-            home,
-            {"namesrv": self.ns.addr, "java.security.manager": "allow"},
-            with_tests=True,
-        )
+        argv = java.mqadmin_batch_argv(version, lines, self.ns.addr, wd, B=self.broker.addr, NS=self.ns.addr)
         r = subprocess.run(
             argv,
             capture_output=True,
             text=True,
-            env=java.java_env(home),
+            env=java.java_env(wd / "home"),
             cwd=wd,
             timeout=timeout,
             stdin=subprocess.DEVNULL,

@@ -76,7 +76,7 @@ EXPECTED = {
 }
 
 
-def _outcomes(side: str, tmp_path: Path, files: dict[str, Path], java_home: Path) -> dict[str, bool]:
+def _outcomes(side: str, client: str, tmp_path: Path, files: dict[str, Path], java_home: Path) -> dict[str, bool]:
     server_tls = {"tls.config.file": files["server"]}
     enforcing = {**server_tls, "tls.server.mode": "enforcing"}
     if side == "java":
@@ -87,7 +87,7 @@ def _outcomes(side: str, tmp_path: Path, files: dict[str, Path], java_home: Path
         broker = PyrmqBroker(ns.addr, tmp_path / "broker", name="tls-broker-pyrmq", system_props=enforcing)
     try:
         r = run_junit(
-            "5.5.0",
+            client,
             "TlsTest",
             "tls",
             home=java_home,
@@ -110,13 +110,19 @@ def _outcomes(side: str, tmp_path: Path, files: dict[str, Path], java_home: Path
     return {case: value == "true" for case, _, value in (line.rpartition("=") for line in lines)}
 
 
-@pytest.mark.parametrize("broker_kind", ["pyrmq", "java"])
-def test_java_client_and_mqadmin_over_tls(broker_kind: str, tmp_path: Path, java_harness, java_home) -> None:
-    """Against pyrmq by default; against Java's servers in the reference run (opt-in,
-    PYRMQ_COMPAT_REFERENCE=1), which must give the same table: that is how EXPECTED was checked."""
+@pytest.mark.parametrize(
+    ("broker_kind", "client"),
+    [("pyrmq", "5.5.0"), ("java", "5.5.0"), pytest.param("pyrmq", "4.9.8", marks=pytest.mark.reference)],
+)
+def test_java_client_and_mqadmin_over_tls(
+    broker_kind: str, client: str, tmp_path: Path, java_harness, java_home
+) -> None:
+    """Against pyrmq with the 5.5.0 client by default; against Java's servers, and with the
+    4.9.8 client and tools, in the reference run (opt-in, PYRMQ_COMPAT_REFERENCE=1), which must
+    give the same table: that is how EXPECTED was checked."""
     files = _tls_files(tmp_path)
     try:
-        outcomes = _outcomes(broker_kind, tmp_path / broker_kind, files, java_home)
+        outcomes = _outcomes(broker_kind, client, tmp_path / broker_kind, files, java_home)
     except JUnitFailed as e:
         raise AssertionError(f"the Java client over TLS failed against {broker_kind}") from e
     assert outcomes == EXPECTED

@@ -8,12 +8,27 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from support.dledger import GROUP, IDS, assert_stores_identical, leaders, member, one_leader, run, started_group, until
+from support.dledger import (
+    GROUP,
+    IDS,
+    assert_stores_identical,
+    leaders,
+    member,
+    one_leader,
+    peers_string,
+    run,
+    started_group,
+    until,
+)
+from support.ports import free_port
 
 from pyrmq.dledger import protocol as p
-from pyrmq.dledger.raft import Role
-from pyrmq.dledger.server import AppendError
+from pyrmq.dledger.config import DLedgerConfig
+from pyrmq.dledger.entry import DLedgerEntry
+from pyrmq.dledger.raft import Role, Timing
+from pyrmq.dledger.server import AppendError, DLedgerServer
 from pyrmq.dledger.store_files import DLedgerStoreReader, default_path, read_term_file
+from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient
 
 
@@ -48,6 +63,12 @@ def test_three_members_elect_replicate_and_commit(tmp_path: Path) -> None:
                 req = p.AppendEntryRequest(group=GROUP, remote_id=leader.config.self_id, body=b"by rpc")
                 resp = p.AppendEntryResponse.decode((await client.invoke(leader.address, p.request_command(req))).body)
                 assert (resp.code, resp.index) == (p.DLedgerResponseCode.SUCCESS, 40)
+                get = p.GetEntriesRequest(group=GROUP, remote_id=leader.config.self_id, begin_index=40)
+                got = p.GetEntriesResponse.decode((await client.invoke(leader.address, p.request_command(get))).body)
+                assert got.code == p.DLedgerResponseCode.SUCCESS and [e.body for e in got.entries] == [b"by rpc"]
+                get.begin_index = 41
+                got = p.GetEntriesResponse.decode((await client.invoke(leader.address, p.request_command(get))).body)
+                assert got.code == p.DLedgerResponseCode.INDEX_OUT_OF_RANGE
                 bad = p.AppendEntryRequest(group="other", remote_id=leader.config.self_id, body=b"x")
                 resp = p.AppendEntryResponse.decode((await client.invoke(leader.address, p.request_command(bad))).body)
                 assert resp.code == p.DLedgerResponseCode.UNKNOWN_GROUP
@@ -158,5 +179,49 @@ def test_leadership_transfer_by_rpc_and_preferred_leader(tmp_path: Path) -> None
             for m in preferred.values():
                 await m.close()
         assert_stores_identical(tmp_path, IDS)
+
+    run(main)
+
+
+def test_held_push_dropped_by_a_role_change_is_answered(tmp_path: Path) -> None:
+    """A follower holds an APPEND that arrived before its predecessor; a vote of a higher term makes
+    it a candidate, which drops what it held. The held call is still answered (TIMEOUT, after the
+    RPC timeout), not left open."""
+    ports = {i: free_port() for i in IDS}
+    config = DLedgerConfig(
+        group=GROUP,
+        self_id="n0",
+        peers=peers_string(ports),
+        store_base_dir=str(tmp_path),
+        data_file_size=4096,
+        index_file_size=2048,
+        timing=Timing(heart_beat_time_interval_ms=2000),
+        rpc_timeout_ms=500,
+    )
+
+    async def main() -> None:
+        async with DLedgerServer(config) as n0, RemotingClient() as client:
+            await until(lambda: n0.term >= 0 and n0.role is Role.CANDIDATE, 5, "candidate")
+
+            async def call(req: p.RequestOrResponse) -> RemotingCommand:
+                return await client.invoke(n0.address, p.request_command(req), 5)
+
+            beat = p.HeartBeatRequest(group=GROUP, local_id="n1", remote_id="n0", leader_id="n1", term=n0.term)
+            assert p.HeartBeatResponse.decode((await call(beat)).body).code == p.DLedgerResponseCode.SUCCESS
+            assert n0.role is Role.FOLLOWER and n0.leader_id == "n1"
+            early = DLedgerEntry(index=5, term=n0.term, pos=0, body=b"early")
+            push = p.PushEntryRequest(
+                group=GROUP, local_id="n1", remote_id="n0", leader_id="n1", term=n0.term, entry=early
+            )
+            held = asyncio.ensure_future(call(push))
+            await asyncio.sleep(0.2)
+            assert not held.done()
+            vote = p.VoteRequest(
+                group=GROUP, local_id="n2", remote_id="n0", leader_id="n2", term=n0.term + 5, ledger_end_index=-1
+            )
+            answer = p.VoteResponse.decode((await call(vote)).body)
+            assert answer.vote_result is p.VoteResult.REJECT_TERM_NOT_READY
+            resp = p.PushEntryResponse.decode((await asyncio.wait_for(held, 5)).body)
+            assert resp.code == p.DLedgerResponseCode.TIMEOUT
 
     run(main)

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from support.servers import PyrmqNamesrv
 
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand, encode
@@ -161,3 +162,35 @@ def test_slow_reader_is_not_read_above_the_high_water_mark():
             await server.close()
 
     asyncio.run(main())
+
+
+def test_name_server_queue_full_answers_overload(tmp_path):
+    """Java NamesrvController's default executor queue (defaultThreadPoolQueueCapacity)."""
+    ns = PyrmqNamesrv(tmp_path / "ns", defaultThreadPoolQueueCapacity=2, defaultThreadPoolNums=1)
+    try:
+        port = int(ns.addr.rsplit(":", 1)[1])
+
+        async def main() -> list[RemotingCommand]:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            frames = []
+            for i in range(400):
+                cmd = RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
+                cmd.opaque = i + 1
+                frames.append(encode(cmd))
+            writer.write(b"".join(frames))
+            decoder, out = FrameDecoder(), []
+            async with asyncio.timeout(20):
+                while len(out) < 400:
+                    data = await reader.read(1 << 16)
+                    assert data
+                    out.extend(decoder.feed(data))
+            writer.close()
+            return out
+
+        answers = asyncio.run(main())
+        codes = Counter((a.code, a.remark if a.code != ResponseCode.SUCCESS else None) for a in answers)
+        assert codes[(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)] > 0, codes
+        assert codes[(ResponseCode.SUCCESS, None)] > 0, codes
+        assert sum(codes.values()) == 400
+    finally:
+        ns.stop()

@@ -103,3 +103,85 @@ def test_dev_serves_java_named_metrics_that_move_with_the_load(tmp_path):
         assert {"rocketmq_storage_flush_behind_bytes", "rocketmq_processor_watermark"} <= s.names()
     finally:
         assert dev.stop(10) == 0
+
+
+def test_endpoint_answers_bad_requests_with_http_errors_and_keeps_serving():
+    """Only GET/HEAD of /, /metrics and /-/healthy; garbage, other paths and methods get 4xx."""
+    from pyrmq.metrics.http import MetricsHttpServer
+
+    async def scenario() -> list[bytes]:
+        server = MetricsHttpServer("127.0.0.1", 0, lambda: "# TYPE target_info gauge\ntarget_info 1\n")
+        await server.start()
+        answers = []
+        try:
+            for raw in (
+                b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+                b"HEAD / HTTP/1.1\r\n\r\n",
+                b"GET /-/healthy HTTP/1.1\r\n\r\n",
+                b"GET /nope HTTP/1.1\r\n\r\n",
+                b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+                b"\x00\x01garbage\r\n\r\n",
+                b"GET /metrics HTTP/1.1\r\n",  # the client gives up before the blank line
+                b"GET /metrics HTTP/1.1\r\n" + b"X: " + b"a" * 70000 + b"\r\n\r\n",
+            ):
+                reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+                writer.write(raw)
+                await writer.drain()
+                if raw.endswith(b"HTTP/1.1\r\n"):
+                    writer.write_eof()
+                answers.append(await asyncio.wait_for(reader.read(), 15))
+                writer.close()
+        finally:
+            await server.close()
+        return answers
+
+    answers = asyncio.run(scenario())
+    status = [a.split(b"\r\n", 1)[0] for a in answers]
+    assert status == [
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 404 Not Found",
+        b"HTTP/1.1 405 Method Not Allowed",
+        b"HTTP/1.1 400 Bad Request",
+        b"HTTP/1.1 400 Bad Request",
+        b"HTTP/1.1 400 Bad Request",
+    ]
+    assert answers[0].endswith(b"target_info 1\n") and b"version=0.0.4" in answers[0]
+    assert answers[1].endswith(b"\r\n\r\n")  # HEAD: headers only
+
+
+def test_a_taken_metrics_port_fails_the_broker_start_in_one_line(tmp_path):
+    """Java's PrometheusHttpServer cannot bind: the broker does not start; pyrmq's neither, clearly."""
+    import socket
+
+    from support.servers import write_properties
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        conf = write_properties(
+            tmp_path / "broker.conf",
+            {
+                "brokerName": "b-busy",
+                "listenPort": free_port_block((-2, 0)),
+                "namesrvAddr": "127.0.0.1:1",
+                "storePathRootDir": tmp_path / "store",
+                "metricsExporterType": "PROM",
+                "metricsPromExporterHost": "127.0.0.1",
+                "metricsPromExporterPort": port,
+            },
+        )
+        proc = ManagedProcess(
+            "broker-busy",
+            [venv_python(), "-m", "pyrmq", "broker", "-c", str(conf)],
+            tmp_path / "broker.out",
+            cwd=ROOT,
+            env=dict(os.environ, HOME=str(tmp_path)),
+        )
+        try:
+            rc = proc.proc.wait(30)
+        finally:
+            proc.stop(5)
+    out = (tmp_path / "broker.out").read_text()
+    assert rc == 1, out
+    assert str(port) in out and "Traceback" not in out, out

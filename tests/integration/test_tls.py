@@ -202,3 +202,43 @@ async def test_silent_connection_is_dropped_after_idle_time() -> None:
         assert server.channels == set()
     finally:
         await server.close()
+
+
+@sync
+async def test_new_certificate_files_are_used_without_restart(tmp_path: Path, pki) -> None:
+    """Java's file watch: the context is rebuilt once both certificate and key changed."""
+    other = make_pki(tmp_path / "pki2", rsa_keys=False)
+    cert, key = tmp_path / "server.pem", tmp_path / "server.key"
+    cert.write_bytes(pki.server_cert.read_bytes())
+    key.write_bytes(pki.server_key.read_bytes())
+    server_file = {
+        "tls.test.mode.enable": "false",
+        "tls.server.certPath": str(cert),
+        "tls.server.keyPath": str(key),
+        "tls.server.keyPassword": PASSWORD,
+    }
+    server = await _serve(_config(tmp_path, {"tls.server.mode": "enforcing"}, server_file))
+
+    def trusting(ca: Path) -> ssl.SSLContext:
+        file = {"tls.test.mode.enable": "false", "tls.client.authServer": "true", "tls.client.trustCertPath": str(ca)}
+        return _config(tmp_path, {}, file).client_context()
+
+    try:
+        assert await _ask(server.port, trusting(pki.ca)) == "tls=True cn="
+        cert.write_bytes(other.server_cert.read_bytes())
+        await asyncio.sleep(1.2)  # the watch looks every 0.5 s: a certificate alone changes nothing
+        assert await _ask(server.port, trusting(pki.ca)) == "tls=True cn="
+        key.write_bytes(b"not a key")  # both changed, but unusable: the old context stays
+        await asyncio.sleep(1.2)
+        assert await _ask(server.port, trusting(pki.ca)) == "tls=True cn="
+        key.write_bytes(other.server_key.read_bytes())
+        async with asyncio.timeout(10):
+            while True:
+                try:
+                    assert await _ask(server.port, trusting(other.ca)) == "tls=True cn="
+                    break
+                except (RemotingConnectError, RemotingSendRequestError):
+                    await asyncio.sleep(0.2)
+        await _refused(server.port, trusting(pki.ca))
+    finally:
+        await server.close()

@@ -1,7 +1,8 @@
 """pyrmq namesrv (with its controller) and broker as processes in TLS enforcing mode, set as
 Java's are (`-Dtls.server.mode=enforcing -Dtls.config.file=...`): the broker registers over
 TLS on its own (useTLS follows the enforcing mode), the name server, controller, main and VIP
-ports serve TLS and refuse plain connections; a TLS setting that cannot work stops the start."""
+ports serve TLS and refuse plain connections, `pyrmq admin -Dtls.enable=true` works and plain
+admin is refused; a TLS setting that cannot work stops the start."""
 
 from __future__ import annotations
 
@@ -89,6 +90,15 @@ def test_enforcing_cluster_serves_tls_only(tmp_path: Path) -> None:
         procs.append(_start("broker", ["broker", "-c", str(b_conf), *system], tmp_path))
         procs[1].wait_line(f"The broker[tls-broker, 127.0.0.1:{b_port}] boot success.")
         asyncio.run(_check(tls_file, ns_port, ctl_port, b_port))
+        # pyrmq admin takes mqadmin's JAVA_OPT settings as leading -D options
+        admin = [venv_python(), "-m", "pyrmq", "admin"]
+        status = ["brokerStatus", "-b", f"127.0.0.1:{b_port}"]
+        tls = ["-Dtls.enable=true", f"-Dtls.config.file={tls_file}"]
+        ok = subprocess.run([*admin, *tls, *status], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert ok.returncode == 0 and "brokerVersionDesc" in ok.stdout, ok
+        plain = subprocess.run([*admin, *status], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert plain.returncode == 1 and "brokerVersionDesc" not in plain.stdout, plain
+        assert "SubCommandException" in plain.stderr, plain
     finally:
         for p in reversed(procs):
             p.stop(10)

@@ -21,6 +21,7 @@ mount point).
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -132,7 +133,11 @@ def _fill_while_sending(
                 assert broker.alive(), broker.tail()
                 freed = time.monotonic()
                 filler.remove()
-                await _until(lambda: out.ok_at[-1] > freed, RESUME_BOUND_S, "a send succeeds after freeing")
+                await _until(
+                    lambda: out.ok_at[-1] > freed,
+                    RESUME_BOUND_S,
+                    f"a send succeeds after freeing ({shutil.disk_usage(filler.path.parent)} of the small disk)",
+                )
                 resumed = out.ok_at[-1] - freed
                 n = len(out.ok)
                 await _until(lambda: len(out.ok) >= n + 20, 10, "20 more sends after resuming")
@@ -199,7 +204,8 @@ def test_disk_fills_during_load(namesrv, tmp_path, small, size_mib, body, keys, 
             mappedFileSizeCommitLog=8 << 20,
         )
         try:
-            out, resumed = _fill_while_sending(broker, Filler(mount / "filler"), body=body, keys=keys, queues=queues)
+            filler = Filler(mount / "filler", pause=0)  # full in a blink, while the senders go on
+            out, resumed = _fill_while_sending(broker, filler, body=body, keys=keys, queues=queues)
             _check_answers(out)
             log = broker.tail(1000)
             assert any(line in log for line in expect), log

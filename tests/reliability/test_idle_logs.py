@@ -9,7 +9,6 @@ have been logged, and each housekeeping job must have run (so the test can fail)
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 
@@ -68,20 +67,15 @@ def test_fresh_idle_dev_logs_no_warning(tmp_path, monkeypatch, warnings_logged):
     monkeypatch.setattr(TransactionalMessageService, "check", counted_check)
 
     store = tmp_path / "fresh" / "store"
-    args = argparse.Namespace(
-        namesrv_port=0,
-        broker_port=0,
-        store=str(store),
-        host="127.0.0.1",
-        advertise=None,
-        cluster="IdleCluster",
-        broker_name="idle-broker",
-        broker_properties={
-            "cleanResourceInterval": "200",
-            "transactionCheckInterval": "200",
-            "flushConsumerOffsetInterval": "500",
-        },
+    args = dev._parser().parse_args(
+        ["--namesrv-port", "0", "--broker-port", "0", "--store", str(store), "--cluster", "IdleCluster"]
     )
+    args.metrics_port = 0  # the Prometheus exporter on a free port, not 5557
+    args.broker_properties = {
+        "cleanResourceInterval": "200",
+        "transactionCheckInterval": "200",
+        "flushConsumerOffsetInterval": "500",
+    }
 
     async def scenario() -> int:
         stop = asyncio.Event()

@@ -63,7 +63,8 @@ async def _broken(port: int, kind: int, hello: bytes, rng: random.Random) -> Non
         writer.close()
 
 
-def test_storm_of_broken_connections_leaves_the_server_serving() -> None:
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])  # servers run on uvloop when it is installed
+def test_storm_of_broken_connections_leaves_the_server_serving(loop: str) -> None:
     async def main() -> None:
         server = RemotingServer("127.0.0.1", 0, name="tls-storm", tls=ServerTls(TlsConfig()))
         server.register(Answer())
@@ -83,4 +84,10 @@ def test_storm_of_broken_connections_leaves_the_server_serving() -> None:
         finally:
             await server.close()
 
-    asyncio.run(main())
+    if loop == "uvloop":
+        import uvloop  # the `fast` extra, installed by tools/test
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
+    else:
+        asyncio.run(main())

@@ -140,6 +140,32 @@ def mqadmin(
     )
 
 
+def mqadmin_batch_argv(version: str, lines: list[str], namesrv: str, workdir: Path, **subst: str) -> list[str]:
+    """argv of one MqadminBatch JVM (compat/java-tests scenarios) running `lines` against `namesrv`.
+
+    Each `$NAME` in a line is replaced by subst[NAME]; `$WD` is `workdir`, where the script and its
+    per-line outputs (workdir/out/<i>.out, .err, .exit) go. Lines not starting with `@` are mqadmin
+    command lines (space separated) and get `-n namesrv`; `@timed` lines too.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    script = []
+    for line in lines:
+        for name, value in {**subst, "WD": str(workdir)}.items():
+            line = line.replace(f"${name}", value)
+        tool = not line.startswith("@") or line.startswith("@timed ")
+        script.append("\t".join([*line.split(" "), "-n", namesrv]) if tool else line)
+    (workdir / "script.txt").write_text("\n".join(script) + "\n")
+    home = prepare_home(workdir / "home")
+    return java_argv(
+        CLIENT_MODULE[version],
+        "io.pyrmq.compat.scenarios.MqadminBatch",
+        [str(workdir / "script.txt"), str(workdir / "out")],
+        home,
+        {"namesrv": namesrv, "java.security.manager": "allow"},
+        with_tests=True,
+    )
+
+
 class JUnitFailed(AssertionError):
     pass
 

@@ -64,7 +64,7 @@ def parse(text: str) -> Scrape:
     return s
 
 
-def scrape(url: str, timeout: float = 10) -> tuple[str, str]:
+def scrape(url: str, timeout: float = 30) -> tuple[str, str]:
     """(content type, body) of one GET."""
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.headers.get("Content-Type", ""), r.read().decode("utf-8")

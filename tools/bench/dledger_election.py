@@ -2,11 +2,13 @@
 (``python -m pyrmq.dledger.server``) and official Java members (dledger 0.3.2 through
 compat/dledger/DLedgerMemberMain.java) in the same run, same timers, same machine.
 
-Each round: wait for one leader known to both others (METADATA polled every 20 ms), append 20
-entries through it (APPEND, 50001), SIGKILL it, time until both survivors name the same new leader,
-append one more entry through it (time to the first acknowledged write), restart the killed member.
+First, once the group has a leader: ``--appends`` appends of ``--body`` bytes through the APPEND
+RPC with ``--in-flight`` outstanding (acknowledged = on a majority), timed. Then each round: wait
+for one leader known to both others (METADATA polled every 20 ms), append 20 entries through it
+(APPEND, 50001), SIGKILL it, time until both survivors name the same new leader, append one more
+entry through it (time to the first acknowledged write), restart the killed member.
 
-    .venv/bin/python tools/bench/dledger_election.py --rounds 5 [--heartbeat-ms 2000]
+    .venv/bin/python tools/bench/dledger_election.py --rounds 5 [--heartbeat-ms 2000] [--appends 2000]
 
 Needs compat/java-tests/build.sh to have run (the servers classpath) and a JDK.
 """
@@ -125,13 +127,29 @@ async def append(client: RemotingClient, group: Group, leader: str, body: bytes)
         raise RuntimeError(f"{group.kind}: append on {leader} answered {resp.code}")
 
 
-async def bench(group: Group, rounds: int) -> list[tuple[float, float]]:
+async def throughput(client: RemotingClient, group: Group, leader: str, n: int, size: int, in_flight: int) -> float:
+    """Acknowledged appends per second."""
+    body = b"x" * size
+    todo = iter(range(n))
+
+    async def worker() -> None:
+        for _ in todo:
+            await append(client, group, leader, body)
+
+    start = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    return n / (time.monotonic() - start)
+
+
+async def bench(group: Group, rounds: int, appends: tuple[int, int, int]) -> tuple[float, list[tuple[float, float]]]:
     for i in IDS:
         group.start(i)
     results: list[tuple[float, float]] = []
     async with RemotingClient() as client:
         try:
             leader = await agreed_leader(client, group, list(IDS), 120)
+            rate = await throughput(client, group, leader, *appends)
+            print(f"{group.kind}: {rate:.0f} acknowledged appends/s")
             for r in range(rounds):
                 for k in range(20):
                     await append(client, group, leader, f"round {r} entry {k}".encode())
@@ -149,21 +167,31 @@ async def bench(group: Group, rounds: int) -> list[tuple[float, float]]:
                 leader = new
         finally:
             group.stop_all()
-    return results
+    return rate, results
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--heartbeat-ms", type=int, default=2000)
+    ap.add_argument("--appends", type=int, default=2000)
+    ap.add_argument("--body", type=int, default=1024)
+    ap.add_argument("--in-flight", type=int, default=16)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="dledger-bench-") as tmp:
         work = Path(tmp)
         java_cp = java_classpath(work)
         summary = {}
+        rates = {}
         for kind in ("pyrmq", "java"):
-            res = asyncio.run(bench(Group(kind, work, args.heartbeat_ms, java_cp), args.rounds))
-            summary[kind] = res
+            group = Group(kind, work, args.heartbeat_ms, java_cp)
+            rates[kind], summary[kind] = asyncio.run(
+                bench(group, args.rounds, (args.appends, args.body, args.in_flight))
+            )
+        print(f"\n{args.appends} appends of {args.body} B, {args.in_flight} in flight: acknowledged appends/s")
+        for kind, rate in rates.items():
+            print(f"{kind:6} {rate:.0f}")
+        print(f"pyrmq/java append rate ratio: {rates['pyrmq'] / rates['java']:.2f}")
         print(f"\nheartbeat {args.heartbeat_ms} ms, {args.rounds} rounds; median (min-max) seconds")
         for kind, res in summary.items():
             el = [e for e, _ in res]

@@ -11,6 +11,7 @@ acked bits, ``a`` attempt id).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,8 @@ CLEAN_SPAN_FROM_LAST_MS = 24 * 3600 * 1000
 class OrderInfo(FastJsonBody):
     pop_time: int = 0
     invisible_time: int | None = field(default=None, metadata={"json": "i"})
-    offset_list: list[int] | None = field(default=None, metadata={"json": "o"})
+    #: a tuple when written: fastjson2 keeps this List<Long> on one line, as pyrmq's writer does tuples
+    offset_list: list[int] | tuple[int, ...] | None = field(default=None, metadata={"json": "o"})
     offset_next_visible_time: dict[int, int] | None = field(default=None, metadata={"json": "ot"})
     offset_consumed_count: dict[int, int] | None = field(default=None, metadata={"json": "oc"})
     last_consume_timestamp: int = field(default=0, metadata={"json": "l"})
@@ -84,9 +86,27 @@ class OrderInfo(FastJsonBody):
         self.offset_consumed_count = counts
 
 
+def _sorted_maps(oi: OrderInfo) -> OrderInfo:
+    return dataclasses.replace(
+        oi,
+        offset_list=None if oi.offset_list is None else tuple(oi.offset_list),
+        offset_next_visible_time=None
+        if oi.offset_next_visible_time is None
+        else dict(sorted(oi.offset_next_visible_time.items())),
+        offset_consumed_count=None
+        if oi.offset_consumed_count is None
+        else dict(sorted(oi.offset_consumed_count.items())),
+    )
+
+
 @dataclass(slots=True)
 class ConsumerOrderInfoWrapper(FastJsonBody):
+    """The file's tree; Java also writes two getters of the manager (orderInfoCount = topic@group
+    entries, orderedConsumptionLevel), never read back."""
+
     table: dict[str, dict[int, OrderInfo]] = field(default_factory=dict)
+    order_info_count: int | None = None
+    ordered_consumption_level: str | None = None
 
 
 class ConsumerOrderInfoManager(ConfigManager):
@@ -101,7 +121,9 @@ class ConsumerOrderInfoManager(ConfigManager):
         self.table = wrapper.table
 
     def build_serialize_wrapper(self) -> ConsumerOrderInfoWrapper:
-        return ConsumerOrderInfoWrapper({k: dict(v) for k, v in self.table.items() if v})
+        # Java's ConcurrentHashMap<Integer, OrderInfo> and HashMap<Long, V> iterate small keys ascending
+        table = {k: {q: _sorted_maps(oi) for q, oi in sorted(v.items())} for k, v in self.table.items()}
+        return ConsumerOrderInfoWrapper(table, len(table), "QUEUE")
 
     def _get(self, topic: str, group: str, queue_id: int) -> OrderInfo | None:
         return self.table.get(f"{topic}@{group}", {}).get(queue_id)

@@ -51,6 +51,7 @@ class PopServices:
             timer_caught_up=timer_caught_up,
             now=now,
         )
+        self.revive_service.should_run = config.is_master  # Java: brokerId == 0 until told otherwise
         self._topic_config_manager = topic_config_manager
         self._subscription_group_manager = subscription_group_manager
 
@@ -65,9 +66,9 @@ class PopServices:
     def load(self) -> None:
         self.consumer_order_info_manager.load()
 
-    def start(self, is_master: bool) -> None:
-        """Java: the revive services run on the master (brokerId 0)."""
-        self.revive_service.should_run = is_master
+    def start(self) -> None:
+        """The revive task; whether it revives follows the special services (a master, or a slave
+        acting as one; Java AckMessageProcessor#setPopReviveServiceStatus)."""
         self.revive_service.start()
 
     def persist(self) -> None:

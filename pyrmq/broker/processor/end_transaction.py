@@ -53,10 +53,12 @@ class EndTransactionProcessor:
         *,
         config,
         transactional_message_service,
+        broker_metrics,
         now,
     ) -> None:
         self.config = config
         self.transactional_message_service = transactional_message_service
+        self.broker_metrics = broker_metrics
         self.now = now
 
     @handles(RequestCode.END_TRANSACTION)
@@ -113,8 +115,10 @@ class EndTransactionProcessor:
             response = await self._send_final_message(cmd, inner)
             if response.code == ResponseCode.SUCCESS:
                 await self.transactional_message_service.delete_prepare_message(half)
+                self.broker_metrics.on_commit(inner.topic, half.born_timestamp)
             return response
         await self.transactional_message_service.delete_prepare_message(half)
+        self.broker_metrics.on_rollback(half.properties.get(MC.REAL_TOPIC, ""))
         return cmd.make_response(ResponseCode.SUCCESS)
 
     def _reject_commit_or_rollback(self, h: EndTransactionRequestHeader, half: m.StoredMessage) -> bool:

@@ -49,7 +49,11 @@ class NotificationProcessor:
         self.now = now
         self.random = random.Random()
 
-    def _check(self, cmd: RemotingCommand, ctx: RequestContext, topic: str, queue_id: int, group: str):
+    def _check(
+        self, cmd: RemotingCommand, ctx: RequestContext, topic: str, queue_id: int, group: str, bare: bool = False
+    ):
+        """``bare``: NOTIFICATION answers a forbidden broker, an unknown topic or group with the
+        code alone (Java NotificationProcessor sets no remark there)."""
         bad = check_pop_request(
             self.config,
             self.topic_config_manager,
@@ -60,7 +64,15 @@ class NotificationProcessor:
             ctx.channel.remote_addr,
             "peeking",
         )
-        return None if bad is None else cmd.make_response(*bad)
+        if bad is None:
+            return None
+        code, remark = bad
+        if bare and (
+            code in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)
+            or remark.startswith("the broker[")
+        ):
+            remark = None
+        return cmd.make_response(code, remark)
 
     @handles(RequestCode.NOTIFICATION)
     async def notification(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand | None:
@@ -69,7 +81,7 @@ class NotificationProcessor:
             h.born_time = self.now()
             if cmd.ext_fields is not None:
                 cmd.ext_fields["bornTime"] = str(h.born_time)
-        bad = self._check(cmd, ctx, h.topic, h.queue_id, h.consumer_group)
+        bad = self._check(cmd, ctx, h.topic, h.queue_id, h.consumer_group, bare=True)
         if bad is not None:
             return bad
         random_q = self.random.randrange(100)

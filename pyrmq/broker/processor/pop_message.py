@@ -83,9 +83,11 @@ class PopMessageProcessor:
         revive_log: ReviveLog,
         pop_long_polling_service: PopLongPollingService,
         consumer_order_info_manager: ConsumerOrderInfoManager,
+        broker_metrics,
         now,
     ) -> None:
         self.config = config
+        self.broker_metrics = broker_metrics
         self.message_store = message_store
         self.topic_config_manager = topic_config_manager
         self.subscription_group_manager = subscription_group_manager
@@ -300,6 +302,8 @@ class PopMessageProcessor:
                     batch.info.add_start(topic, queue_id, offset)
                     batch.info.add_msg(topic, queue_id, offsets)
                     self._add_messages(topic, is_retry, batch, queue_id, offset, result.message_buffer_list)
+                    size = sum(len(b) for b in result.message_buffer_list)
+                    self.broker_metrics.on_pop(h.topic, group, len(offsets), size, is_retry)
                 elif result.status in _SKIPPED and result.next_begin_offset > -1:
                     # nothing matched up to there: the offset moves on (Java addCkMock / commitOffset)
                     self.consumer_offset_manager.commit_offset(

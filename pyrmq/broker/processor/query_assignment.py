@@ -1,9 +1,9 @@
 """QUERY_ASSIGNMENT (400) and SET_MESSAGE_REQUEST_MODE (401): server-side rebalance for 5.x clients,
 which is how a group switches to POP. Java: ``broker/processor/QueryAssignmentProcessor``.
 
-Java reads the topic's queues from the name server's route (TopicRouteInfoManager); pyrmq
-answers with this broker's readable queues, which is the same for a topic served by one broker
-(docs/pop.md).
+The topic's queues come from the name servers' route, as in Java (TopicRouteInfoManager: kept
+for 30 s), so a group is assigned the queues of every broker; without a name server, or when none
+answers, from this broker's own topic config.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TypeVar
 from pyrmq.broker.pop.allocate import STRATEGIES, allocate_for_pop
 from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX, is_readable
 from pyrmq.protocol.bodies.broker import MessageQueue
+from pyrmq.protocol.bodies.namesrv import TopicRouteData
 from pyrmq.protocol.bodies.pop import (
     MessageModel,
     MessageQueueAssignment,
@@ -26,6 +27,7 @@ from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.errors import InvalidParameter, NoPermission, SubscriptionGroupNotExist, TopicNotExist
 from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody
+from pyrmq.protocol.headers.namesrv import GetRouteInfoRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
 
 log = logging.getLogger("pyrmq.broker.pop")
@@ -34,6 +36,9 @@ log = logging.getLogger("pyrmq.broker.pop")
 LMQ_PREFIX = "%LMQ%"
 
 B = TypeVar("B", bound=FastJsonBody)
+#: Java TopicRouteInfoManager refreshes its routes every 30 s
+ROUTE_TTL_MS = 30_000
+ROUTE_TIMEOUT_S = 3.0
 
 
 class QueryAssignmentProcessor:
@@ -45,8 +50,13 @@ class QueryAssignmentProcessor:
         subscription_group_manager,
         consumer_manager,
         message_request_mode_manager,
+        outer_client,
+        now,
     ) -> None:
         self.config = config
+        self.outer_client = outer_client
+        self.now = now
+        self._routes: dict[str, tuple[int, list[MessageQueue] | None]] = {}
         self.topic_config_manager = topic_config_manager
         self.subscription_group_manager = subscription_group_manager
         self.consumer_manager = consumer_manager
@@ -79,16 +89,45 @@ class QueryAssignmentProcessor:
                 mode.mode = MessageRequestMode[str(self.config["defaultMessageRequestMode"]).upper()]
             if mode.mode is MessageRequestMode.POP:
                 mode.pop_share_queue_num = int(self.config["defaultPopShareQueueNum"])
-        queues = self._load_balance(req, mode, ctx)
+        queues = await self._load_balance(req, mode, ctx)
         assignments = None if queues is None else [MessageQueueAssignment(mq, mode.mode) for mq in queues]
         body = QueryAssignmentResponseBody(assignments).encode()
         return cmd.make_response(ResponseCode.SUCCESS, None, body=body)
 
-    def subscribe_info(self, topic: str) -> list[MessageQueue] | None:
-        """The topic's readable queues on this broker (Java TopicRouteInfoManager#getTopicSubscribeInfo)."""
-        name = self.config["brokerName"]
+    async def subscribe_info(self, topic: str) -> list[MessageQueue] | None:
+        """The topic's readable queues on every broker, None for a topic the name servers do not
+        know (Java TopicRouteInfoManager#getTopicSubscribeInfo)."""
         if topic.startswith(LMQ_PREFIX):
-            return [MessageQueue(topic, name, 0)]
+            return [MessageQueue(topic, self.config["brokerName"], 0)]
+        now = self.now()
+        cached = self._routes.get(topic)
+        if cached is not None and now - cached[0] < ROUTE_TTL_MS:
+            return cached[1]
+        ext = GetRouteInfoRequestHeader(topic=topic).to_ext_fields()
+        for addr in self.config.namesrv_addrs if self.outer_client is not None else ():
+            try:
+                resp = await self.outer_client.invoke(
+                    addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, dict(ext)), ROUTE_TIMEOUT_S
+                )
+            except Exception as e:
+                log.warning("get route of %s from name server %s failed: %s", topic, addr, e)
+                continue
+            queues = None
+            if resp.code == ResponseCode.SUCCESS and resp.body:
+                route = TopicRouteData.decode(resp.body)
+                queues = [
+                    MessageQueue(topic, qd.broker_name, i)
+                    for qd in route.queue_datas or []
+                    if is_readable(qd.perm)
+                    for i in range(qd.read_queue_nums)
+                ]
+            self._routes[topic] = (now, queues)
+            return queues
+        return self.local_subscribe_info(topic)
+
+    def local_subscribe_info(self, topic: str) -> list[MessageQueue] | None:
+        """This broker's readable queues of the topic: the answer without a name server."""
+        name = self.config["brokerName"]
         tc = self.topic_config_manager.select_topic_config(topic)
         if tc is None:
             return None
@@ -96,12 +135,12 @@ class QueryAssignmentProcessor:
             return []
         return [MessageQueue(topic, name, i) for i in range(tc.read_queue_nums)]
 
-    def _load_balance(
+    async def _load_balance(
         self, req: QueryAssignmentRequestBody, mode: SetMessageRequestModeRequestBody, ctx: RequestContext
     ) -> list[MessageQueue] | None:
         """Java doLoadBalance: None = no valid answer (the client keeps what it has)."""
         topic, group = req.topic or "", req.consumer_group or ""
-        mq_set = self.subscribe_info(topic)
+        mq_set = await self.subscribe_info(topic)
         if mq_set is None:
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 log.warning("QueryLoad: no assignment for group[%s], the topic[%s] does not exist.", group, topic)

@@ -12,15 +12,14 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-from pyrmq.protocol.version import PYRMQ_VERSION, MQVersion
+from pyrmq.protocol.version import MQVersion
 
 if TYPE_CHECKING:
     from pyrmq.broker.config import BrokerConfig
     from pyrmq.broker.stats import BrokerStatsManager
     from pyrmq.store.message_store import MessageStore
 
-#: pyrmq emulates the 5.3.3 broker (MQVersion ordinal 479)
-BROKER_VERSION = PYRMQ_VERSION
+#: the release pyrmq follows (MQVersion.V5_5_0, protocol/version.py)
 BROKER_VERSION_DESC = MQVersion.V5_5_0.name
 
 
@@ -72,7 +71,6 @@ def build_runtime_info(
     now = now_ms
     out: dict[str, str] = {}
     out["brokerVersionDesc"] = BROKER_VERSION_DESC
-    out["brokerVersion"] = str(BROKER_VERSION)
     out["bootTimestamp"] = str(st.boot_timestamp)
     out["runtime"] = _runtime_text(now - st.boot_timestamp)
     out["putMessageEntireTimeMax"] = str(st.put_message_entire_time_max)

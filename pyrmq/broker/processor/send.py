@@ -341,6 +341,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         queue_id = msg.queue_id  # the answer names the queue asked for, not SCHEDULE_TOPIC's (delay/timer)
         if prepare:
             result = await self.transactional_message_service.prepare_message(msg)
+            if result.is_ok():
+                self.broker_metrics.on_half_put(h.topic)
         else:
             result = await await_put(self.message_store.put_message_async(msg))
         record_put(self.broker_stats, msg.topic, result)

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX
 from pyrmq.protocol.headers.base import RemotingHeader
 
 #: KeyBuilder.POP_ORDER_REVIVE_QUEUE: the reviveQid of an orderly pop (no checkpoint is written)
 POP_ORDER_REVIVE_QUEUE = 999
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 _NORMAL, _RETRY_V1, _RETRY_V2 = "0", "1", "2"
 
 

@@ -51,10 +51,10 @@ def test_help_matches_mqadmin():
     )
 
 
-def test_all_28_core_commands_listed(capsys):
+def test_all_29_core_commands_listed(capsys):
     assert cli.main([]) == 0
     out = capsys.readouterr().out
-    assert len(REGISTRY) == 28 and set(cli.ORDER) == set(REGISTRY)
+    assert len(REGISTRY) == 29 and set(cli.ORDER) == set(REGISTRY)
     assert "   updateTopic                         Update or create topic.\n" in out
 
 

@@ -334,3 +334,41 @@ def test_broker_auth_wiring(tmp_path: Path) -> None:
     assert signature_matches(cmd, "isk")
     # and the broker itself accepts what it signs: the inner user is a super user
     assert on.evaluator.check(cmd, "127.0.0.1:1") is None
+
+
+def test_a_failing_check_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected error inside the check answers SYSTEM_ERROR: the request never gets through."""
+    from support.fakes import FakeChannel
+
+    from pyrmq.broker.auth import BrokerAuth
+    from pyrmq.broker.config import BrokerConfig
+
+    props = {"brokerName": "b", "storePathRootDir": str(tmp_path), "authenticationEnabled": "true"}
+    auth = BrokerAuth.from_broker_config(BrokerConfig.from_properties(props))
+    check = auth.request_check()
+    assert check is not None
+
+    def boom(*_a: object) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(auth.evaluator, "check", boom)
+    resp = check(FakeChannel(), RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext_fields={"b": "t"}))  # type: ignore[arg-type]
+    assert resp is not None and resp.code == ResponseCode.SYSTEM_ERROR
+
+
+def test_missing_names_and_acl_enable_warning(
+    tmp_path: Path, store: AuthMetadataStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pyrmq.broker.auth import BrokerAuth
+    from pyrmq.broker.config import BrokerConfig
+
+    ev = AuthEvaluator(config(), store)
+    pull = signed(RequestCode.PULL_MESSAGE, {"topic": "orders", "queueId": "0"}, "app", "appsecret")
+    refused = check(ev, pull)
+    assert refused is not None and "Group:null" in refused[1]  # Java's text for a missing name
+    with caplog.at_level("WARNING", logger="pyrmq.broker.auth"):
+        auth = BrokerAuth.from_broker_config(
+            BrokerConfig.from_properties({"brokerName": "b", "storePathRootDir": str(tmp_path), "aclEnable": "true"})
+        )
+    assert auth.request_check() is None  # as in Java 5.5.0: aclEnable alone enforces nothing
+    assert "aclEnable=true has no effect" in caplog.text

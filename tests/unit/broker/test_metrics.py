@@ -231,3 +231,22 @@ def test_delayed_messages_count_in_as_delay_when_sent_and_when_delivered(make_br
 
 def _by_topic(s, name, **match):
     return {dict(k)["topic"]: v for k, v in s.series(name, **match).items()}
+
+
+def test_timer_messages_count_when_read_and_when_delivered(make_broker, clock):
+    b = make_broker(metricsExporterType="PROM")
+    send(b, topic="TimerM", props={"TIMER_DELAY_MS": "3000"})
+    timer = b.c.timer_message_store
+    assert timer.enqueue() == 1
+
+    async def deliver():
+        timer.started = True
+        clock.advance(3100)
+        await timer.dequeue()
+
+    asyncio.run(deliver())
+    s = scrape(b)
+    labels = {"topic": "TimerM", "storage_type": "local", "storage_medium": "disk"}
+    assert s.total("rocketmq_timer_enqueue_total", **labels) == 1
+    assert s.total("rocketmq_timer_dequeue_total", **labels) == 1
+    assert s.total("rocketmq_messages_in_total", topic="rmq_sys_wheel_timer", message_type="delay") == 1

@@ -321,6 +321,8 @@ def test_notification_and_peek(broker):
         assert len(msgs) == 2  # peeking took nothing
         n = await call(broker, RequestCode.NOTIFICATION, ext)
         assert n.ext_fields["hasMsg"] == "false"
+        n = await call(broker, RequestCode.NOTIFICATION, {**ext, "topic": "Nope"})
+        assert (n.code, n.remark) == (ResponseCode.TOPIC_NOT_EXIST, None)  # Java sets no remark here
 
     asyncio.run(go())
 
@@ -373,3 +375,60 @@ def test_checkpoint_json_reads_java_and_old_names():
     assert (old.index_of_ack(8), old.cid) == (1, "g")
     assert BatchAck.encode_bits([0, 2, 9]) == "BQI="  # Java BitSet{0,2,9}.toByteArray(), base64
     assert BatchAck(bit_set="BQI=").bits() == [0, 2, 9]
+
+
+def test_order_info_file_matches_javas(tmp_path):
+    """config/consumerOrderInfo.json: the same pops, acks and visible-time changes on pyrmq's
+    manager give the bytes the 5.5.0 QueueLevelConsumerManager wrote, orderCountInfo too."""
+    from support.fakes import GOLDEN_DIR, ManualClock
+
+    from pyrmq.broker.pop.order_info import ConsumerOrderInfoManager
+    from pyrmq.protocol.headers.pop import OffsetInfo
+
+    text = (GOLDEN_DIR / "store/config/java-5.5.0-pop/consumerOrderInfo.json").read_text()
+    clock = ManualClock(1795786672070)  # the "l" Java stamped
+    mgr = ConsumerOrderInfoManager(str(tmp_path / "consumerOrderInfo.json"), now=clock)
+    info = OffsetInfo()
+    mgr.update("attempt-1", False, "PopO", "og", 1, 1700000000000, 60000, [5, 6, 9], info)
+    mgr.update("attempt-2", False, "PopO", "og", 1, 1700000070000, 60000, [6, 9], info)
+    assert mgr.commit_and_next("PopO", "og", 1, 6, 1700000070000) == 9
+    mgr.update_next_visible_time("PopO", "og", 1, 9, 1700000070000, 1700000090000)
+    mgr.update(None, False, "PopO", "og", 0, 1700000000000, 30000, [3], info)
+    assert OffsetInfo.join(info.order_count) == "0 1 0;0 qo1%6 1;0 qo1%9 1;0 1 1;0 0 0"
+    assert mgr.encode() == text
+    assert mgr.persist()
+    again = ConsumerOrderInfoManager(str(tmp_path / "consumerOrderInfo.json"), now=clock)
+    again.load()
+    assert again.encode() == text
+    again.now = ManualClock(1700000089999)
+    assert again.check_block("other", "PopO", "og", 1, 60000)  # 9 is invisible until 1700000090000
+    again.now = ManualClock(1700000090000)
+    assert not again.check_block("other", "PopO", "og", 1, 60000)
+
+
+def test_revive_follows_the_special_services(broker):
+    """Java changeSpecialServiceStatus -> setPopReviveServiceStatus: a master revives until its
+    special services stop (a slave acting as master starts them)."""
+    svc = broker.c.pop_services.revive_service
+    special = broker.c.acting_master_service.special_services
+    assert svc.should_run  # brokerId 0
+
+    async def go():
+        special.running = True
+        await special.change(False)
+
+    asyncio.run(go())
+    assert not svc.should_run
+
+
+def test_popped_messages_count_out_with_is_retry(make_broker):
+    from support.prom import parse
+
+    b = make_broker(metricsExporterType="PROM")
+    setup(b, queues=2, n=3)
+    r, msgs = asyncio.run(pop(b))
+    assert r.code == ResponseCode.SUCCESS and len(msgs) == 3
+    s = parse(b.c.broker_metrics.render())
+    labels = {"topic": TOPIC, "consumer_group": GROUP, "is_retry": "false", "is_system": "false"}
+    assert s.total("rocketmq_messages_out_total", **labels) == 3
+    assert s.total("rocketmq_throughput_out_total", **labels) == sum(x.store_size for x in msgs)

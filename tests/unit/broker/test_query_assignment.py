@@ -155,3 +155,68 @@ def test_allocation_strategies_match_java():
     # more consumers than queues: one queue each, round robin
     five = ["a", "b", "c", "d", "e"]
     assert [mq.queue_id for mq in allocate_for_pop(allocate_averagely, "e", mqs(2), five, 1)] == [0]
+
+
+def test_request_mode_file_round_trips_javas_bytes(tmp_path):
+    """config/messageRequestMode.json as the 5.5.0 broker writes it (tests/golden/store/config)."""
+    from support.fakes import GOLDEN_DIR
+
+    from pyrmq.broker.pop.message_request_mode_manager import MessageRequestModeManager
+
+    text = (GOLDEN_DIR / "store/config/java-5.5.0-pop/messageRequestMode.json").read_text()
+    path = tmp_path / "messageRequestMode.json"
+    path.write_text(text)
+    mgr = MessageRequestModeManager(str(path))
+    mgr.load()
+    got = mgr.get_message_request_mode("PopModeT", "pop_mode_g")
+    assert (got.mode, got.pop_share_queue_num) == (MessageRequestMode.POP, 2)
+    assert mgr.encode() == text
+    fresh = MessageRequestModeManager(None)
+    fresh.set_message_request_mode("PopModeT", "pop_mode_g", got)
+    fresh.set_message_request_mode(
+        "PopModeT", "pull_mode_g", SetMessageRequestModeRequestBody("PopModeT", "pull_mode_g", MessageRequestMode.PULL)
+    )
+    assert fresh.encode() == text
+
+
+def test_queues_of_every_broker_come_from_the_name_server(make_broker, clock):
+    """Java TopicRouteInfoManager: the route's readable queues of all brokers, kept 30 s."""
+    from pyrmq.broker.processor.query_assignment import QueryAssignmentProcessor
+    from pyrmq.protocol.bodies.namesrv import QueueData, TopicRouteData
+    from pyrmq.remoting.channel import RequestContext, call_handler
+
+    asked = []
+
+    class RouteClient:
+        async def invoke(self, addr, cmd, timeout):
+            asked.append((addr, cmd.code, cmd.ext_fields["topic"]))
+            if cmd.ext_fields["topic"] != "PopT":
+                return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, "No topic route info in name server")
+            route = TopicRouteData(
+                queue_datas=[QueueData("b1", 2, 2, 6), QueueData("b2", 1, 1, 6), QueueData("b3", 4, 4, 2)]
+            )
+            return cmd.make_response(ResponseCode.SUCCESS, None, body=route.encode())
+
+    b = make_broker(namesrvAddr="10.0.0.1:9876")
+    heartbeat(b, "cid-a")
+    c = b.c
+    proc = c.build(QueryAssignmentProcessor, {**c._dependencies(), "outer_client": RouteClient()})
+
+    def ask(topic):
+        body = QueryAssignmentRequestBody(topic, "cg", "cid-a", "AVG").encode()
+        cmd = RemotingCommand.request(RequestCode.QUERY_ASSIGNMENT, {}, body)
+        r = asyncio.run(call_handler(proc.query_assignment, RequestContext(FakeChannel(), None), cmd))
+        return QueryAssignmentResponseBody.decode(r.body).message_queue_assignments
+
+    got = ask("PopT")
+    assert sorted((a.message_queue.broker_name, a.message_queue.queue_id) for a in got) == [
+        ("b1", 0),
+        ("b1", 1),
+        ("b2", 0),
+    ]  # b3 is write-only
+    assert ask("PopT") is not None and len(asked) == 1  # cached
+    clock.advance(30_001)
+    ask("PopT")
+    assert len(asked) == 2
+    assert ask("Unknown") is None
+    assert asked[-1] == ("10.0.0.1:9876", RequestCode.GET_ROUTEINFO_BY_TOPIC, "Unknown")

@@ -215,3 +215,23 @@ def test_reject_transaction_message(make_broker):
     broker = make_broker(rejectTransactionMessage="true")
     r = half_send(broker)
     assert r.code == ResponseCode.NO_PERMISSION and "transaction message is forbidden" in r.remark
+
+
+def test_transaction_metrics_count_halves_commits_and_rollbacks(make_broker, clock):
+    from support.prom import parse
+
+    b = make_broker(metricsExporterType="PROM")
+    first, second, third = (half_send(b, born=clock() - 7000) for _ in range(3))
+    s = parse(b.c.broker_metrics.render())
+    assert s.total("rocketmq_half_messages", topic="TxT") == 3
+    assert end_tx(b, first, COMMIT).code == ResponseCode.SUCCESS
+    assert end_tx(b, second, ROLLBACK).code == ResponseCode.SUCCESS
+    s = parse(b.c.broker_metrics.render())
+    assert s.total("rocketmq_half_messages", topic="TxT") == 1
+    assert s.total("rocketmq_commit_messages_total", topic="TxT") == 1
+    assert s.total("rocketmq_rollback_messages_total", topic="TxT") == 1
+    # Java records the seconds since the half was born, in buckets of 5 s .. 24 h
+    assert s.total("rocketmq_finish_message_latency_milliseconds_sum", topic="TxT") == 7
+    assert s.total("rocketmq_finish_message_latency_milliseconds_bucket", topic="TxT", le="60.0") == 1
+    assert s.total("rocketmq_finish_message_latency_milliseconds_bucket", topic="TxT", le="5.0") == 0
+    assert third.code == ResponseCode.SUCCESS

@@ -144,3 +144,41 @@ def test_index_stalled_mid_message_keeps_every_key(open_store, msg_factory, fall
     for k in ["UNIQ00000001", *keys.split()]:
         assert len(s.query_message("T", k, 4, ts - 1000, ts + 1000).phy_offsets) == 1, k
     assert s.get_max_offset_in_queue("T", 0) == 2
+
+
+def test_backed_prefix_and_data_ranges_of_a_sparse_file(tmp_path) -> None:
+    path = tmp_path / "sparse"
+    with open(path, "wb") as f:
+        f.truncate(1 << 20)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        assert space.backed_prefix(fd, 1 << 20) == 0
+        os.pwrite(fd, b"x" * 5000, 0)
+        os.pwrite(fd, b"y", 600_000)
+        os.fsync(fd)
+        assert space.backed_prefix(fd, 1 << 20) == 8192  # two pages of data, then a hole
+        ranges = space.data_ranges(fd, 0, 1 << 20)
+        assert ranges[0] == (0, 8192) and len(ranges) == 2
+        lo, hi = ranges[1]
+        assert lo <= 600_000 < hi <= 1 << 20
+        assert space.data_ranges(fd, 8192, 500_000) == []
+    finally:
+        os.close(fd)
+
+
+def test_reopened_store_after_reservations_has_the_same_queues(open_store, msg_factory, tmp_path) -> None:
+    """Reserved-ahead pages are zeros: recovery ends the data where the writes ended."""
+    s = open_store(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=20 * 1000)
+    for i in range(30):
+        assert s.put_message(msg_factory(i, queue_id=i % 2)).is_ok()
+    cq = s.find_consume_queue("T", 0).mapped_file_queue.get_last_mapped_file()
+    assert cq is not None and cq.reserved > cq.wrote_position  # space reserved past the entries
+    max_phy = s.get_max_phy_offset()
+    s.shutdown()
+    again = open_store(
+        root=tmp_path / "store", mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=20 * 1000
+    )
+    assert again.get_max_phy_offset() == max_phy
+    assert again.get_max_offset_in_queue("T", 0) == 15 and again.get_max_offset_in_queue("T", 1) == 15
+    assert again.put_message(msg_factory(30)).is_ok()
+    assert again.get_max_offset_in_queue("T", 0) == 16

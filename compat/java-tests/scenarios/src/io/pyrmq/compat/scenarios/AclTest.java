@@ -94,7 +94,7 @@ class AclTest {
         send("app_send_denied_topic", hook(appAk, appSk), denied);
         send("no_credentials", null, topic);
         consume("app_consume", hook(appAk, appSk), Props.str("group", null), topic, 30_000);
-        consume("app_consume_denied_group", hook(appAk, appSk), Props.str("deniedGroup", null), topic, 4_000);
-        consume("wrong_secret_consume", hook(appAk, appSk + "x"), Props.str("group", null), topic, 4_000);
+        consume("app_consume_denied_group", hook(appAk, appSk), Props.str("deniedGroup", null), topic, 3_000);
+        consume("wrong_secret_consume", hook(appAk, appSk + "x"), Props.str("group", null), topic, 3_000);
     }
 }

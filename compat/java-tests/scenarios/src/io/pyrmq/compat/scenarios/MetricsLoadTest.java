@@ -2,6 +2,8 @@ package io.pyrmq.compat.scenarios;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -21,7 +23,8 @@ import org.junit.jupiter.api.Test;
  * messages with delay level 1, all synchronous sends to {@code topic}. Group {@code group} consumes
  * everything ("*"); group {@code group}_dlq subscribes to TagD with maxReconsumeTimes 0 and always
  * fails, so each TagD message goes to %DLQ%{@code group}_dlq once. Ends when both groups saw
- * their messages and the consumers shut down (offsets persisted).
+ * their messages and the consumers shut down (offsets persisted). With {@code holdFile}, the
+ * clients stay connected after the load until {@code holdFile}.done exists (the test scrapes then).
  */
 public class MetricsLoadTest {
 
@@ -72,6 +75,11 @@ public class MetricsLoadTest {
                 () -> "consumed " + all.get() + "/" + total + ", failed " + failed.get() + "/" + dlq);
             Thread.sleep(Props.integer("quietMs", 2000)); // the send-backs of the last failures
             System.out.println("metrics load: consumed " + all.get() + ", failed " + failed.get());
+            String hold = Props.str("holdFile", null);
+            if (hold != null) { // the test scrapes while the clients are still connected
+                Files.writeString(Path.of(hold), "consumed " + all.get());
+                SemA.awaitOrFail(60_000, () -> Files.exists(Path.of(hold + ".done")), () -> "no " + hold + ".done");
+            }
         } finally {
             SemA.quietly(p::shutdown);
             SemA.quietly(c::shutdown);

@@ -118,10 +118,11 @@ public class PopTest {
         return sg;
     }
 
-    static DefaultMQProducer producer(String namesrv) throws Exception {
-        DefaultMQProducer p = new DefaultMQProducer("pop_p_" + RUN);
+    /** One producer per case: the cases may run concurrently in one JVM. */
+    static DefaultMQProducer producer(String namesrv, String tag) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer("pop_p_" + tag + "_" + RUN);
         p.setNamesrvAddr(namesrv);
-        p.setInstanceName("pop-p-" + RUN);
+        p.setInstanceName("pop-p-" + tag + "-" + RUN);
         p.setSendMsgTimeout(10_000);
         p.start();
         return p;
@@ -173,7 +174,7 @@ public class PopTest {
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         c.start();
-        DefaultMQProducer p = producer(namesrv);
+        DefaultMQProducer p = producer(namesrv, "popExactlyOnce");
         try {
             List<String> sent = send(p, topic, count);
             if (!await(60_000, () -> seen.keySet().containsAll(sent))) {
@@ -213,7 +214,7 @@ public class PopTest {
         });
         c.setConsumeMessageBatchMaxSize(1);
         c.start();
-        DefaultMQProducer p = producer(namesrv);
+        DefaultMQProducer p = producer(namesrv, "popRedelivery");
         try {
             List<String> sent = send(p, topic, 3);
             if (!await(60_000, () -> sent.stream().allMatch(b -> arrivals.getOrDefault(b, List.of()).size() >= 2))) {
@@ -256,7 +257,7 @@ public class PopTest {
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         dying.start();
-        DefaultMQProducer p = producer(namesrv);
+        DefaultMQProducer p = producer(namesrv, "popNotAcked");
         Map<String, MessageExt> again = new ConcurrentHashMap<>();
         Map<String, Long> againAt = new ConcurrentHashMap<>();
         DefaultMQPushConsumer next = null;
@@ -308,7 +309,7 @@ public class PopTest {
             return ConsumeOrderlyStatus.SUCCESS;
         });
         c.start();
-        DefaultMQProducer p = producer(namesrv);
+        DefaultMQProducer p = producer(namesrv, "popOrderly");
         try {
             for (int i = 0; i < count; i++) {
                 Message m = new Message(topic, "TagO", ("ord-" + i).getBytes(StandardCharsets.UTF_8));
