@@ -127,6 +127,9 @@ class DLedgerServer:
             connect_timeout_s=config.rpc_timeout_ms / 1000, tls=TlsConfig.system().outgoing_context()
         )
         self.role_listeners: list[RoleListener] = []
+        #: ``listener(committed_index)`` each time the commit index moves, before the appends it
+        #: acknowledges resolve (a DLedger commit log dispatches there)
+        self.commit_listeners: list[Callable[[int], None]] = []
         self._waiting: dict[int, asyncio.Future[DLedgerEntry]] = {}
         self._held: dict[int, asyncio.Future[RequestOrResponse]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -247,6 +250,11 @@ class DLedgerServer:
                 self._role_changed(out)
 
     def _committed(self, index: int) -> None:
+        for listener in self.commit_listeners:
+            try:
+                listener(index)
+            except Exception:
+                log.exception("dledger commit listener failed")
         for i in sorted(i for i in self._waiting if i <= index):
             fut = self._waiting.pop(i)
             if not fut.done():

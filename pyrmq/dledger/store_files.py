@@ -438,6 +438,13 @@ class DLedgerStoreWriter:
         fd = self._fd(os.path.join(directory, offset_to_file_name(start)), directory, file_size, create=False)
         return b"" if fd is None else os.pread(fd, length, offset - start)
 
+    def read(self, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes of the data files from ``offset``, never across a file's end
+        (b"" where no file is)."""
+        start = offset - offset % self.data_file_size
+        length = min(length, start + self.data_file_size - offset)
+        return self._read_at(self.data_path, self.data_file_size, offset, length)
+
     def get(self, index: int) -> DLedgerEntry:
         """DLedgerMmapFileStore#get. Raises KeyError outside the ledger, StoreFormatError when the
         index item and the entry disagree."""

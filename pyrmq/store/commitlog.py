@@ -70,6 +70,26 @@ AppendListener = Callable[[DispatchRequest], None]
 """on_appended(request): a record was appended (called under the put lock, in offset order)."""
 
 
+def dispatch_request_of(msg: m.StoredMessage, tags_code: int) -> DispatchRequest:
+    """The DispatchRequest of a decoded record (Java CommitLog#checkMessageAndReturnSize's result)."""
+    props = msg.properties
+    return DispatchRequest(
+        msg_size=msg.store_size,
+        success=True,
+        topic=msg.topic,
+        queue_id=msg.queue_id,
+        commit_log_offset=msg.commit_log_offset,
+        tags_code=tags_code,
+        store_timestamp=msg.store_timestamp,
+        consume_queue_offset=msg.queue_offset,
+        keys=props.get(MessageConst.KEYS) or "",
+        uniq_key=props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+        sys_flag=msg.sys_flag,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
+        properties=props,
+    )
+
+
 class CommitLog:
     def __init__(
         self,
@@ -672,23 +692,7 @@ class CommitLog:
             if "total size" in str(e) and "computed" in str(e):
                 return DispatchRequest(total, False)
             return DispatchRequest(-1, False)
-        props = msg.properties
-        tags_code = self.tags_code(msg.topic, props, msg.store_timestamp)
-        return DispatchRequest(
-            msg_size=total,
-            success=True,
-            topic=msg.topic,
-            queue_id=msg.queue_id,
-            commit_log_offset=msg.commit_log_offset,
-            tags_code=tags_code,
-            store_timestamp=msg.store_timestamp,
-            consume_queue_offset=msg.queue_offset,
-            keys=props.get(MessageConst.KEYS) or "",
-            uniq_key=props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-            sys_flag=msg.sys_flag,
-            prepared_transaction_offset=msg.prepared_transaction_offset,
-            properties=props,
-        )
+        return dispatch_request_of(msg, self.tags_code(msg.topic, msg.properties, msg.store_timestamp))
 
     # --- recovery --------------------------------------------------------------------------------
     def _scan(self, index: int, dispatch: Callable[[DispatchRequest], None], dispatch_from: int) -> int:

@@ -1,0 +1,274 @@
+"""The commit log of a DLedger commit-log group member: each record is the body of one DLedger entry.
+
+Java: store.dledger.DLedgerCommitLog (asyncPutMessage and its status mapping, getData/getMessage
+only below the committed position, checkMessageAndReturnSize over the entry headers, the append
+hook writing pos + BODY_OFFSET into PHYSICALOFFSET) and the part of
+broker.dledger.DLedgerRoleChangeHandler that makes a new leader wait until its whole ledger is
+dispatched before it takes puts. docs/dledger.md has the design.
+
+Runs on the event loop of its DLedgerServer and is not thread-safe: a put reads and advances the
+queue offset and appends the entry with no await in between, so the loop orders puts as Java's
+put lock does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import struct
+from collections.abc import Callable
+
+from pyrmq.common.clock import now_ms
+from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, MessageConst
+from pyrmq.dledger.entry import BODY_OFFSET, DLedgerEntry
+from pyrmq.dledger.protocol import DLedgerResponseCode
+from pyrmq.dledger.raft import Role
+from pyrmq.dledger.server import AppendError, DLedgerServer
+from pyrmq.dledger.store_files import commitlog_append_hook
+from pyrmq.store import message as m
+from pyrmq.store.commitlog import dispatch_request_of
+from pyrmq.store.results import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    DispatchListener,
+    DispatchRequest,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from pyrmq.store.store_config import MessageStoreConfig
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DLedgerCommitLog", "put_status"]
+
+Code = DLedgerResponseCode
+
+#: DLedgerCommitLog#asyncPutMessage's thenApply; any other code is UNKNOWN_ERROR
+_PUT_STATUS = {
+    Code.SUCCESS: PutMessageStatus.PUT_OK,
+    Code.INCONSISTENT_LEADER: PutMessageStatus.SERVICE_NOT_AVAILABLE,
+    Code.NOT_LEADER: PutMessageStatus.SERVICE_NOT_AVAILABLE,
+    Code.LEADER_NOT_READY: PutMessageStatus.SERVICE_NOT_AVAILABLE,
+    Code.DISK_FULL: PutMessageStatus.SERVICE_NOT_AVAILABLE,
+    # not FLUSH_SLAVE_TIMEOUT: clients ignore that one
+    Code.WAIT_QUORUM_ACK_TIMEOUT: PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH,
+    Code.LEADER_PENDING_FULL: PutMessageStatus.OS_PAGE_CACHE_BUSY,
+}
+
+
+def put_status(code: DLedgerResponseCode) -> PutMessageStatus:
+    """The put status of an append answered ``code``."""
+    return _PUT_STATUS.get(code, PutMessageStatus.UNKNOWN_ERROR)
+
+
+class DLedgerCommitLog:
+    """Puts through the member's quorum append, reads and dispatch of committed records only.
+
+    ``dispatch`` gets one DispatchRequest per committed record, in ledger order, on every member
+    (the consume queues and the index are built from it); it runs before the puts it acknowledges
+    resolve, so a PUT_OK message is already readable.
+    """
+
+    def __init__(
+        self,
+        server: DLedgerServer,
+        config: MessageStoreConfig,
+        dispatch: DispatchListener,
+        *,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.server = server
+        self.ledger = server.store
+        self.ledger.append_hook = commitlog_append_hook
+        self.config = config
+        self.clock = clock
+        self._dispatch = dispatch
+        #: the last entry dispatched (-1: none)
+        self.dispatched_index = -1
+        #: topic-queueId -> next queue offset, from the committed records dispatched
+        self.dispatched_queue_table: dict[str, int] = {}
+        #: topic-queueId -> next queue offset this leader assigns (valid while ``ready``)
+        self.topic_queue_table: dict[str, int] = {}
+        #: the term in which this member, as leader, took its queue table from dispatch
+        self._ready_term = -1
+        self._delay_table = config.delay_level_table()
+        self._max_delay_level = max(self._delay_table) if self._delay_table else 0
+        self._committed_pos: tuple[int, int] = (-1, 0)  # (committed index, its end offset)
+        server.commit_listeners.append(self._on_committed)
+        server.role_listeners.append(self._on_role_changed)
+
+    # ------------------------------------------------------------------ offsets
+
+    def get_min_offset(self) -> int:
+        """Where the first entry's record starts (0 for an empty ledger)."""
+        if self.ledger.begin_index < 0:
+            return 0
+        return self.ledger.get(self.ledger.begin_index).pos + BODY_OFFSET
+
+    def get_max_offset(self) -> int:
+        """The committed position: the end of the last committed entry (Java: getCommittedPos).
+        Nothing past it is read or dispatched."""
+        index = min(self.server.committed_index, self.ledger.end_index)
+        if index < 0:
+            return 0
+        cached_index, pos = self._committed_pos
+        if cached_index != index:
+            entry = self.ledger.get(index)
+            pos = entry.pos + entry.size
+            self._committed_pos = (index, pos)
+        return pos
+
+    get_confirm_offset = get_max_offset
+
+    @property
+    def ready(self) -> bool:
+        """A leader that has dispatched its whole ledger and so knows every queue's next offset."""
+        return self.server.role is Role.LEADER and self._ready_term == self.server.term
+
+    # ------------------------------------------------------------------ reads
+
+    def get_message(self, offset: int, size: int) -> bytes | None:
+        """The committed record bytes at [offset, offset + size), or None. Java DLedgerCommitLog#getMessage."""
+        if offset < 0 or size <= 0 or offset + size > self.get_max_offset():
+            return None
+        data = self.ledger.read(offset, size)
+        return data if len(data) == size else None
+
+    # ------------------------------------------------------------------ puts
+
+    async def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
+        """Append one record as the leader and answer once a majority holds it (or it failed)."""
+        if self.server.role is not Role.LEADER:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="not the DLedger leader")
+        if not self.ready:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, error="DLedger leader still dispatching its ledger"
+            )
+        msg.store_timestamp = self.clock()
+        if msg.version is None:
+            msg.version = m.choose_version(msg.topic, self.config.auto_message_version_on_topic_len)
+        key = f"{msg.topic}-{msg.queue_id}"
+        queued = m.is_queued(msg.sys_flag)
+        queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
+        try:
+            record = bytes(m.encode_message(msg, queue_offset))
+        except (struct.error, ValueError, OSError, m.MessageDecodeError) as e:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}")
+        if len(record) > self.config.max_message_size:
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
+                error=f"message size {len(record)} > maxMessageSize {self.config.max_message_size}",
+            )
+        # the queue offset is taken before the quorum answer, as Java's increaseOffset: an entry
+        # not acknowledged may still commit with it
+        appending = self.server.append(record)
+        if queued:
+            self.topic_queue_table[key] = queue_offset + 1
+        msg.queue_offset = queue_offset
+        try:
+            entry = await appending
+        except AppendError as e:
+            if e.code in (Code.NOT_LEADER, Code.LEADER_TRANSFERRING) and self.topic_queue_table.get(key) == (
+                queue_offset + 1
+            ):
+                self.topic_queue_table[key] = queue_offset  # refused before anything was appended
+            return PutMessageResult(
+                put_status(e.code), AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR), error=str(e)
+            )
+        wrote_offset = entry.pos + BODY_OFFSET
+        amr = AppendMessageResult(
+            AppendMessageStatus.PUT_OK,
+            wrote_offset,
+            len(record),
+            m.create_message_id(msg.store_host, wrote_offset),
+            msg.store_timestamp,
+            queue_offset,
+        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, amr)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _request(self, entry: DLedgerEntry) -> DispatchRequest | None:
+        """DLedgerCommitLog#checkMessageAndReturnSize past the entry header; None for a body that
+        is no commit-log record (logged, skipped)."""
+        try:
+            msg = m.decode_message(entry.body, 0, read_body=False)
+        except m.MessageDecodeError as e:
+            log.error("DLedger entry %d at %d holds no commit-log record (%s); skipped", entry.index, entry.pos, e)
+            return None
+        if msg.commit_log_offset != entry.pos + BODY_OFFSET:
+            log.error(
+                "DLedger entry %d: record says PHYSICALOFFSET %d, it lies at %d; skipped",
+                entry.index,
+                msg.commit_log_offset,
+                entry.pos + BODY_OFFSET,
+            )
+            return None
+        props = msg.properties
+        tags_code = m.tags_string_to_tags_code(props.get(MessageConst.TAGS))
+        if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
+            try:
+                level = min(int(props.get(MessageConst.DELAY_TIME_LEVEL, "0")), self._max_delay_level)
+            except ValueError:
+                level = 0
+            if level > 0:
+                tags_code = msg.store_timestamp + self._delay_table.get(level, 1000)
+        return dispatch_request_of(msg, tags_code)
+
+    def dispatch_committed(self) -> int:
+        """Dispatch the committed entries not dispatched yet; how many records."""
+        end = min(self.server.committed_index, self.ledger.end_index)
+        count = 0
+        while self.dispatched_index < end:
+            index = self.dispatched_index + 1
+            req = self._request(self.ledger.get(index))
+            if req is not None:
+                self._dispatch(req)
+                count += 1
+                if m.is_queued(req.sys_flag):
+                    key = f"{req.topic}-{req.queue_id}"
+                    nxt = req.consume_queue_offset + 1
+                    if nxt > self.dispatched_queue_table.get(key, 0):
+                        self.dispatched_queue_table[key] = nxt
+            self.dispatched_index = index
+        self._check_ready()
+        return count
+
+    def _check_ready(self) -> None:
+        """DLedgerRoleChangeHandler: a new leader takes puts once its ledger end is committed and
+        dispatched, with the queue offsets that dispatch saw."""
+        server = self.server
+        if server.role is Role.LEADER and self._ready_term != server.term:
+            if self.dispatched_index == self.ledger.end_index:
+                self.topic_queue_table = dict(self.dispatched_queue_table)
+                self._ready_term = server.term
+                log.info("DLedger commit log %s: leader of term %d ready", server.config.self_id, server.term)
+
+    def _on_committed(self, index: int) -> None:
+        self.dispatch_committed()
+
+    def _on_role_changed(self, term: int, role: Role, leader_id: str | None) -> None:
+        if role is not Role.LEADER:
+            self._ready_term = -1
+        self.dispatch_committed()
+
+    # ------------------------------------------------------------------ recovery
+
+    def recover(self, dispatched_end: int, queue_table: dict[str, int]) -> None:
+        """Resume after a restart: the consume queues hold every record ending at or before
+        ``dispatched_end`` (their max physical offset + size) and ``queue_table`` is their next
+        offsets. Dispatch goes on with the first entry past it. The caller truncates consume-queue
+        data past ``get_max_offset()`` (Java's truncateDirtyLogicFiles)."""
+        begin, end = self.ledger.begin_index, self.ledger.end_index
+        self.dispatched_index = begin - 1 if begin >= 0 else -1
+        if begin >= 0 and dispatched_end > 0:
+            indexes = range(begin, end + 1)
+            # entries are in position order: the first whose end is past dispatched_end
+            first = bisect.bisect_right(indexes, dispatched_end, key=lambda i: self._entry_end(i))
+            self.dispatched_index = begin + first - 1
+        self.dispatched_queue_table = dict(queue_table)
+
+    def _entry_end(self, index: int) -> int:
+        entry = self.ledger.get(index)
+        return entry.pos + entry.size
