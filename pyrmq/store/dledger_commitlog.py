@@ -13,20 +13,21 @@ put lock does.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import logging
 import struct
 from collections.abc import Callable
+from concurrent.futures import Future
 
 from pyrmq.common.clock import now_ms
-from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, MessageConst
 from pyrmq.dledger.entry import BODY_OFFSET, DLedgerEntry
 from pyrmq.dledger.protocol import DLedgerResponseCode
 from pyrmq.dledger.raft import Role
 from pyrmq.dledger.server import AppendError, DLedgerServer
 from pyrmq.dledger.store_files import commitlog_append_hook
 from pyrmq.store import message as m
-from pyrmq.store.commitlog import dispatch_request_of
+from pyrmq.store.commitlog import CommitLog, MessageExtBatch, dispatch_request_of
 from pyrmq.store.results import (
     AppendMessageResult,
     AppendMessageStatus,
@@ -34,6 +35,7 @@ from pyrmq.store.results import (
     DispatchRequest,
     PutMessageResult,
     PutMessageStatus,
+    completed_put,
 )
 from pyrmq.store.store_config import MessageStoreConfig
 
@@ -61,8 +63,10 @@ def put_status(code: DLedgerResponseCode) -> PutMessageStatus:
     return _PUT_STATUS.get(code, PutMessageStatus.UNKNOWN_ERROR)
 
 
-class DLedgerCommitLog:
+class DLedgerCommitLog(CommitLog):
     """Puts through the member's quorum append, reads and dispatch of committed records only.
+    A CommitLog to the message store (offsets, reads, recovery); the files of the CommitLog it
+    extends are never written.
 
     ``dispatch`` gets one DispatchRequest per committed record, in ledger order, on every member
     (the consume queues and the index are built from it); it runs before the puts it acknowledges
@@ -77,25 +81,38 @@ class DLedgerCommitLog:
         *,
         clock: Callable[[], int] = now_ms,
     ) -> None:
+        super().__init__(config, clock)
         self.server = server
         self.ledger = server.store
         self.ledger.append_hook = commitlog_append_hook
-        self.config = config
-        self.clock = clock
         self._dispatch = dispatch
         #: the last entry dispatched (-1: none)
         self.dispatched_index = -1
         #: topic-queueId -> next queue offset, from the committed records dispatched
         self.dispatched_queue_table: dict[str, int] = {}
-        #: topic-queueId -> next queue offset this leader assigns (valid while ``ready``)
-        self.topic_queue_table: dict[str, int] = {}
+        # self.topic_queue_table (CommitLog's): topic-queueId -> next queue offset this leader
+        # assigns, valid while ``ready``
         #: the term in which this member, as leader, took its queue table from dispatch
         self._ready_term = -1
-        self._delay_table = config.delay_level_table()
-        self._max_delay_level = max(self._delay_table) if self._delay_table else 0
+        self._puts: set[asyncio.Task[PutMessageResult]] = set()
         self._committed_pos: tuple[int, int] = (-1, 0)  # (committed index, its end offset)
         server.commit_listeners.append(self._on_committed)
         server.role_listeners.append(self._on_role_changed)
+
+    # ------------------------------------------------------------------ life cycle: the member's
+
+    def load(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def flush(self) -> int:
+        """The member fsyncs its own files (every flushFileInterval)."""
+        return self.get_max_offset()
 
     # ------------------------------------------------------------------ offsets
 
@@ -118,7 +135,8 @@ class DLedgerCommitLog:
             self._committed_pos = (index, pos)
         return pos
 
-    get_confirm_offset = get_max_offset
+    def get_confirm_offset(self) -> int:
+        return self.get_max_offset()
 
     @property
     def ready(self) -> bool:
@@ -127,12 +145,24 @@ class DLedgerCommitLog:
 
     # ------------------------------------------------------------------ reads
 
-    def get_message(self, offset: int, size: int) -> bytes | None:
+    def get_message(self, offset: int, size: int) -> memoryview | None:
         """The committed record bytes at [offset, offset + size), or None. Java DLedgerCommitLog#getMessage."""
         if offset < 0 or size <= 0 or offset + size > self.get_max_offset():
             return None
         data = self.ledger.read(offset, size)
-        return data if len(data) == size else None
+        return memoryview(data) if len(data) == size else None
+
+    def get_data(self, offset: int, return_first_on_not_found: bool = False) -> tuple[int, memoryview] | None:
+        return None  # dispatch walks the entries (dispatch_committed), not the bytes
+
+    def get_replication_data(self, offset: int, max_size: int) -> memoryview | None:
+        return None  # DLedger replicates itself
+
+    def append_data(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
+        return False
+
+    def has_space_ahead(self) -> bool:
+        return True
 
     # ------------------------------------------------------------------ puts
 
@@ -187,6 +217,32 @@ class DLedgerCommitLog:
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr)
 
+    def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future[PutMessageResult]:
+        """put_message as the message store's Future; call it on the member's event loop."""
+        fut: Future[PutMessageResult] = Future()
+        task = asyncio.get_running_loop().create_task(self.put_message(msg))
+        self._puts.add(task)
+
+        def done(t: asyncio.Task[PutMessageResult]) -> None:
+            self._puts.discard(t)
+            if t.cancelled():
+                fut.set_result(PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, error="put cancelled"))
+            elif (e := t.exception()) is not None:
+                fut.set_exception(e)
+            else:
+                fut.set_result(t.result())
+
+        task.add_done_callback(done)
+        return fut
+
+    def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
+        """Not yet: Java appends a client batch as consecutive entries (BatchAppendEntryRequest)."""
+        return completed_put(
+            PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL, error="batch messages are not taken by a DLedger commit log yet"
+            )
+        )
+
     # ------------------------------------------------------------------ dispatch
 
     def _request(self, entry: DLedgerEntry) -> DispatchRequest | None:
@@ -205,16 +261,7 @@ class DLedgerCommitLog:
                 entry.pos + BODY_OFFSET,
             )
             return None
-        props = msg.properties
-        tags_code = m.tags_string_to_tags_code(props.get(MessageConst.TAGS))
-        if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            try:
-                level = min(int(props.get(MessageConst.DELAY_TIME_LEVEL, "0")), self._max_delay_level)
-            except ValueError:
-                level = 0
-            if level > 0:
-                tags_code = msg.store_timestamp + self._delay_table.get(level, 1000)
-        return dispatch_request_of(msg, tags_code)
+        return dispatch_request_of(msg, self.tags_code(msg.topic, msg.properties, msg.store_timestamp))
 
     def dispatch_committed(self) -> int:
         """Dispatch the committed entries not dispatched yet; how many records."""
@@ -268,6 +315,43 @@ class DLedgerCommitLog:
             first = bisect.bisect_right(indexes, dispatched_end, key=lambda i: self._entry_end(i))
             self.dispatched_index = begin + first - 1
         self.dispatched_queue_table = dict(queue_table)
+
+    def _recover_from_queues(self, max_phy_offset_of_cq: int, truncate_logic: Callable[[int], None]) -> int:
+        """Consume-queue data past the recovered ledger is dirty (Java dledgerRecoverNormally);
+        dispatch resumes after what the queues hold (their table comes with
+        recover_topic_queue_table)."""
+        end = self.ledger.write_pos
+        if max_phy_offset_of_cq > end:
+            log.warning(
+                "consume queues reach %d beyond the DLedger ledger end %d; truncating them", max_phy_offset_of_cq, end
+            )
+            truncate_logic(end)
+        self.recover(max(max_phy_offset_of_cq, 0), {})
+        return end
+
+    def recover_normally(
+        self,
+        max_phy_offset_of_cq: int,
+        dispatch: Callable[[DispatchRequest], None],
+        truncate_logic: Callable[[int], None],
+        destroy_logic: Callable[[], None],
+    ) -> int:
+        return self._recover_from_queues(max_phy_offset_of_cq, truncate_logic)
+
+    def recover_abnormally(
+        self,
+        max_phy_offset_of_cq: int,
+        min_timestamp: int,
+        dispatch: Callable[[DispatchRequest], None],
+        truncate_logic: Callable[[int], None],
+        destroy_logic: Callable[[], None],
+    ) -> int:
+        # the DLedger store recovered itself; consume queues and index get what they miss
+        return self._recover_from_queues(max_phy_offset_of_cq, truncate_logic)
+
+    def dispatched_end(self) -> int:
+        """Where the last dispatched record ends (0 before any)."""
+        return self._entry_end(self.dispatched_index) if self.dispatched_index >= 0 else 0
 
     def _entry_end(self, index: int) -> int:
         entry = self.ledger.get(index)

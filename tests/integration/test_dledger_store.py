@@ -1,0 +1,103 @@
+"""pyrmq.store.dledger_store: three message stores whose commit logs are the members of one
+DLedger group (real sockets). A PUT_OK message is in every member's consume queue and index; a
+new leader continues the queue offsets; a killed member restarted on its files recovers its
+consume queues and dispatches only what they miss."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.dledger import IDS, leaders, member, one_leader, peers_string, run, until
+from support.ports import free_port
+
+from pyrmq.broker.put import await_put
+from pyrmq.dledger.server import DLedgerServer
+from pyrmq.store import message as m
+from pyrmq.store.dledger_store import DLedgerMessageStore
+from pyrmq.store.results import GetMessageStatus, PutMessageStatus
+from pyrmq.store.store_config import MessageStoreConfig
+
+TOPIC = "DLedgerStoreTopic"
+
+
+def open_store(base: Path, self_id: str, peers: str) -> DLedgerMessageStore:
+    root = base / self_id
+    server = member(root, self_id, peers)
+    store = DLedgerMessageStore(MessageStoreConfig(store_path_root_dir=str(root)), server)
+    store.load()
+    return store
+
+
+async def start(store: DLedgerMessageStore) -> None:
+    await store.dledger.server.start()
+    store.start()
+
+
+def bodies(store: DLedgerMessageStore, max_nums: int = 64) -> list[bytes]:
+    got = store.get_message("g", TOPIC, 0, 0, max_nums)
+    if got.status is not GetMessageStatus.FOUND:
+        return []
+    try:
+        return [m.decode_message(b).body or b"" for b in got.message_buffer_list]
+    finally:
+        got.release()
+
+
+async def ready(stores: dict[str, DLedgerMessageStore]) -> DLedgerMessageStore:
+    servers: dict[str, DLedgerServer] = {i: s.dledger.server for i, s in stores.items()}
+    await until(lambda: len(leaders(servers)) == 1, 10, "a leader")
+    leader = await one_leader(servers)
+    found = next(s for s in stores.values() if s.dledger.server is leader)
+    await until(lambda: found.dledger.ready, 10, "leader ready")
+    return found
+
+
+async def put(store: DLedgerMessageStore, k: int) -> int:
+    msg = m.MessageExtBrokerInner(topic=TOPIC, body=f"m{k}".encode(), properties={"KEYS": f"k{k}"})
+    result = await await_put(store.put_message_async(msg))
+    assert result.put_message_status is PutMessageStatus.PUT_OK, result
+    assert result.append_message_result is not None
+    return result.append_message_result.logics_offset
+
+
+def test_dledger_stores_replicate_fail_over_and_recover(tmp_path: Path) -> None:
+    async def main() -> None:
+        peers = peers_string({i: free_port() for i in IDS})
+        stores = {i: open_store(tmp_path, i, peers) for i in IDS}
+        try:
+            for s in stores.values():
+                await start(s)
+            leader = await ready(stores)
+            assert [await put(leader, k) for k in range(20)] == list(range(20))
+            want = [f"m{k}".encode() for k in range(20)]
+            # PUT_OK: in the leader's consume queue and index already, the others follow the commit
+            assert bodies(leader) == want
+            assert len(leader.query_message(TOPIC, "k7", 4, 0, 2**62).message_buffer_list) == 1
+            await until(lambda: all(bodies(s) == want for s in stores.values()), 5, "dispatch on every member")
+            follower = next(s for s in stores.values() if s is not leader)
+            refused = await await_put(follower.put_message_async(m.MessageExtBrokerInner(topic=TOPIC, body=b"x")))
+            assert refused.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+            # the leader's member is killed (its store closed after it): the other two elect a new
+            # leader that goes on
+            old_id = leader.dledger.server.config.self_id
+            await leader.dledger.server.abort()
+            leader.shutdown()
+            rest = {i: s for i, s in stores.items() if i != old_id}
+            new = await ready(rest)
+            assert [await put(new, k) for k in range(20, 25)] == list(range(20, 25))
+            want += [f"m{k}".encode() for k in range(20, 25)]
+            assert bodies(new) == want
+            # the old member back on its files: its queues held 20, it dispatches the other 5
+            stores[old_id] = back = open_store(tmp_path, old_id, peers)
+            assert back.get_max_offset_in_queue(TOPIC, 0) == 20
+            assert back.dledger.dispatched_index == 19  # dispatch resumes after the queues' last record
+            await start(back)
+            await until(lambda: bodies(back) == want, 10, "catch-up of the restarted member")
+            assert back.get_max_offset_in_queue(TOPIC, 0) == 25
+            assert len(back.query_message(TOPIC, "k22", 4, 0, 2**62).message_buffer_list) == 1
+        finally:
+            for s in stores.values():
+                await s.dledger.server.close()
+                s.shutdown()
+
+    run(main)
