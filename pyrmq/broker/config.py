@@ -291,13 +291,14 @@ class BrokerConfig(KeyedSettings):
         return None
 
     def check_supported(self) -> str | None:
-        """A setting pyrmq's broker cannot honour yet, refused at start rather than run without it:
-        a DLedger commit log (docs/dledger.md) would otherwise be a silently unreplicated one."""
-        if str(self.all_properties().get("enableDLegerCommitLog", "false")).strip().lower() == "true":
-            return (
-                "enableDLegerCommitLog=true: pyrmq's broker does not run a DLedger commit log yet "
-                "(docs/dledger.md); not starting an unreplicated broker in its place"
-            )
+        """A setting pyrmq's broker cannot honour, refused at start rather than run without it: a
+        DLedger commit log (docs/dledger.md) without its group, peers or self id."""
+        from pyrmq.broker.dledger_role import dledger_config  # the broker's modules import this one
+
+        try:
+            dledger_config(self)
+        except ValueError as e:
+            return str(e)
         return None
 
     @property

@@ -26,6 +26,7 @@ from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
 from pyrmq.broker.controller_api import ControllerApi
+from pyrmq.broker.dledger_role import DLedgerRoleChangeHandler, dledger_config
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.flow_control import build_flow_control, max_bytes_in_flight
@@ -68,6 +69,7 @@ from pyrmq.broker.transaction.check_service import TransactionalMessageCheckServ
 from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
 from pyrmq.common.clock import now_ms
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
+from pyrmq.dledger.server import DLedgerServer
 from pyrmq.ha.autoswitch import AutoSwitchHAService
 from pyrmq.ha.autoswitch_client import AutoSwitchHAClient
 from pyrmq.ha.epoch import EpochFileCache
@@ -89,6 +91,7 @@ from pyrmq.remoting.flow_dispatch import FlowDispatcher
 from pyrmq.remoting.server import RemotingServer, water_marks
 from pyrmq.remoting.tls import ServerTls, TlsConfig
 from pyrmq.store import message as m
+from pyrmq.store.dledger_store import DLedgerMessageStore
 from pyrmq.store.message_store import MessageStore, PutMessage
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
 from pyrmq.store.store_config import BrokerRole
@@ -186,7 +189,13 @@ class BrokerController:
         self.producer_manager = ProducerManager(now=clock, channel_expired_timeout_ms=expiry)
         self.rebalance_lock_manager = RebalanceLockManager(now=clock)
         self.config_data_version = DataVersion()
-        self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched, clock=clock)
+        dledger = dledger_config(config)  # enableDLegerCommitLog: the commit log is a DLedger member's
+        if dledger is None:
+            self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched, clock=clock)
+        else:
+            self.message_store = DLedgerMessageStore(
+                self.store_config, DLedgerServer(dledger), on_dispatched=self._on_dispatched, clock=clock
+            )
         self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
         self.consumer_filter_manager = ConsumerFilterManager(
             os.path.join(cfg_dir, "consumerFilter.json"),
@@ -237,6 +246,10 @@ class BrokerController:
         elif not config.is_master:
             self.message_store.put_message_hook_list.insert(0, refuse_put_on_slave)
         self.fenced = self.controller_mode
+        self.dledger_role_handler: DLedgerRoleChangeHandler | None = None
+        if isinstance(self.message_store, DLedgerMessageStore):  # fenced until DLedger names a role
+            self.dledger_role_handler = DLedgerRoleChangeHandler(self, self.message_store)
+            self.set_fenced(True)
         self.replicas_manager: ReplicasManager | None = None
         self._slave_sync_task: asyncio.Task | None = None
         # classic HA (pyrmq/ha): a master serves slaves, a slave replicates from its master
@@ -400,7 +413,10 @@ class BrokerController:
         self.outer_client.rpc_hook = self.auth.client_hook()
         self.message_store.start()
         self._store_started = True
-        await self._start_ha()
+        if self.dledger_role_handler is not None:
+            await self.dledger_role_handler.start()  # DLedger replicates: no HA service
+        else:
+            await self._start_ha()
         self._register_lock = asyncio.Lock()
         listen = int(self.config["listenPort"])
         self.server = self._make_server(listen, "broker")
@@ -602,6 +618,8 @@ class BrokerController:
             self.topic_config_manager.persist()
             self.subscription_group_manager.persist()
         await self._shutdown_ha()
+        if self.dledger_role_handler is not None:
+            await self.dledger_role_handler.close()
         if self._store_started:
             await asyncio.get_running_loop().run_in_executor(None, self.message_store.shutdown)
         self._started = self._store_started = False

@@ -355,11 +355,11 @@ def test_master_paused_then_resumed(tmp_path):
         assert asyncio.run(pulled()) == [f"paused-{i}".encode() * 50 for i in range(100)]
 
 
-def test_dledger_commit_log_is_refused_not_run_unreplicated(tmp_path):
+def test_dledger_commit_log_without_its_keys_is_refused(tmp_path):
     proc, _ = _broker(tmp_path, "dleger", free_port(), free_port_block((-2, 0)), enableDLegerCommitLog="true")
     deadline = time.monotonic() + 20
     while proc.alive():
         assert time.monotonic() < deadline, proc.tail()
         time.sleep(0.05)
     assert proc.proc.returncode == 1
-    assert "enableDLegerCommitLog=true: pyrmq's broker does not run a DLedger commit log yet" in proc.log.read_text()
+    assert "enableDLegerCommitLog=true needs dLegerGroup, dLegerPeers and dLegerSelfId" in proc.log.read_text()

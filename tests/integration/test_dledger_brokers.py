@@ -1,0 +1,151 @@
+"""Three `pyrmq broker` processes with enableDLegerCommitLog=true (one DLedger group) and one
+`pyrmq namesrv`: the DLedger leader registers as the master (brokerId 0) and the others as slaves
+(the digits of dLegerSelfId + 1); sends to the master are SEND_OK once a majority holds them; the
+master SIGKILLed, a new leader registers as brokerId 0, takes sends, and serves every message that
+was acknowledged, in order."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from support.ports import free_port, free_port_block
+from support.procs import ManagedProcess
+from support.pyrmq_proc import venv_python
+from support.requests import pull, send_v2
+from support.servers import write_properties
+
+from pyrmq.protocol.bodies.namesrv import ClusterInfo
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.broker import CreateTopicRequestHeader
+from pyrmq.remoting.client import RemotingClient
+from pyrmq.store import message as m
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPIC = "DlT"
+NAME = "dl-broker"
+IDS = ("n0", "n1", "n2")
+
+
+def _proc(tmp_path: Path, name: str, argv: list[str]) -> ManagedProcess:
+    return ManagedProcess(
+        name,
+        [venv_python(), "-m", "pyrmq", *argv],
+        tmp_path / f"{name}.out",
+        cwd=ROOT,
+        env=dict(os.environ, HOME=str(tmp_path)),
+    )
+
+
+async def _broker_addrs(c: RemotingClient, ns_addr: str) -> dict[int, str]:
+    r = await c.invoke(ns_addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5)
+    info = ClusterInfo.decode(r.body)
+    data = (info.broker_addr_table or {}).get(NAME)
+    return dict(data.broker_addrs) if data is not None else {}
+
+
+async def _wait_master(c: RemotingClient, ns_addr: str, addrs: list[str], timeout: float, not_addr: str = "") -> str:
+    """The address registered as brokerId 0, once it is one of ``addrs`` and not ``not_addr``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        table = await _broker_addrs(c, ns_addr)
+        master = table.get(0, "")
+        if master in addrs and master != not_addr:
+            return master
+        assert time.monotonic() < deadline, f"no new master registered: {table}"
+        await asyncio.sleep(0.2)
+
+
+async def _send(c: RemotingClient, addr: str, body: bytes, timeout: float = 10) -> None:
+    """SEND_OK, retried while the new master is not ready (SERVICE_NOT_AVAILABLE, SYSTEM_BUSY)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = await c.invoke(addr, send_v2(TOPIC, NAME, body, queues=1), 5)
+        if r.code == ResponseCode.SUCCESS:
+            return
+        assert r.code in (ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_BUSY), r
+        assert time.monotonic() < deadline, r
+        await asyncio.sleep(0.2)
+
+
+def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: Path) -> None:
+    ns_port = free_port()
+    ns_conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": ns_port, "kvConfigPath": tmp_path / "kv.json"})
+    ns = _proc(tmp_path, "namesrv", ["namesrv", "-c", str(ns_conf), "--host", "127.0.0.1"])
+    procs = [ns]
+    ports = {i: free_port_block((-2, 0)) for i in IDS}
+    peers = ";".join(f"{i}-127.0.0.1:{free_port()}" for i in IDS)
+    brokers: dict[str, ManagedProcess] = {}
+    try:
+        ns.wait_port(ns_port, 20)
+        for i in IDS:
+            conf = write_properties(
+                tmp_path / f"{i}.conf",
+                {
+                    "brokerClusterName": "DlCluster",
+                    "brokerName": NAME,
+                    "namesrvAddr": f"127.0.0.1:{ns_port}",
+                    "listenPort": ports[i],
+                    "brokerIP1": "127.0.0.1",
+                    "bindAddress": "127.0.0.1",
+                    "storePathRootDir": tmp_path / i,
+                    "mappedFileSizeCommitLog": 1024 * 1024,
+                    "enableDLegerCommitLog": "true",
+                    "dLegerGroup": NAME,
+                    "dLegerPeers": peers,
+                    "dLegerSelfId": i,
+                },
+            )
+            brokers[i] = _proc(tmp_path, i, ["broker", "-c", str(conf)])
+            procs.append(brokers[i])
+        addrs = {i: f"127.0.0.1:{ports[i]}" for i in IDS}
+        for i in IDS:
+            brokers[i].wait_line(f"The broker[{NAME}, {addrs[i]}] boot success.")
+
+        async def scenario() -> None:
+            ns_addr = f"127.0.0.1:{ns_port}"
+            async with RemotingClient() as c:
+                create = CreateTopicRequestHeader(topic=TOPIC, read_queue_nums=1, write_queue_nums=1).to_ext_fields()
+                for addr in addrs.values():
+                    r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5)
+                    assert r.code == ResponseCode.SUCCESS, r
+                master = await _wait_master(c, ns_addr, list(addrs.values()), 30)
+                # the two others are slaves with their DLedger ids + 1
+                table: dict[int, str] = {}
+                deadline = time.monotonic() + 20
+                while len(table) < 3:
+                    assert time.monotonic() < deadline, table
+                    table = await _broker_addrs(c, ns_addr)
+                    await asyncio.sleep(0.2)
+                expected = {0: master} | {int(i[1:]) + 1: a for i, a in addrs.items() if a != master}
+                assert table == expected
+                acked = [f"before-{k}".encode() for k in range(30)]
+                for body in acked:
+                    await _send(c, master, body)
+                # a slave refuses sends
+                slave = next(a for a in addrs.values() if a != master)
+                r = await c.invoke(slave, send_v2(TOPIC, NAME, b"to a slave", queues=1), 5)
+                assert r.code != ResponseCode.SUCCESS
+                old = next(i for i, a in addrs.items() if a == master)
+                brokers[old].kill9()
+                new_master = await _wait_master(
+                    c, ns_addr, [a for i, a in addrs.items() if i != old], 40, not_addr=master
+                )
+                after = [f"after-{k}".encode() for k in range(20)]
+                for body in after:
+                    await _send(c, new_master, body)
+                got: list[bytes] = []
+                while True:
+                    r = await c.invoke(new_master, pull(TOPIC, "dlg", len(got)), 5)
+                    if r.code != ResponseCode.SUCCESS:
+                        break
+                    got += [x.body for x in m.decode_messages(r.body)]
+                assert got == acked + after
+
+        asyncio.run(scenario())
+    finally:
+        for p in reversed(procs):
+            p.stop(10)
