@@ -206,25 +206,43 @@ class DLedgerServer:
         """Append ``body`` as the leader and wait until a majority has it (``waitAck``).
         Raises AppendError: NOT_LEADER at once, WAIT_QUORUM_ACK_TIMEOUT after
         ``maxWaitAckTimeMs``, TERM_CHANGED when leadership is lost first."""
+        return (await self.append_batch([body], timeout_ms=timeout_ms))[0]
+
+    async def append_batch(self, bodies: list[bytes], *, timeout_ms: int | None = None) -> list[DLedgerEntry]:
+        """Append ``bodies`` as consecutive entries (a BatchAppendEntryRequest) and wait until a
+        majority has the last one, so all of them. Raises AppendError as ``append``."""
         if self._closed:
             raise AppendError(Code.NOT_LEADER, "the member stopped")
-        try:
-            entry, out = self.member.append(body, _now())
-        except NotLeaderError as e:  # LEADER_TRANSFERRING too
-            raise AppendError(e.code, str(e), e.leader_id) from None
+        if not bodies:
+            raise ValueError("no entries to append")
+        entries: list[DLedgerEntry] = []
+        outputs: list[Output] = []
+        for body in bodies:  # no await in between: nothing else appends meanwhile
+            try:
+                entry, out = self.member.append(body, _now())
+            except NotLeaderError as e:  # LEADER_TRANSFERRING too; only ever on the first
+                self._apply(outputs)
+                raise AppendError(e.code, str(e), e.leader_id) from None
+            entries.append(entry)
+            outputs.extend(out)
+        last = entries[-1].index
         fut: asyncio.Future[DLedgerEntry] = asyncio.get_running_loop().create_future()
-        self._waiting[entry.index] = fut
-        self._apply(out)
+        self._waiting[last] = fut
+        self._apply(outputs)
         wait_ms = self.config.max_wait_ack_time_ms if timeout_ms is None else timeout_ms
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), wait_ms / 1000)
+            await asyncio.wait_for(asyncio.shield(fut), wait_ms / 1000)
         except TimeoutError:
             raise AppendError(
-                Code.WAIT_QUORUM_ACK_TIMEOUT, f"entry {entry.index} not on a majority after {wait_ms} ms"
+                Code.WAIT_QUORUM_ACK_TIMEOUT, f"entry {last} not on a majority after {wait_ms} ms"
             ) from None
         finally:
-            if self._waiting.get(entry.index) is fut:
-                del self._waiting[entry.index]
+            if self._waiting.get(last) is fut:
+                del self._waiting[last]
+        try:
+            return [self.store.get(e.index) for e in entries]
+        except KeyError as e:  # truncated away before it was read back: not acknowledged
+            raise AppendError(Code.TERM_CHANGED, f"entry {e} is gone") from None
 
     def _fail_waiting(self, code: DLedgerResponseCode, why: str) -> None:
         waiting, self._waiting = self._waiting, {}

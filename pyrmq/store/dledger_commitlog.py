@@ -17,7 +17,7 @@ import asyncio
 import bisect
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 
 from pyrmq.common.clock import now_ms
@@ -35,7 +35,6 @@ from pyrmq.store.results import (
     DispatchRequest,
     PutMessageResult,
     PutMessageStatus,
-    completed_put,
 )
 from pyrmq.store.store_config import MessageStoreConfig
 
@@ -168,12 +167,9 @@ class DLedgerCommitLog(CommitLog):
 
     async def put_message(self, msg: m.MessageExtBrokerInner) -> PutMessageResult:
         """Append one record as the leader and answer once a majority holds it (or it failed)."""
-        if self.server.role is not Role.LEADER:
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="not the DLedger leader")
-        if not self.ready:
-            return PutMessageResult(
-                PutMessageStatus.SERVICE_NOT_AVAILABLE, error="DLedger leader still dispatching its ledger"
-            )
+        refused = self._refused()
+        if refused is not None:
+            return refused
         msg.store_timestamp = self.clock()
         if msg.version is None:
             msg.version = m.choose_version(msg.topic, self.config.auto_message_version_on_topic_len)
@@ -199,10 +195,8 @@ class DLedgerCommitLog(CommitLog):
         try:
             entry = await appending
         except AppendError as e:
-            if e.code in (Code.NOT_LEADER, Code.LEADER_TRANSFERRING) and self.topic_queue_table.get(key) == (
-                queue_offset + 1
-            ):
-                self.topic_queue_table[key] = queue_offset  # refused before anything was appended
+            if queued:
+                self._undo_offset(e, key, queue_offset, 1)
             return PutMessageResult(
                 put_status(e.code), AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR), error=str(e)
             )
@@ -219,8 +213,11 @@ class DLedgerCommitLog(CommitLog):
 
     def put_message_async(self, msg: m.MessageExtBrokerInner) -> Future[PutMessageResult]:
         """put_message as the message store's Future; call it on the member's event loop."""
+        return self._future(self.put_message(msg))
+
+    def _future(self, put: Coroutine[object, object, PutMessageResult]) -> Future[PutMessageResult]:
         fut: Future[PutMessageResult] = Future()
-        task = asyncio.get_running_loop().create_task(self.put_message(msg))
+        task = asyncio.get_running_loop().create_task(put)
         self._puts.add(task)
 
         def done(t: asyncio.Task[PutMessageResult]) -> None:
@@ -236,12 +233,90 @@ class DLedgerCommitLog(CommitLog):
         return fut
 
     def put_messages_async(self, batch: MessageExtBatch) -> Future[PutMessageResult]:
-        """Not yet: Java appends a client batch as consecutive entries (BatchAppendEntryRequest)."""
-        return completed_put(
-            PutMessageResult(
-                PutMessageStatus.MESSAGE_ILLEGAL, error="batch messages are not taken by a DLedger commit log yet"
+        """put_messages as the message store's Future; call it on the member's event loop."""
+        return self._future(self.put_messages(batch))
+
+    async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        """A client batch: one record per element, appended as consecutive entries and answered
+        once a majority holds the last. Java DLedgerCommitLog#asyncPutMessages."""
+        refused = self._refused()
+        if refused is not None:
+            return refused
+        if m.MessageSysFlag.get_transaction_value(batch.sys_flag) != m.MessageSysFlag.TRANSACTION_NOT_TYPE:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="transactional batch")
+        if len(batch.body) > self.config.max_message_size:
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
+                error="batch body exceeds maxMessageSize",
             )
+        try:
+            elements = m.decode_batch_body(batch.body)
+        except m.MessageDecodeError as e:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=str(e))
+        if not elements:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error="empty batch")
+        store_ts = self.clock()
+        version = m.choose_version(batch.topic, self.config.auto_message_version_on_topic_len)
+        key = f"{batch.topic}-{batch.queue_id}"
+        base = self.topic_queue_table.get(key, 0)
+        records = []
+        try:
+            for i, elem in enumerate(elements):
+                props = elem.properties
+                if batch.properties_string:
+                    props += ("" if not props or props.endswith("\x02") else "\x02") + batch.properties_string
+                inner = m.MessageExtBrokerInner(
+                    topic=batch.topic,
+                    body=elem.body,
+                    queue_id=batch.queue_id,
+                    flag=elem.flag,
+                    properties_string=props,
+                    sys_flag=batch.sys_flag,
+                    born_timestamp=batch.born_timestamp,
+                    born_host=batch.born_host,
+                    store_host=batch.store_host,
+                    reconsume_times=batch.reconsume_times,
+                    version=version,
+                    store_timestamp=store_ts,
+                )
+                records.append(bytes(m.encode_message(inner, base + i)))
+        except (struct.error, ValueError, OSError, m.MessageDecodeError) as e:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, error=f"cannot encode: {e}")
+        appending = self.server.append_batch(records)
+        self.topic_queue_table[key] = base + len(records)
+        try:
+            entries = await appending
+        except AppendError as e:
+            self._undo_offset(e, key, base, len(records))
+            return PutMessageResult(
+                put_status(e.code), AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR), error=str(e)
+            )
+        offsets = [e.pos + BODY_OFFSET for e in entries]
+        amr = AppendMessageResult(
+            AppendMessageStatus.PUT_OK,
+            offsets[0],
+            sum(map(len, records)),
+            ",".join(m.create_message_id(batch.store_host, o) for o in offsets),
+            store_ts,
+            base,
+            len(records),
         )
+        return PutMessageResult(PutMessageStatus.PUT_OK, amr)
+
+    def _refused(self) -> PutMessageResult | None:
+        if self.server.role is not Role.LEADER:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error="not the DLedger leader")
+        if not self.ready:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, error="DLedger leader still dispatching its ledger"
+            )
+        return None
+
+    def _undo_offset(self, e: AppendError, key: str, base: int, count: int) -> None:
+        """Give back the queue offsets of an append refused before anything was appended."""
+        if e.code in (Code.NOT_LEADER, Code.LEADER_TRANSFERRING) and self.topic_queue_table.get(key) == base + count:
+            self.topic_queue_table[key] = base
 
     # ------------------------------------------------------------------ dispatch
 

@@ -13,6 +13,7 @@ from pyrmq.dledger.entry import BODY_OFFSET, decode_entry
 from pyrmq.dledger.protocol import DLedgerResponseCode
 from pyrmq.dledger.server import DLedgerServer
 from pyrmq.store import message as m
+from pyrmq.store.commitlog import MessageExtBatch
 from pyrmq.store.dledger_commitlog import DLedgerCommitLog, put_status
 from pyrmq.store.results import DispatchRequest, PutMessageStatus
 from pyrmq.store.store_config import MessageStoreConfig
@@ -88,6 +89,25 @@ def test_puts_acknowledged_on_a_majority_and_dispatched_on_every_member(tmp_path
             tags = {r.commit_log_offset: r.tags_code for r in leader.dispatched}
             assert tags[results[4].append_message_result.wrote_offset] == m.tags_string_to_tags_code("t1")  # type: ignore[union-attr]
             assert [r.keys for r in leader.dispatched] == [f"key{k}" for k in range(30)]
+            # a client batch: consecutive entries, consecutive queue offsets, one answer
+            elements = [m.BatchElement(f"batch {k}".encode(), f"KEYS\x01b{k}\x02") for k in range(5)]
+            batch = MessageExtBatch(TOPIC, m.encode_batch_body(elements), properties_string="CLUSTER\x01c1")
+            done = await leader.commit_log.put_messages(batch)
+            assert done.put_message_status is PutMessageStatus.PUT_OK
+            amr = done.append_message_result
+            assert amr is not None and (amr.logics_offset, amr.msg_num) == (15, 5)
+            batch_records = leader.dispatched[30:]
+            assert [r.consume_queue_offset for r in batch_records] == list(range(15, 20))
+            assert amr.msg_id.split(",") == [
+                m.create_message_id(("127.0.0.1", 10911), r.commit_log_offset) for r in batch_records
+            ]
+            assert amr.wrote_offset == batch_records[0].commit_log_offset
+            assert [(r.keys, (r.properties or {}).get("CLUSTER")) for r in batch_records] == [
+                (f"b{k}", "c1") for k in range(5)
+            ]
+            await until(lambda: all(len(x.dispatched) == 35 for x in members.values()), 5, "batch on all")
+            bad = await leader.commit_log.put_messages(MessageExtBatch(TOPIC, b"\x00\x00\x00\x05"))
+            assert bad.put_message_status is PutMessageStatus.MESSAGE_ILLEGAL
             # a follower refuses puts
             follower = next(x for x in members.values() if x is not leader)
             refused = await follower.commit_log.put_message(message(99))
