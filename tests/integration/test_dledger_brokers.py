@@ -2,7 +2,8 @@
 `pyrmq namesrv`: the DLedger leader registers as the master (brokerId 0) and the others as slaves
 (the digits of dLegerSelfId + 1); sends to the master are SEND_OK once a majority holds them; the
 master SIGKILLed, a new leader registers as brokerId 0, takes sends, and serves every message that
-was acknowledged, in order."""
+was acknowledged, in order; the killed broker restarted on its files comes back as a slave and
+serves them all too."""
 
 from __future__ import annotations
 
@@ -71,6 +72,15 @@ async def _send(c: RemotingClient, addr: str, body: bytes, timeout: float = 10) 
         await asyncio.sleep(0.2)
 
 
+async def _pull_all(c: RemotingClient, addr: str) -> list[bytes]:
+    got: list[bytes] = []
+    while True:
+        r = await c.invoke(addr, pull(TOPIC, "dlg", len(got)), 5)
+        if r.code != ResponseCode.SUCCESS:
+            return got
+        got += [x.body for x in m.decode_messages(r.body)]
+
+
 def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: Path) -> None:
     ns_port = free_port()
     ns_conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": ns_port, "kvConfigPath": tmp_path / "kv.json"})
@@ -97,10 +107,12 @@ def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: P
                     "dLegerGroup": NAME,
                     "dLegerPeers": peers,
                     "dLegerSelfId": i,
+                    "slaveReadEnable": "true",
                 },
             )
             brokers[i] = _proc(tmp_path, i, ["broker", "-c", str(conf)])
             procs.append(brokers[i])
+        confs = {i: tmp_path / f"{i}.conf" for i in IDS}
         addrs = {i: f"127.0.0.1:{ports[i]}" for i in IDS}
         for i in IDS:
             brokers[i].wait_line(f"The broker[{NAME}, {addrs[i]}] boot success.")
@@ -137,13 +149,19 @@ def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: P
                 after = [f"after-{k}".encode() for k in range(20)]
                 for body in after:
                     await _send(c, new_master, body)
-                got: list[bytes] = []
-                while True:
-                    r = await c.invoke(new_master, pull(TOPIC, "dlg", len(got)), 5)
-                    if r.code != ResponseCode.SUCCESS:
-                        break
-                    got += [x.body for x in m.decode_messages(r.body)]
-                assert got == acked + after
+                assert await _pull_all(c, new_master) == acked + after
+                # the killed broker restarted on its files (abnormal recovery): a slave again,
+                # registered under its own id, serving everything once it caught up
+                brokers[old] = _proc(tmp_path, f"{old}-again", ["broker", "-c", str(confs[old])])
+                procs.append(brokers[old])
+                deadline = time.monotonic() + 30
+                while (table := await _broker_addrs(c, ns_addr)).get(int(old[1:]) + 1) != master:
+                    assert time.monotonic() < deadline, table
+                    await asyncio.sleep(0.2)
+                assert table[0] == new_master
+                while (got := await _pull_all(c, master)) != acked + after:
+                    assert time.monotonic() < deadline, f"restarted broker serves {len(got)} of 50"
+                    await asyncio.sleep(0.2)
 
         asyncio.run(scenario())
     finally:
