@@ -421,8 +421,36 @@ class DLedgerCommitLog(CommitLog):
         truncate_logic: Callable[[int], None],
         destroy_logic: Callable[[], None],
     ) -> int:
-        # the DLedger store recovered itself; consume queues and index get what they miss
-        return self._recover_from_queues(max_phy_offset_of_cq, truncate_logic)
+        """After a crash the index may have lost its newest file: dispatch again from the newest
+        data file whose first record was stored no later than ``min_timestamp`` (the checkpoint's),
+        else from the first entry, as dledgerRecoverAbnormally does. Consume-queue and index
+        writes of records they hold already are skipped."""
+        end = self._recover_from_queues(max_phy_offset_of_cq, truncate_logic)
+        begin = self.ledger.begin_index
+        if begin < 0:
+            return end
+        size = self.ledger.data_file_size
+        first = begin
+        for start in range(self.ledger.write_pos - self.ledger.write_pos % size, -1, -size):
+            index = self._first_index_at(start)
+            if index is not None and 0 < self._store_timestamp(index) <= min_timestamp:
+                first = index
+                break
+        self.dispatched_index = min(self.dispatched_index, first - 1)
+        return end
+
+    def _first_index_at(self, pos: int) -> int | None:
+        """The first entry at or after ``pos`` (None past the last)."""
+        begin, end = self.ledger.begin_index, self.ledger.end_index
+        indexes = range(begin, end + 1)
+        i = bisect.bisect_left(indexes, pos, key=lambda k: self.ledger.get(k).pos)
+        return indexes[i] if i < len(indexes) else None
+
+    def _store_timestamp(self, index: int) -> int:
+        try:
+            return m.peek_store_timestamp(self.ledger.get(index).body)
+        except (m.MessageDecodeError, struct.error, ValueError):
+            return 0
 
     def dispatched_end(self) -> int:
         """Where the last dispatched record ends (0 before any)."""

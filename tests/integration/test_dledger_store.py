@@ -101,3 +101,37 @@ def test_dledger_stores_replicate_fail_over_and_recover(tmp_path: Path) -> None:
                 s.shutdown()
 
     run(main)
+
+
+def test_crashed_member_rebuilds_its_index_from_the_ledger(tmp_path: Path) -> None:
+    async def main() -> None:
+        peers = peers_string({i: free_port() for i in IDS})
+        stores = {i: open_store(tmp_path, i, peers) for i in IDS}
+        try:
+            for s in stores.values():
+                await start(s)
+            leader = await ready(stores)
+            for k in range(10):
+                await put(leader, k)
+            want = [f"m{k}".encode() for k in range(10)]
+            await until(lambda: all(bodies(s) == want for s in stores.values()), 5, "dispatch on every member")
+            # a follower's process dies: no store shutdown, the abort file stays, its lock goes
+            crashed_id = next(i for i, s in stores.items() if s is not leader)
+            crashed = stores[crashed_id]
+            await crashed.dledger.server.abort()
+            crashed._lock.release()
+            stores[crashed_id] = back = open_store(tmp_path, crashed_id, peers)
+            assert not back.last_exit_ok
+            # the index files newer than the checkpoint are gone: all of them here
+            assert back.query_message(TOPIC, "k3", 4, 0, 2**62).message_buffer_list == []
+            assert back.dledger.dispatched_index == -1  # so dispatch starts over at the first entry
+            await start(back)
+            await until(lambda: bodies(back) == want, 10, "dispatch after the crash")
+            for k in range(10):
+                assert len(back.query_message(TOPIC, f"k{k}", 4, 0, 2**62).message_buffer_list) == 1
+        finally:
+            for s in stores.values():
+                await s.dledger.server.close()
+                s.shutdown()
+
+    run(main)
