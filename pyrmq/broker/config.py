@@ -293,10 +293,10 @@ class BrokerConfig(KeyedSettings):
     def check_supported(self) -> str | None:
         """A setting pyrmq's broker cannot honour, refused at start rather than run without it: a
         DLedger commit log (docs/dledger.md) without its group, peers or self id."""
-        from pyrmq.broker.dledger_role import dledger_config  # the broker's modules import this one
+        from pyrmq.broker.dledger_role import dledger_config  # here: it loads the store modules
 
         try:
-            dledger_config(self)
+            dledger_config(self.all_properties(), self.store)
         except ValueError as e:
             return str(e)
         return None

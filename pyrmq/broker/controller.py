@@ -189,7 +189,9 @@ class BrokerController:
         self.producer_manager = ProducerManager(now=clock, channel_expired_timeout_ms=expiry)
         self.rebalance_lock_manager = RebalanceLockManager(now=clock)
         self.config_data_version = DataVersion()
-        dledger = dledger_config(config)  # enableDLegerCommitLog: the commit log is a DLedger member's
+        dledger = dledger_config(
+            config.all_properties(), self.store_config
+        )  # enableDLegerCommitLog: the commit log is a DLedger member's
         if dledger is None:
             self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched, clock=clock)
         else:

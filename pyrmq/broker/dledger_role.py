@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from pyrmq.dledger.config import DLedgerConfig
 from pyrmq.dledger.raft import Role
 from pyrmq.store.dledger_store import DLedgerMessageStore
-from pyrmq.store.store_config import BrokerRole
-
-if TYPE_CHECKING:
-    from pyrmq.broker.config import BrokerConfig
-    from pyrmq.broker.controller import BrokerController
+from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +33,15 @@ def _true(value: object) -> bool:
     return str(value).strip().lower() == "true"
 
 
-def dledger_config(config: BrokerConfig) -> DLedgerConfig | None:
-    """The member's config when enableDLegerCommitLog=true, else None. Raises ValueError when
-    dLegerGroup, dLegerPeers or dLegerSelfId is missing or the peers do not name dLegerSelfId."""
-    props = config.all_properties()
+def dledger_config(props: Mapping[str, object], store: MessageStoreConfig) -> DLedgerConfig | None:
+    """The member's config from the broker's properties when enableDLegerCommitLog=true, else
+    None. Raises ValueError when dLegerGroup, dLegerPeers or dLegerSelfId is missing, the peers do
+    not parse or do not name dLegerSelfId."""
     if not _true(props.get("enableDLegerCommitLog", "false")):
         return None
     group, peers, self_id = (str(props.get(k) or "").strip() for k in ("dLegerGroup", "dLegerPeers", "dLegerSelfId"))
     if not group or not peers or not self_id:
         raise ValueError("enableDLegerCommitLog=true needs dLegerGroup, dLegerPeers and dLegerSelfId")
-    store = config.store
     out = DLedgerConfig(
         group=group,
         self_id=self_id,
@@ -68,8 +64,21 @@ def slave_id(self_id: str) -> int:
         raise ValueError(f"dLegerSelfId {self_id!r}: expected a letter then digits (n0, n1, ...)") from None
 
 
+class Broker(Protocol):
+    """What a role change does to the broker (BrokerController)."""
+
+    config: Any
+    store_config: MessageStoreConfig
+
+    def apply_role(self, role: BrokerRole, broker_id: int, master_addr: str | None, epoch: int) -> None: ...
+
+    def set_fenced(self, fenced: bool) -> None: ...
+
+    async def register_broker_all(self) -> None: ...
+
+
 class DLedgerRoleChangeHandler:
-    def __init__(self, controller: BrokerController, store: DLedgerMessageStore) -> None:
+    def __init__(self, controller: Broker, store: DLedgerMessageStore) -> None:
         self.controller = controller
         self.store = store
         self.server = store.dledger.server

@@ -1,0 +1,49 @@
+"""pyrmq.broker.dledger_role.dledger_config: the DLedger member a broker builds from its keys, as
+DLedgerCommitLog's constructor does, and the refusals of a broker that could not build one."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyrmq.broker.config import BrokerConfig
+from pyrmq.broker.dledger_role import dledger_config, slave_id
+from pyrmq.store.store_config import MessageStoreConfig
+
+PEERS = "n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913"
+
+
+def props(**kv: str) -> dict[str, str]:
+    return {"enableDLegerCommitLog": "true", "dLegerGroup": "g", "dLegerPeers": PEERS, "dLegerSelfId": "n1", **kv}
+
+
+def test_member_from_the_broker_keys() -> None:
+    store = MessageStoreConfig(store_path_root_dir="/data/rmq", mapped_file_size_commit_log=1 << 20)
+    cfg = dledger_config(props(preferredLeaderId="n0", storePathDLedgerCommitLog="/fast/dl"), store)
+    assert cfg is not None
+    assert (cfg.group, cfg.self_id, cfg.peers) == ("g", "n1", PEERS)
+    assert cfg.store_path == "/data/rmq/dledger-n1"  # storeBaseDir is storePathRootDir
+    assert (cfg.data_file_size, cfg.data_store_path, cfg.preferred_leader_ids) == (1 << 20, "/fast/dl", "n0")
+    assert dledger_config({"enableDLegerCommitLog": "false", "dLegerSelfId": "n1"}, store) is None
+    assert dledger_config({}, store) is None
+
+
+@pytest.mark.parametrize(
+    ("kv", "why"),
+    [
+        ({"dLegerGroup": ""}, "needs dLegerGroup, dLegerPeers and dLegerSelfId"),
+        ({"dLegerSelfId": "n7"}, "is not one of the peers"),
+        ({"dLegerPeers": "n0-nohost;n1-127.0.0.1:1"}, "bad DLedger peer"),
+        ({"dLegerSelfId": "self", "dLegerPeers": "self-127.0.0.1:1"}, "expected a letter then digits"),
+    ],
+)
+def test_bad_keys_refused(kv: dict[str, str], why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        dledger_config(props(**kv), MessageStoreConfig())
+
+
+def test_slave_ids_and_the_start_refusal(tmp_path) -> None:
+    assert [slave_id(i) for i in ("n0", "n1", "n12")] == [1, 2, 13]
+    broken = BrokerConfig.from_properties({"storePathRootDir": str(tmp_path), "enableDLegerCommitLog": "true"})
+    assert broken.check_supported() == "enableDLegerCommitLog=true needs dLegerGroup, dLegerPeers and dLegerSelfId"
+    good = BrokerConfig.from_properties({"storePathRootDir": str(tmp_path), **props()})
+    assert good.check_supported() is None
