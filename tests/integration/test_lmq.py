@@ -98,3 +98,9 @@ async def _scenario(addr: str, broker_name: str) -> None:
         popped = await c.invoke(addr, _pop("%LMQ%r2", "lmqpop"), 5)
         assert popped.code == ResponseCode.SUCCESS, popped
         assert _bodies(popped) == [b"m0", b"m1", b"m2"]
+
+        # CLEAN_UNUSED_TOPIC keeps the LMQs, which have no config (as Java's cleanUnusedTopic)
+        r = await c.invoke(addr, RemotingCommand.request(RequestCode.CLEAN_UNUSED_TOPIC, {}), 5)
+        assert r.code == ResponseCode.SUCCESS, r
+        again = await c.invoke(addr, pull("%LMQ%r1", "lmqg", 0), 5)
+        assert again.code == ResponseCode.SUCCESS and _bodies(again) == [b"m0", b"m2", b"m3"]
