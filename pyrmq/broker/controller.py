@@ -24,7 +24,7 @@ from pyrmq.broker.auth import BrokerAuth
 from pyrmq.broker.broker2client import Broker2Client
 from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
-from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
+from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager, LmqConsumerOffsetManager
 from pyrmq.broker.controller_api import ControllerApi
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
@@ -177,7 +177,14 @@ class BrokerController:
         self.subscription_group_manager = SubscriptionGroupManager(
             config, os.path.join(cfg_dir, "subscriptionGroup.json"), now=clock
         )
-        self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(cfg_dir, "consumerOffset.json"), now=clock)
+        # with enableLmq Java's LmqConsumerOffsetManager keeps every offset in lmqConsumerOffset.json
+        if self.store_config.enable_lmq:
+            offsets = os.path.join(cfg_dir, "lmqConsumerOffset.json")
+            self.consumer_offset_manager: ConsumerOffsetManager = LmqConsumerOffsetManager(offsets, now=clock)
+        else:
+            self.consumer_offset_manager = ConsumerOffsetManager(
+                os.path.join(cfg_dir, "consumerOffset.json"), now=clock
+            )
         self.message_request_mode_manager = MessageRequestModeManager(os.path.join(cfg_dir, "messageRequestMode.json"))
         expiry = int(config["channelExpiredTimeout"])
         self.consumer_manager = ConsumerManager(

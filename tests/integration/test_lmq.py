@@ -47,6 +47,12 @@ def test_send_with_multi_dispatch_then_pull_and_pop_each_lmq(tmp_path: Path) -> 
         try:
             asyncio.run(_scenario(broker.addr, broker.name))
             assert "Traceback" not in broker.tail(400)
+            broker.stop()
+            # Java's LmqConsumerOffsetManager file: the %LMQ% group's offset in lmqOffsetTable
+            offsets = (broker.store_dir / "config" / "lmqConsumerOffset.json").read_text()
+            assert '"lmqOffsetTable":{\n\t\t"%LMQ%r1@%LMQ%g":2\n\t}' in offsets
+            assert '"%LMQ%r1@lmqg":{\n\t\t\t0:2\n\t\t}' in offsets
+            assert not (broker.store_dir / "config" / "consumerOffset.json").exists()
         finally:
             broker.stop()
     finally:

@@ -4,6 +4,7 @@ LmqSubscriptionGroupManager); without it the ordinary rules hold."""
 from __future__ import annotations
 
 from pyrmq.broker.config import BrokerConfig
+from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager, LmqConsumerOffsetManager
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
 from pyrmq.broker.topic_config_manager import TopicConfigManager
 from pyrmq.protocol.bodies.common import TopicConfig
@@ -44,3 +45,27 @@ def test_lmq_group_needs_no_config_and_is_never_stored() -> None:
     assert sgm.find_subscription_group_config("plain") is None  # autoCreateSubscriptionGroup=false
     off = SubscriptionGroupManager(_config(False), None, now=lambda: 0)
     assert off.find_subscription_group_config("%LMQ%g") is None and not off.contains("%LMQ%g")
+
+
+def test_lmq_offsets_are_one_number_per_topic_at_group_in_their_own_file(tmp_path) -> None:
+    path = str(tmp_path / "lmqConsumerOffset.json")
+    com = LmqConsumerOffsetManager(path, now=lambda: 0)
+    com.commit_offset("h", "%LMQ%g", "%LMQ%room", 3, 7)  # the queue id does not matter for an LMQ group
+    com.commit_offset("h", "plain", "%LMQ%room", 0, 5)
+    assert com.query_offset("%LMQ%g", "%LMQ%room", 0) == 7 and com.query_offset_table("%LMQ%g", "%LMQ%room") == {0: 7}
+    assert com.query_offset("plain", "%LMQ%room", 0) == 5 and com.query_offset("plain", "%LMQ%room", 1) == -1
+    assert "%LMQ%room@%LMQ%g" not in com.offset_table
+    assert com.persist()
+    text = open(path).read()
+    # fastjson's getter order: dataVersion, groupTopicMap, lmqOffsetTable, offsetTable, pullOffsetTable
+    assert text.index('"groupTopicMap"') < text.index('"lmqOffsetTable":{\n\t\t"%LMQ%room@%LMQ%g":7\n\t}')
+    assert text.index('"lmqOffsetTable"') < text.index('"offsetTable"') < text.index('"pullOffsetTable"')
+    again = LmqConsumerOffsetManager(path, now=lambda: 0)
+    again.load()
+    assert again.query_offset("%LMQ%g", "%LMQ%room", 0) == 7 and again.query_offset("plain", "%LMQ%room", 0) == 5
+    again.remove_offset("%LMQ%g")
+    assert again.query_offset("%LMQ%g", "%LMQ%room", 0) == -1
+    # without enableLmq an %LMQ% group is an ordinary one
+    plain = ConsumerOffsetManager(None)
+    plain.commit_offset("h", "%LMQ%g", "%LMQ%room", 3, 7)
+    assert plain.query_offset("%LMQ%g", "%LMQ%room", 0) == -1 and plain.query_offset("%LMQ%g", "%LMQ%room", 3) == 7
