@@ -66,6 +66,9 @@ def assign_lmq_offsets(props: dict[str, str], next_offset: Callable[[str], int])
     names = java_split(props[MessageConst.INNER_MULTI_DISPATCH])
     offsets = [str(next_offset(n)) if is_lmq(n) else "" for n in names]
     props[MessageConst.INNER_MULTI_QUEUE_OFFSET] = LMQ_DISPATCH_SEPARATOR.join(offsets)
+    wait = props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
+    if wait is not None:  # removeWaitStorePropertyString takes WAIT out and puts it back: last in its bucket
+        props[MessageConst.WAIT_STORE_MSG_OK] = wait
     return [n for n in names if is_lmq(n)]
 
 

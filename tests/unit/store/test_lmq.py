@@ -41,6 +41,16 @@ def test_append_writes_each_lmq_offset_in_java_property_order(open_store, msg_fa
     assert (r0.logics_offset, r1.logics_offset, r2.logics_offset) == (0, 1, 2)
 
 
+def test_wait_goes_last_in_its_bucket_as_javas_remove_and_put(open_store, msg_factory):
+    """ "kar" shares WAIT's bucket (93 of 128): Java's remove-then-put of WAIT moves it behind."""
+    s = open_store(**LMQ_ON)
+    msg = msg_factory(0, INNER_MULTI_DISPATCH="%LMQ%a")
+    msg.properties = {"WAIT": "true", "kar": "v", **msg.properties}  # the broker's HashMap order
+    r = s.put_message(msg).append_message_result
+    rec = bytes(s.commit_log.get_message(r.wrote_offset, r.wrote_bytes))
+    assert b"kar\x01v\x02WAIT\x01true\x02" in rec
+
+
 def test_dispatch_appends_an_entry_to_each_lmq_queue(open_store, msg_factory):
     s = open_store(**LMQ_ON)
     puts = [s.put_message(_lmq_msg(msg_factory, i, "%LMQ%a,%LMQ%b" if i % 2 else "%LMQ%a")) for i in range(5)]
