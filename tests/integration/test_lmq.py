@@ -24,14 +24,14 @@ def _bodies(r: RemotingCommand) -> list[bytes]:
     return [x.body for x in m.decode_messages(r.body)]
 
 
-def _pop(topic: str, group: str) -> RemotingCommand:
+def _pop(topic: str, group: str, poll_ms: int = 0) -> RemotingCommand:
     h = PopMessageRequestHeader(
         consumer_group=group,
         topic=topic,
         queue_id=-1,
         max_msg_nums=32,
         invisible_time=60000,
-        poll_time=0,
+        poll_time=poll_ms,
         born_time=int(time.time() * 1000),
         init_mode=0,  # ConsumeInitMode.MIN: a new group pops from the first message
         exp_type="TAG",
@@ -104,6 +104,16 @@ async def _scenario(addr: str, broker_name: str) -> None:
         popped = await c.invoke(addr, _pop("%LMQ%r2", "lmqpop"), 5)
         assert popped.code == ResponseCode.SUCCESS, popped
         assert _bodies(popped) == [b"m0", b"m1", b"m2"]
+
+        # a POP long poll on an LMQ wakes up too
+        held = asyncio.ensure_future(c.invoke(addr, _pop("%LMQ%r3", "lmqpop", poll_ms=10000), 15))
+        await asyncio.sleep(0.3)
+        assert not held.done()
+        t0 = time.monotonic()
+        await send(b"m4", "%LMQ%r3")
+        got = await held
+        assert time.monotonic() - t0 < 3
+        assert got.code == ResponseCode.SUCCESS and _bodies(got) == [b"m4"]
 
         # CLEAN_UNUSED_TOPIC keeps the LMQs, which have no config (as Java's cleanUnusedTopic)
         r = await c.invoke(addr, RemotingCommand.request(RequestCode.CLEAN_UNUSED_TOPIC, {}), 5)
