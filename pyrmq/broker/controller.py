@@ -59,7 +59,7 @@ from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
 from pyrmq.broker.replicas_manager import ReplicasManager
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
 from pyrmq.broker.slave_synchronize import SlaveSynchronize
-from pyrmq.broker.stats import BrokerStatsManager
+from pyrmq.broker.stats import BrokerStatsManager, LmqBrokerStatsManager
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
 from pyrmq.broker.timer_message_store import TimerMessageStore
 from pyrmq.broker.topic_config_manager import TopicConfigManager
@@ -220,7 +220,12 @@ class BrokerController:
         self.transactional_message_check_service = TransactionalMessageCheckService(
             config, self.transactional_message_service, self.transactional_message_check_listener
         )
-        self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
+        if self.store_config.enable_lmq:
+            self.broker_stats: BrokerStatsManager = LmqBrokerStatsManager(
+                config["brokerClusterName"], now=clock, lmq_stats=bool(config["enableLmqStats"])
+            )
+        else:
+            self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
         self.schedule_message_service = ScheduleMessageService(
             config=config, message_store=self.message_store, now=clock
         )

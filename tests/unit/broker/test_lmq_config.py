@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager, LmqConsumerOffsetManager
+from pyrmq.broker.stats import GROUP_GET_NUMS, LmqBrokerStatsManager
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
 from pyrmq.broker.topic_config_manager import TopicConfigManager
 from pyrmq.protocol.bodies.common import TopicConfig
@@ -69,3 +70,17 @@ def test_lmq_offsets_are_one_number_per_topic_at_group_in_their_own_file(tmp_pat
     plain = ConsumerOffsetManager(None)
     plain.commit_offset("h", "%LMQ%g", "%LMQ%room", 3, 7)
     assert plain.query_offset("%LMQ%g", "%LMQ%room", 0) == -1 and plain.query_offset("%LMQ%g", "%LMQ%room", 3) == 7
+
+
+def test_lmq_consume_stats_fold_into_one_item_unless_enable_lmq_stats() -> None:
+    assert BrokerConfig()["enableLmqStats"] is False
+    folded = LmqBrokerStatsManager("c", now=lambda: 0)
+    folded.on_get("%LMQ%room", "%LMQ%g", 2, 20)
+    folded.on_get("%LMQ%other", "plain", 1, 10)
+    folded.on_get("T", "plain", 1, 10)
+    keys = set(folded.items[GROUP_GET_NUMS])
+    assert keys == {"%LMQ%@%LMQ%", "%LMQ%@plain", "T@plain"}
+    assert folded.get_stats_item(GROUP_GET_NUMS, "%LMQ%@%LMQ%").value == 2
+    apart = LmqBrokerStatsManager("c", now=lambda: 0, lmq_stats=True)
+    apart.on_get("%LMQ%room", "%LMQ%g", 2, 20)
+    assert set(apart.items[GROUP_GET_NUMS]) == {"%LMQ%room@%LMQ%g"}
