@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 LMQ_PREFIX = "%LMQ%"
 LMQ_QUEUE_ID = 0
 LMQ_DISPATCH_SEPARATOR = ","
+#: the longest file name (bytes) Linux file systems take: a consume-queue directory's name
+NAME_MAX = 255
 
 
 def is_lmq(name: str | None) -> bool:
@@ -91,6 +93,11 @@ def multi_dispatch_targets(
     out = []
     for name, offset_s in zip(names, offsets, strict=True):
         if "/" in name:  # Java skips a name holding File.separator (it would escape consumequeue/)
+            continue
+        if "\x00" in name or len(name.encode("utf-8", "surrogatepass")) > NAME_MAX:
+            # no directory can have this name: Java's put fails, is retried and given up; skipping
+            # it keeps dispatch from stalling on a consume queue that can never be written
+            log.error("%s: multi-dispatch queue name %.64r... cannot be a directory; not dispatched", topic, name)
             continue
         try:
             offset = int(offset_s)

@@ -90,6 +90,18 @@ def test_switches_and_excluded_topics(open_store, msg_factory, tmp_path):
     assert on.get_consume_queue("plain", 0) is None
 
 
+def test_a_name_no_directory_can_have_does_not_stall_dispatch(open_store, msg_factory):
+    s = open_store(**LMQ_ON)
+    long_name = "%LMQ%" + "x" * 300
+    r = s.put_message(_lmq_msg(msg_factory, 0, f"{long_name},%LMQ%ok"))
+    assert r.put_message_status is PutMessageStatus.PUT_OK
+    assert s.reput_message_service.stalled is None
+    assert s.get_consume_queue(long_name, 0) is None
+    assert s.get_max_offset_in_queue("%LMQ%ok", 0) == 1
+    s.put_message(_lmq_msg(msg_factory, 1, "%LMQ%ok"))
+    assert s.get_max_offset_in_queue("%LMQ%ok", 0) == 2 and s.get_max_offset_in_queue("T", 0) == 2
+
+
 def test_max_lmq_consume_queue_num_is_not_enforced(open_store, msg_factory):
     """Java 5.x keeps the key (and the LMQ_CONSUME_QUEUE_NUM_EXCEEDED status) but no longer checks it."""
     s = open_store(max_lmq_consume_queue_num=1, **LMQ_ON)
