@@ -52,8 +52,10 @@ def java_split(value: str) -> list[str]:
 
 def needs_lmq_offsets(config: MessageStoreConfig, topic: str, props: Mapping[str, str]) -> bool:
     """Java CommitLog doAppend's ``enableLmq && msgInner.needDispatchLMQ()``."""
+    if not config.enable_lmq:
+        return False
     names = props.get(MessageConst.INNER_MULTI_DISPATCH)
-    return config.enable_lmq and bool(names and names.strip()) and topic_allows_lmq(topic)
+    return bool(names and names.strip()) and topic_allows_lmq(topic)
 
 
 def lmq_queue_key(name: str) -> str:
