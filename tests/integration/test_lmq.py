@@ -15,7 +15,7 @@ from support.servers import PyrmqNamesrv
 
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.headers.pop import PopMessageRequestHeader
+from pyrmq.protocol.headers.pop import AckMessageRequestHeader, PopMessageRequestHeader, build_extra_info, parse_info
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
 
@@ -104,6 +104,16 @@ async def _scenario(addr: str, broker_name: str) -> None:
         popped = await c.invoke(addr, _pop("%LMQ%r2", "lmqpop"), 5)
         assert popped.code == ResponseCode.SUCCESS, popped
         assert _bodies(popped) == [b"m0", b"m1", b"m2"]
+        # the offsets are the LMQ's (queue 0), which the Java client turns into each POP_CK
+        ef = popped.ext_fields
+        assert parse_info(ef["startOffsetInfo"]) == {"0@0": "0"}
+        assert parse_info(ef["msgOffsetInfo"]) == {"0@0": "0,1,2"}
+        extra = build_extra_info(
+            0, int(ef["popTime"]), int(ef["invisibleTime"]), int(ef["reviveQid"]), "%LMQ%r2", broker_name, 0, 1
+        )
+        ack = AckMessageRequestHeader("lmqpop", "%LMQ%r2", 0, extra, 1)
+        r = await c.invoke(addr, RemotingCommand.request(RequestCode.ACK_MESSAGE, ack.to_ext_fields()), 5)
+        assert r.code == ResponseCode.SUCCESS, r
 
         # a POP long poll on an LMQ wakes up too
         held = asyncio.ensure_future(c.invoke(addr, _pop("%LMQ%r3", "lmqpop", poll_ms=10000), 15))
