@@ -77,6 +77,11 @@ async def _scenario(addr: str, broker_name: str) -> None:
         assert [x.topic for x in stored] == ["LmqParent", "LmqParent"]  # the record is the parent topic's
         r2 = await c.invoke(addr, pull("%LMQ%r2", "%LMQ%g", 1), 5)
         assert r2.code == ResponseCode.SUCCESS and _bodies(r2) == [b"m1", b"m2"]
+        # what LMQPullConsumer asks first: the LMQ's offsets
+        for code, want in ((RequestCode.GET_MIN_OFFSET, "0"), (RequestCode.GET_MAX_OFFSET, "2")):
+            q = {"topic": "%LMQ%r1", "queueId": "0"}
+            r = await c.invoke(addr, RemotingCommand.request(code, q), 5)
+            assert r.code == ResponseCode.SUCCESS and r.ext_fields["offset"] == want, (code, r)
         # the parent topic holds every message once (send_v2 writes queue 0)
         parent = await c.invoke(addr, pull("LmqParent", "lmqg", 0), 5)
         assert _bodies(parent) == [b"m0", b"m1", b"m2"]
