@@ -115,11 +115,10 @@ class TopicConfigManager(ConfigManager):
     # --------------------------------------------------------------------- lookups
 
     def select_topic_config(self, topic: str) -> TopicConfig | None:
-        tc = self.topic_config_table.get(topic)
-        if tc is None and is_lmq(topic) and lmq_enabled(self.broker_config):
+        if is_lmq(topic) and lmq_enabled(self.broker_config):
             # Java LmqTopicConfigManager: an LMQ needs no config: one queue, read and write
             return TopicConfig(topic_name=topic, read_queue_nums=1, write_queue_nums=1, perm=PERM_READ | PERM_WRITE)
-        return tc
+        return self.topic_config_table.get(topic)
 
     def is_order_topic(self, topic: str) -> bool:
         tc = self.topic_config_table.get(topic)
