@@ -52,9 +52,9 @@ class SubscriptionGroupManager(ConfigManager):
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, auto-created when ``autoCreateSubscriptionGroup`` (Java, same name)."""
-        cfg = self.table.get(group)
-        if cfg is None and is_lmq(group) and lmq_enabled(self.broker_config):
+        if is_lmq(group) and lmq_enabled(self.broker_config):
             return SubscriptionGroupConfig(group_name=group)  # Java LmqSubscriptionGroupManager: never stored
+        cfg = self.table.get(group)
         if cfg is None and self.broker_config["autoCreateSubscriptionGroup"]:
             if validate_group(group) is not None:
                 return None
