@@ -97,19 +97,28 @@ async function select(spec) {
   await page.keyboard.press('Enter');
 }
 
-async function settle(ms = 800) {
-  try { await page.waitForNetworkIdle({ idleTime: 500, timeout: 20000 }); } catch { /* long polls */ }
+async function settle(ms = 300) {
+  try { await page.waitForNetworkIdle({ idleTime: 300, timeout: 20000 }); } catch { /* long polls */ }
   await sleep(ms);
 }
 
 const out = [];
+let loaded = false;
 for (const step of steps) {
   calls = [];
   const record = { name: step.name, error: null };
   try {
     if (step.goto !== undefined) {
-      // a new document per step (the query string differs), so no state leaks from the last one
-      await page.goto(`${base}/?step=${out.length}#${step.goto}`, { waitUntil: 'networkidle2', timeout: 90000 });
+      if (!loaded) {
+        await page.goto(`${base}/#${step.goto}`, { waitUntil: 'networkidle2', timeout: 90000 });
+        loaded = true;
+      } else {
+        // in-app navigation through an unknown route, so the page is mounted afresh (no state
+        // from the last step) without reloading the whole front end
+        await page.evaluate(() => { window.location.hash = '#/pyrmq-blank'; });
+        await sleep(100);
+        await page.evaluate((h) => { window.location.hash = h; }, `#${step.goto}`);
+      }
     }
     for (const a of step.actions || []) {
       if (a.click) await clickText(a.click, a.nth || 0, !!a.inDialog);
@@ -119,9 +128,9 @@ for (const step of steps) {
       else if (a.wait) await sleep(a.wait);
       else if (a.escape) { await page.keyboard.press('Escape'); await sleep(300); }
       else throw new Error(`unknown action ${JSON.stringify(a)}`);
-      await settle(a.settle ?? 600);
+      await settle(a.settle ?? 300);
     }
-    await settle(step.settle ?? 1000);
+    await settle(step.settle ?? 500);
     record.text = await visibleText();
   } catch (e) {
     record.error = String(e && e.message || e);

@@ -129,6 +129,7 @@ def _core_defaults() -> dict[str, Any]:
         "subscriptionExpiredTimeout": 600000,
         "consumerOffsetUpdateVersionStep": 500,
         "enableDetailStat": True,
+        "enableLmqStats": False,  # with enableLmq: count each %LMQ% queue and group apart (docs/lmq.md)
         "useServerSideResetOffset": True,
         "enableSplitRegistration": False,
         "maxErrorRateOfBloomFilter": 20,

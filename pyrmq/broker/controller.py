@@ -24,7 +24,7 @@ from pyrmq.broker.auth import BrokerAuth
 from pyrmq.broker.broker2client import Broker2Client
 from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
-from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
+from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager, LmqConsumerOffsetManager
 from pyrmq.broker.controller_api import ControllerApi
 from pyrmq.broker.dledger_role import DLedgerRoleChangeHandler, dledger_config
 from pyrmq.broker.failover import wire_acting_master
@@ -60,7 +60,7 @@ from pyrmq.broker.rebalance_lock_manager import RebalanceLockManager
 from pyrmq.broker.replicas_manager import ReplicasManager
 from pyrmq.broker.schedule_message_service import ScheduleMessageService
 from pyrmq.broker.slave_synchronize import SlaveSynchronize
-from pyrmq.broker.stats import BrokerStatsManager
+from pyrmq.broker.stats import BrokerStatsManager, LmqBrokerStatsManager
 from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
 from pyrmq.broker.timer_message_store import TimerMessageStore
 from pyrmq.broker.topic_config_manager import TopicConfigManager
@@ -180,7 +180,14 @@ class BrokerController:
         self.subscription_group_manager = SubscriptionGroupManager(
             config, os.path.join(cfg_dir, "subscriptionGroup.json"), now=clock
         )
-        self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(cfg_dir, "consumerOffset.json"), now=clock)
+        # with enableLmq Java's LmqConsumerOffsetManager keeps every offset in lmqConsumerOffset.json
+        if self.store_config.enable_lmq:
+            offsets = os.path.join(cfg_dir, "lmqConsumerOffset.json")
+            self.consumer_offset_manager: ConsumerOffsetManager = LmqConsumerOffsetManager(offsets, now=clock)
+        else:
+            self.consumer_offset_manager = ConsumerOffsetManager(
+                os.path.join(cfg_dir, "consumerOffset.json"), now=clock
+            )
         self.message_request_mode_manager = MessageRequestModeManager(os.path.join(cfg_dir, "messageRequestMode.json"))
         expiry = int(config["channelExpiredTimeout"])
         self.consumer_manager = ConsumerManager(
@@ -224,7 +231,12 @@ class BrokerController:
         self.transactional_message_check_service = TransactionalMessageCheckService(
             config, self.transactional_message_service, self.transactional_message_check_listener
         )
-        self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
+        if self.store_config.enable_lmq:
+            self.broker_stats: BrokerStatsManager = LmqBrokerStatsManager(
+                config["brokerClusterName"], now=clock, lmq_stats=bool(config["enableLmqStats"])
+            )
+        else:
+            self.broker_stats = BrokerStatsManager(config["brokerClusterName"], now=clock)
         self.schedule_message_service = ScheduleMessageService(
             config=config, message_store=self.message_store, now=clock
         )

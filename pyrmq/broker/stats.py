@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyrmq.common.constants import is_system_topic
+from pyrmq.store.lmq import LMQ_PREFIX, is_lmq
 
 # stats names (common/stats/Stats.java, BrokerStatsManager)
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
@@ -305,3 +306,22 @@ def record_put(stats: BrokerStatsManager, topic: str, result) -> None:
         stats.on_put(topic, max(int(amr.msg_num), 1), int(amr.wrote_bytes), 0, system=is_system_topic(topic))
     else:
         stats.on_put_failed()
+
+
+class LmqBrokerStatsManager(BrokerStatsManager):
+    """Java LmqBrokerStatsManager (used with enableLmq): unless enableLmqStats, the consume
+    counters of every %LMQ% topic and group fall under the one name ``%LMQ%``, so millions of
+    light queues do not make millions of stats items."""
+
+    def __init__(self, cluster_name: str, *, now: Callable[[], int], lmq_stats: bool = False) -> None:
+        self.lmq_stats = lmq_stats
+        BrokerStatsManager.__init__(self, cluster_name, now=now)
+
+    def _adjusted(self, name: str) -> str:
+        return LMQ_PREFIX if not self.lmq_stats and is_lmq(name) else name
+
+    def on_get(self, topic: str, group: str, msgs: int, size: int, *, system: bool = False) -> None:
+        BrokerStatsManager.on_get(self, self._adjusted(topic), self._adjusted(group), msgs, size, system=system)
+
+    def tps_group_get_nums(self, group: str, topic: str) -> float:
+        return BrokerStatsManager.tps_group_get_nums(self, self._adjusted(group), self._adjusted(topic))

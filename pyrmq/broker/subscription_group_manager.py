@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 
 from pyrmq.broker.config_manager import ConfigManager
+from pyrmq.broker.lmq import lmq_enabled
 from pyrmq.common.constants import SYSTEM_GROUPS, validate_group
 from pyrmq.store.config import (
     DataVersion,
@@ -18,6 +19,7 @@ from pyrmq.store.config import (
     SubscriptionGroupConfig,
     SubscriptionGroupSerializeWrapper,
 )
+from pyrmq.store.lmq import is_lmq
 
 log = logging.getLogger("pyrmq.broker.subscription")
 
@@ -50,6 +52,8 @@ class SubscriptionGroupManager(ConfigManager):
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, auto-created when ``autoCreateSubscriptionGroup`` (Java, same name)."""
+        if is_lmq(group) and lmq_enabled(self.broker_config):
+            return SubscriptionGroupConfig(group_name=group)  # Java LmqSubscriptionGroupManager: never stored
         cfg = self.table.get(group)
         if cfg is None and self.broker_config["autoCreateSubscriptionGroup"]:
             if validate_group(group) is not None:
@@ -62,12 +66,14 @@ class SubscriptionGroupManager(ConfigManager):
         return cfg
 
     def update_subscription_group_config(self, cfg: SubscriptionGroupConfig) -> None:
+        if is_lmq(cfg.group_name) and lmq_enabled(self.broker_config):
+            return  # Java LmqSubscriptionGroupManager keeps no LMQ group config
         self.table[cfg.group_name or ""] = cfg
         self.data_version.next_version(self.now())
         self.persist()
 
     def contains(self, group: str) -> bool:
-        return group in self.table
+        return group in self.table or (is_lmq(group) and lmq_enabled(self.broker_config))
 
     def delete_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """Java deleteSubscriptionGroupConfig: drop the config and its forbidden entries, bump, persist."""

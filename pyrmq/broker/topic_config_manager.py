@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable
 
 from pyrmq.broker.config_manager import ConfigManager
+from pyrmq.broker.lmq import lmq_enabled
 from pyrmq.common.attributes import TOPIC_ATTRIBUTES, alter_current_attributes
 from pyrmq.common.constants import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -37,6 +38,7 @@ from pyrmq.store.config import (
     TopicConfig,
     TopicConfigSerializeWrapper,
 )
+from pyrmq.store.lmq import is_lmq
 
 log = logging.getLogger("pyrmq.broker.topic")
 
@@ -113,6 +115,9 @@ class TopicConfigManager(ConfigManager):
     # --------------------------------------------------------------------- lookups
 
     def select_topic_config(self, topic: str) -> TopicConfig | None:
+        if is_lmq(topic) and lmq_enabled(self.broker_config):
+            # Java LmqTopicConfigManager: an LMQ needs no config: one queue, read and write
+            return TopicConfig(topic_name=topic, read_queue_nums=1, write_queue_nums=1, perm=PERM_READ | PERM_WRITE)
         return self.topic_config_table.get(topic)
 
     def is_order_topic(self, topic: str) -> bool:
@@ -189,6 +194,8 @@ class TopicConfigManager(ConfigManager):
         ``tc.attributes`` holds the request's modifications (``+key``/``-key``); the stored map is
         what they make of the current one (Java updateSingleTopicConfigWithoutPersist). Raises
         AttributeModificationError with Java's text when Java refuses them."""
+        if is_lmq(tc.topic_name) and lmq_enabled(self.broker_config):
+            return  # Java LmqTopicConfigManager#updateTopicConfig keeps no LMQ config
         old = self.topic_config_table.get(tc.topic_name or "")
         tc.attributes = alter_current_attributes(
             old is None, TOPIC_ATTRIBUTES, (old.attributes or {}) if old is not None else {}, tc.attributes or {}

@@ -145,6 +145,7 @@ class RemotingServer:
             await self.start_serving()
         if (self.idle_seconds and self.idle_seconds > 0) or self.half_open_seconds > 0:
             self._idle_task = loop.create_task(self._idle_sweeper())
+        self.tls.start_watching()
         log.info("%s remoting server listening on %s:%d (TLS %s)", self.name, self.host, self.port, self.tls.mode)
 
     async def start_serving(self) -> None:
@@ -186,7 +187,8 @@ class RemotingServer:
         peer = _peer(conn)
         try:
             if self.tls.mode is TlsMode.DISABLED:
-                # As Java without a TLS handler: no peek; a TLS hello fails the frame decoder.
+                # Java peeks here too and closes a TLS hello; the frame decoder refuses one as well
+                # (its length is far past the limit), so the peek is skipped.
                 await loop.connect_accepted_socket(self._make_channel, conn)
                 return
             first = await _peek_first_byte(loop, conn, self.idle_seconds if self.idle_seconds > 0 else None)
@@ -207,14 +209,14 @@ class RemotingServer:
             await loop.connect_accepted_socket(
                 self._make_channel,
                 conn,
-                ssl=self.tls.context() if use_tls else None,
+                ssl=await self.tls.context_async() if use_tls else None,
                 ssl_handshake_timeout=10 if use_tls else None,
             )
         except asyncio.CancelledError:
             conn.close()
             raise
         except (OSError, ssl.SSLError, TimeoutError, ValueError) as e:
-            log.warning("%s: connection from %s dropped before it opened: %s", self.name, peer, e)
+            log.warning("%s: connection from %s dropped before it opened: %s: %s", self.name, peer, type(e).__name__, e)
             conn.close()
 
     def _make_channel(self) -> Channel:
@@ -290,6 +292,7 @@ class RemotingServer:
         if self._idle_task is not None:
             self._idle_task.cancel()
             self._idle_task = None
+        self.tls.stop_watching()
         accepting = [*self._accept_loops, *self._admitting]
         self._accept_loops = []
         for task in accepting:

@@ -17,9 +17,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, MessageConst
-from pyrmq.common.java_lang import java_string_hash
+from pyrmq.common.java_lang import hashmap_order, java_string_hash
 from pyrmq.store import message as m
 from pyrmq.store.flush import FlushManager
+from pyrmq.store.lmq import assign_lmq_offsets, lmq_queue_key, needs_lmq_offsets
 from pyrmq.store.mapped_file import MappedFile, MappedFileQueue, SyncFn
 from pyrmq.store.replica import ReplicaAcks, check_in_sync_replicas, combine_flush_and_ha, handle_ha, need_handle_ha
 from pyrmq.store.results import (
@@ -343,11 +344,23 @@ class CommitLog:
         body_crc = _crc32(body) & 0x7FFFFFFF
         queued = m.is_queued(sys_flag)
         queue_id = msg.queue_id
+        lmq = needs_lmq_offsets(self.config, topic, props)
+        lmq_names: list[str] = []
         with self.put_lock:
             store_ts = self.clock()
             msg.store_timestamp = store_ts
             key = f"{topic}-{queue_id}"
             queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
+            if lmq:  # the LMQ offsets are taken under the put lock, as Java's doAppend does
+                props = dict(props)
+                table = self.topic_queue_table
+                lmq_names = assign_lmq_offsets(props, lambda name: table.get(lmq_queue_key(name), 0))
+                props = hashmap_order(props)  # Java re-serialises the whole HashMap(128)
+                props_b = m.message_properties_to_string(props).encode("utf-8")
+                total = header.size + len(body) + len(topic_part) + 2 + len(props_b)
+                refused = self._lmq_size_refusal(len(props_b), total)
+                if refused is not None:
+                    return refused, None
             try:
                 mf = self._file_for(total, store_ts)
             except DiskFullError as e:
@@ -386,6 +399,9 @@ class CommitLog:
             mf.store_timestamp = store_ts
             if queued:
                 self.topic_queue_table[key] = queue_offset + 1
+            for name in lmq_names:  # Java LmqDispatch#updateLmqOffsets
+                lmq_key = lmq_queue_key(name)
+                self.topic_queue_table[lmq_key] = self.topic_queue_table.get(lmq_key, 0) + 1
             msg.queue_offset = queue_offset
             req = DispatchRequest(
                 total,
@@ -414,6 +430,23 @@ class CommitLog:
             1,
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, amr), req
+
+    def _lmq_size_refusal(self, props_len: int, total: int) -> PutMessageResult | None:
+        """The size checks again once INNER_MULTI_QUEUE_OFFSET is added (Java
+        handlePropertiesForLmqMsg)."""
+        if props_len > 32767:
+            return PutMessageResult(
+                PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+                AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED),
+                error=f"properties length {props_len} > 32767",
+            )
+        if total > self.config.max_message_size:
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED),
+                error=f"message size {total} > maxMessageSize {self.config.max_message_size}",
+            )
+        return None
 
     def _file_for(self, length: int, store_ts: int) -> MappedFile:
         """Last file with room for `length` + 8, its space for the record reserved; writes the

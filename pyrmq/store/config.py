@@ -54,6 +54,7 @@ __all__ = [
     "DelayOffsetSerializeWrapper",
     "ExponentialRetryPolicy",
     "GroupRetryPolicy",
+    "LmqConsumerOffsetSerializeWrapper",
     "SimpleSubscriptionData",
     "SubscriptionGroupConfig",
     "SubscriptionGroupSerializeWrapper",
@@ -360,6 +361,25 @@ class ConsumerOffsetSerializeWrapper(FastJsonBody):
         return fastjson_dumps(self.to_tree(), standard=standard)
 
     to_json = encode
+
+
+@dataclass(slots=True)
+class LmqConsumerOffsetSerializeWrapper(ConsumerOffsetSerializeWrapper):
+    """``lmqConsumerOffset.json``: with enableLmq Java keeps every offset here instead of in
+    consumerOffset.json, those of %LMQ% groups in ``lmqOffsetTable`` (``topic@group`` -> offset,
+    one queue). Java: broker/offset/LmqConsumerOffsetManager (serialised itself)."""
+
+    FILE_NAME: ClassVar[str] = "lmqConsumerOffset.json"
+
+    lmq_offset_table: dict[str, int] = field(default_factory=dict)
+
+    def to_tree(self) -> dict[str, Any]:
+        tree: dict[str, Any] = {}
+        for key, value in ConsumerOffsetSerializeWrapper.to_tree(self).items():
+            tree[key] = value
+            if key == "groupTopicMap":  # fastjson's order: the getters by name
+                tree["lmqOffsetTable"] = self.lmq_offset_table
+        return tree
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ from pyrmq.store.dispatch import (
     ReputMessageService,
 )
 from pyrmq.store.index import IndexService
+from pyrmq.store.lmq import multi_dispatch_targets
 from pyrmq.store.mapped_file import SyncFn
 from pyrmq.store.replica import ReplicaAcks
 from pyrmq.store.results import (
@@ -124,7 +125,7 @@ class MessageStore:
                 CommitLogDispatcherBuildConsumeQueue(self.put_message_position_info),
                 CommitLogDispatcherBuildIndex(self.index_service.build_index, lambda: self.config.message_index_enable),
             ],
-            on_dispatched,
+            None if on_dispatched is None else self._arriving(on_dispatched),
         )
         self.reput_message_service.reput_end_offset = self._reput_end_offset
         self.reput_message_service.on_stall = self._on_dispatch_stalled
@@ -335,9 +336,23 @@ class MessageStore:
                 pending.popleft()
                 dispatch(req)
 
+    def _arriving(self, listener: DispatchedListener) -> DispatchedListener:
+        """The listener, told also of each LMQ entry a record added (Java ReputMessageService
+        #notifyMessageArrive4MultiQueue), so long polls on an LMQ wake up."""
+
+        def arriving(topic: str, queue_id: int, max_offset: int, tags_code: int, req: DispatchRequest) -> None:
+            listener(topic, queue_id, max_offset, tags_code, req)
+            for name, lmq_queue_id, offset in multi_dispatch_targets(self.config, topic, queue_id, req.properties):
+                listener(name, lmq_queue_id, offset + 1, tags_code, req)
+
+        return arriving
+
     def put_message_position_info(self, req: DispatchRequest) -> None:
         cq = self.find_consume_queue(req.topic, req.queue_id)
         cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
+        for name, queue_id, offset in multi_dispatch_targets(self.config, req.topic, req.queue_id, req.properties):
+            lmq = self.find_consume_queue(name, queue_id)  # Java ConsumeQueue#multiDispatchLmqQueue
+            lmq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, offset)
         if self.checkpoint is not None:
             self.checkpoint.logics_msg_timestamp = req.store_timestamp
 

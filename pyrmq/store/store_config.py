@@ -100,6 +100,11 @@ class MessageStoreConfig:
     ha_max_time_slave_not_catchup: int = 1000 * 15
     sync_from_last_file: bool = False
     async_learner: bool = False
+    # light message queues (pyrmq/store/lmq.py, docs/lmq.md); Java 5.x accepts but does not
+    # enforce maxLmqConsumeQueueNum
+    enable_lmq: bool = False
+    enable_multi_dispatch: bool = False
+    max_lmq_consume_queue_num: int = 20000
 
     @property
     def epoch_file_path(self) -> str:

@@ -52,6 +52,7 @@ from pyrmq.protocol.headers.broker import (
     TopicQueueRequestHeader,
 )
 from pyrmq.remoting.server import RequestContext, handles
+from pyrmq.store.lmq import is_lmq
 
 log = logging.getLogger("pyrmq.broker.admin")
 
@@ -401,7 +402,8 @@ class AdminBrokerProcessor:
     async def clean_unused_topic(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         """Drop consume queues of topics that have no config (Java MessageStore#cleanUnusedTopic)."""
         keep = set(self.topic_config_manager.topic_config_table)
-        unused = {t for t in self.message_store.get_topics() if t not in keep}
+        # Java skips the LMQs: they never have a config
+        unused = {t for t in self.message_store.get_topics() if t not in keep and not is_lmq(t)}
         if unused:
             self.message_store.delete_topics(unused)
         return cmd.make_response(ResponseCode.SUCCESS)

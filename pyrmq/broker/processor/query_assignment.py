@@ -29,11 +29,9 @@ from pyrmq.protocol.errors import InvalidParameter, NoPermission, SubscriptionGr
 from pyrmq.protocol.fastjson import BodyDecodeError, FastJsonBody
 from pyrmq.protocol.headers.namesrv import GetRouteInfoRequestHeader
 from pyrmq.remoting.server import RequestContext, handles
+from pyrmq.store.lmq import LMQ_QUEUE_ID, is_lmq
 
 log = logging.getLogger("pyrmq.broker.pop")
-
-#: MixAll.LMQ_PREFIX and LMQ_QUEUE_ID: a light queue has one queue, id 0
-LMQ_PREFIX = "%LMQ%"
 
 B = TypeVar("B", bound=FastJsonBody)
 #: Java TopicRouteInfoManager refreshes its routes every 30 s
@@ -97,8 +95,8 @@ class QueryAssignmentProcessor:
     async def subscribe_info(self, topic: str) -> list[MessageQueue] | None:
         """The topic's readable queues on every broker, None for a topic the name servers do not
         know (Java TopicRouteInfoManager#getTopicSubscribeInfo)."""
-        if topic.startswith(LMQ_PREFIX):
-            return [MessageQueue(topic, self.config["brokerName"], 0)]
+        if is_lmq(topic):  # a light queue has one queue
+            return [MessageQueue(topic, self.config["brokerName"], LMQ_QUEUE_ID)]
         now = self.now()
         cached = self._routes.get(topic)
         if cached is not None and now - cached[0] < ROUTE_TTL_MS:
