@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from pyrmq.dledger.config import DLedgerConfig
 from pyrmq.dledger.raft import Role
+from pyrmq.dledger.server import DLedgerServer
 from pyrmq.store.dledger_store import DLedgerMessageStore
 from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
 
@@ -81,7 +82,10 @@ class DLedgerRoleChangeHandler:
     def __init__(self, controller: Broker, store: DLedgerMessageStore) -> None:
         self.controller = controller
         self.store = store
-        self.server = store.dledger.server
+        server = store.dledger.server
+        if not isinstance(server, DLedgerServer):
+            raise TypeError(f"a broker's DLedger member is a DLedgerServer, not {type(server).__name__}")
+        self.server = server
         self.broker_id = slave_id(self.server.config.self_id)
         self._task: asyncio.Task[None] | None = None
         self.server.role_listeners.append(self.handle)

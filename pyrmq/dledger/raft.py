@@ -49,6 +49,7 @@ from .protocol import (
 from .store_files import TermState
 
 __all__ = [
+    "AppendError",
     "Committed",
     "DLedgerMember",
     "LeaderTransferringError",
@@ -1011,6 +1012,16 @@ class DLedgerMember:
         if self._fall_behind(best) >= self.timing.max_leadership_transfer_wait_index:
             return []
         return self._start_transfer(best, None)[1]
+
+
+class AppendError(Exception):
+    """An append that is not acknowledged: ``code`` is DLedger's reason (NOT_LEADER,
+    WAIT_QUORUM_ACK_TIMEOUT, TERM_CHANGED); the entry may still commit later, or never."""
+
+    def __init__(self, code: DLedgerResponseCode, message: str, leader_id: str | None = None) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.leader_id = leader_id
 
 
 class NotLeaderError(Exception):

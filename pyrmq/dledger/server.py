@@ -46,6 +46,7 @@ from .protocol import (
     response_command,
 )
 from .raft import (
+    AppendError,
     Committed,
     DLedgerMember,
     NotLeaderError,
@@ -78,16 +79,6 @@ Code = DLedgerResponseCode
 
 #: ``listener(term, role, leader_id)`` after every role change (DLedgerLeaderElector.RoleChangeHandler)
 RoleListener = Callable[[int, Role, "str | None"], None]
-
-
-class AppendError(Exception):
-    """An append that is not acknowledged: ``code`` is DLedger's reason (NOT_LEADER,
-    WAIT_QUORUM_ACK_TIMEOUT, TERM_CHANGED); the entry may still commit later, or never."""
-
-    def __init__(self, code: DLedgerResponseCode, message: str, leader_id: str | None = None) -> None:
-        super().__init__(f"{code.name}: {message}")
-        self.code = code
-        self.leader_id = leader_id
 
 
 def _now() -> int:

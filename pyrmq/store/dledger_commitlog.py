@@ -19,13 +19,14 @@ import logging
 import struct
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
+from typing import Protocol
 
 from pyrmq.common.clock import now_ms
+from pyrmq.dledger.config import DLedgerConfig
 from pyrmq.dledger.entry import BODY_OFFSET, DLedgerEntry
 from pyrmq.dledger.protocol import DLedgerResponseCode
-from pyrmq.dledger.raft import Role
-from pyrmq.dledger.server import AppendError, DLedgerServer
-from pyrmq.dledger.store_files import commitlog_append_hook
+from pyrmq.dledger.raft import AppendError, Role
+from pyrmq.dledger.store_files import DLedgerStoreWriter, commitlog_append_hook
 from pyrmq.store import message as m
 from pyrmq.store.commitlog import CommitLog, MessageExtBatch, dispatch_request_of
 from pyrmq.store.results import (
@@ -40,7 +41,7 @@ from pyrmq.store.store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DLedgerCommitLog", "put_status"]
+__all__ = ["DLedgerCommitLog", "Member", "put_status"]
 
 Code = DLedgerResponseCode
 
@@ -55,6 +56,27 @@ _PUT_STATUS = {
     Code.WAIT_QUORUM_ACK_TIMEOUT: PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH,
     Code.LEADER_PENDING_FULL: PutMessageStatus.OS_PAGE_CACHE_BUSY,
 }
+
+
+class Member(Protocol):
+    """The DLedger member the commit log runs on (pyrmq.dledger.server.DLedgerServer, whose port
+    and peers are none of the store's business)."""
+
+    config: DLedgerConfig
+    store: DLedgerStoreWriter
+    commit_listeners: list[Callable[[int], None]]
+    role_listeners: list[Callable[[int, Role, str | None], None]]
+
+    @property
+    def role(self) -> Role: ...
+
+    @property
+    def term(self) -> int: ...
+
+    @property
+    def committed_index(self) -> int: ...
+
+    async def append_batch(self, bodies: list[bytes], *, timeout_ms: int | None = None) -> list[DLedgerEntry]: ...
 
 
 def put_status(code: DLedgerResponseCode) -> PutMessageStatus:
@@ -74,7 +96,7 @@ class DLedgerCommitLog(CommitLog):
 
     def __init__(
         self,
-        server: DLedgerServer,
+        server: Member,
         config: MessageStoreConfig,
         dispatch: DispatchListener,
         *,
@@ -188,12 +210,12 @@ class DLedgerCommitLog(CommitLog):
             )
         # the queue offset is taken before the quorum answer, as Java's increaseOffset: an entry
         # not acknowledged may still commit with it
-        appending = self.server.append(record)
+        appending = self.server.append_batch([record])
         if queued:
             self.topic_queue_table[key] = queue_offset + 1
         msg.queue_offset = queue_offset
         try:
-            entry = await appending
+            (entry,) = await appending
         except AppendError as e:
             if queued:
                 self._undo_offset(e, key, queue_offset, 1)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyrmq.dledger.server import DLedgerServer
 from pyrmq.store.dispatch import DispatchedListener
-from pyrmq.store.dledger_commitlog import DLedgerCommitLog
+from pyrmq.store.dledger_commitlog import DLedgerCommitLog, Member
 from pyrmq.store.message import is_queued
 from pyrmq.store.message_store import MessageStore
 from pyrmq.store.results import DispatchRequest
@@ -24,7 +23,7 @@ class DLedgerMessageStore(MessageStore):
     def __init__(
         self,
         config: MessageStoreConfig,
-        server: DLedgerServer,
+        server: Member,
         clock: Callable[[], int] | None = None,
         on_dispatched: DispatchedListener | None = None,
     ) -> None:

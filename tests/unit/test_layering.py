@@ -31,7 +31,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "common": ("asyncio", "pyrmq.protocol", "pyrmq.remoting", "pyrmq.store", *_ABOVE_STORE),
     "protocol": ("asyncio", "pyrmq.remoting", "pyrmq.store", *_ABOVE_STORE),
     "remoting": ("pyrmq.store", *_ABOVE_STORE),
-    "store": ("pyrmq.remoting", *_ABOVE_STORE),
+    # the DLedger commit log runs on a member (dledger_commitlog.Member), not on its sockets
+    "store": ("pyrmq.remoting", "pyrmq.dledger.server", *_ABOVE_STORE),
     "ha": ("pyrmq.remoting", *_ABOVE_STORE),
     # sans-IO Raft log under the DLedger commit log (store) and the controller: nothing above common/protocol
     "dledger": ("asyncio", "pyrmq.remoting", "pyrmq.store", "pyrmq.ha", *_ABOVE_STORE),
