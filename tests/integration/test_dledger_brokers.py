@@ -3,7 +3,7 @@
 (the digits of dLegerSelfId + 1); sends to the master are SEND_OK once a majority holds them; the
 master SIGKILLed, a new leader registers as brokerId 0, takes sends, and serves every message that
 was acknowledged, in order; the killed broker restarted on its files comes back as a slave and
-serves them all too."""
+serves them all too; with both slaves killed a send is not acknowledged."""
 
 from __future__ import annotations
 
@@ -162,6 +162,13 @@ def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: P
                 while (got := await _pull_all(c, master)) != acked + after:
                     assert time.monotonic() < deadline, f"restarted broker serves {len(got)} of 50"
                     await asyncio.sleep(0.2)
+                # both slaves gone: the master acknowledges nothing and serves nothing more
+                for i, a in addrs.items():
+                    if a != new_master:
+                        brokers[i].kill9()
+                r = await c.invoke(new_master, send_v2(TOPIC, NAME, b"lonely", queues=1), 10)
+                assert r.code != ResponseCode.SUCCESS, r
+                assert await _pull_all(c, new_master) == acked + after
 
         asyncio.run(scenario())
     finally:
