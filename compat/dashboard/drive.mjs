@@ -103,22 +103,13 @@ async function settle(ms = 300) {
 }
 
 const out = [];
-let loaded = false;
 for (const step of steps) {
   calls = [];
   const record = { name: step.name, error: null };
   try {
     if (step.goto !== undefined) {
-      if (!loaded) {
-        await page.goto(`${base}/#${step.goto}`, { waitUntil: 'networkidle2', timeout: 90000 });
-        loaded = true;
-      } else {
-        // in-app navigation through an unknown route, so the page is mounted afresh (no state
-        // from the last step) without reloading the whole front end
-        await page.evaluate(() => { window.location.hash = '#/pyrmq-blank'; });
-        await sleep(100);
-        await page.evaluate((h) => { window.location.hash = h; }, `#${step.goto}`);
-      }
+      // a new document per step (the query string differs), so no state leaks from the last one
+      await page.goto(`${base}/?step=${out.length}#${step.goto}`, { waitUntil: 'networkidle2', timeout: 90000 });
     }
     for (const a of step.actions || []) {
       if (a.click) await clickText(a.click, a.nth || 0, !!a.inDialog);

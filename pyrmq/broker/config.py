@@ -315,6 +315,8 @@ class BrokerConfig(KeyedSettings):
         out = super().all_properties()
         for key in AUTH_CONFIG_KEYS.intersection(out):
             del out[key]  # AuthConfig's, not reported by Java (and they carry passwords)
+        if not out.get("brokerConfigPath"):
+            out.pop("brokerConfigPath", None)  # null in Java unless set, and a null field is not listed
         for key, value in self.store.properties().items():
             if value is not None:
                 out[key] = format_value(value)

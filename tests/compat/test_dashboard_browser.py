@@ -39,10 +39,11 @@ SEED = [
     f"sendMessage -t DashNormal -p first-body -k dash-key-1 -c tagA -b {BROKER} -i 1",
     f"sendMessage -t DashNormal -p second-body -k dash-key-2 -c tagB -b {BROKER} -i 2",
     f"@push-consumer {GROUP} DashNormal",
-    f"@wait-consumed {GROUP} 2 60000",
     f"@producer {PRODUCER_GROUP} DashNormal",
     f"@trace-producer {TRACE_GROUP} DashNormal RMQ_SYS_TRACE_TOPIC dash-trace-key",
-    f"@wait-committed {GROUP} DashNormal 4 60000",
+    # every message consumed and committed (the Java broker sometimes hands the second one out
+    # only after a minute: a wait for the consumer's own count would race it)
+    f"@wait-committed {GROUP} DashNormal 4 150000",
 ]
 STAY_ONLINE = "@sleep 1800000"
 
@@ -75,10 +76,11 @@ STEPS: list[dict] = [
         "compare": "keys",
     },
     {"name": "topic-list", "goto": "/topic"},
-    *[
-        {"name": f"topic-filter-{label}", "goto": "/topic", "actions": [{"click": label}]}
-        for label in ("FIFO", "TRANSACTION", "UNSPECIFIED", "RETRY", "DLQ", "SYSTEM")
-    ],
+    {
+        "name": "topic-every-type",
+        "goto": "/topic",
+        "actions": [{"click": label} for label in ("FIFO", "TRANSACTION", "UNSPECIFIED", "RETRY", "DLQ", "SYSTEM")],
+    },
     _topic_modal("topic-status", "Status"),
     _topic_modal("topic-router", "Router"),
     _topic_modal("topic-consumer-manage", "Consumer Manage"),
@@ -156,7 +158,7 @@ def known_differences() -> list[tuple[str, re.Pattern[str], str]]:
     for line in section[1].split("\n### ", 1)[0].splitlines():
         m = re.match(r"\|\s*`([^`]+)`\s*\|\s*`([^`]+)`\s*\|\s*(.+?)\s*\|$", line)
         if m:
-            rows.append((m[1], re.compile(m[2]), m[3]))
+            rows.append((m[1], re.compile(m[2].replace("\\|", "|")), m[3]))  # a table cell escapes its |
     return rows
 
 
@@ -176,7 +178,7 @@ class Side:
             argv, stdout=self.seed_log, stderr=subprocess.STDOUT, env=java.java_env(wd / "home"), cwd=wd
         )
         last = wd / "out" / f"{len(SEED) - 1}.exit"
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 300
         while not last.exists():
             assert self.seed_proc.poll() is None, f"[{self.label}] seed batch exited:\n{self._outputs(wd)}"
             assert time.monotonic() < deadline, f"[{self.label}] seed batch did not finish:\n{self._outputs(wd)}"
@@ -199,7 +201,11 @@ class Side:
 @pytest.fixture(scope="module")
 def sides(pyrmq_namesrv, pyrmq_broker, java_namesrv, java_broker, tmp_path_factory):
     base = tmp_path_factory.mktemp("dashboard")
-    py = pyrmq_broker(pyrmq_namesrv.addr, name=BROKER, cluster=CLUSTER)
+    # the Java harness sets storePathCommitLog (null, so unlisted, when unset): the same here
+    store = base / "pyrmq-store"
+    py = pyrmq_broker(
+        pyrmq_namesrv.addr, store_dir=store, name=BROKER, cluster=CLUSTER, storePathCommitLog=store / "commitlog"
+    )
     jb = java_broker(java_namesrv.addr, name=BROKER, cluster=CLUSTER)
     both = [Side("pyrmq", pyrmq_namesrv, py, base / "pyrmq"), Side("java", java_namesrv, jb, base / "java")]
     try:
