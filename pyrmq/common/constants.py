@@ -14,6 +14,7 @@ __all__ = [
     "AUTO_CREATE_TOPIC_KEY_TOPIC",
     "CID_RMQ_SYS_TRANS",
     "DLQ_GROUP_TOPIC_PREFIX",
+    "FAQ_SUGGEST",
     "MASTER_ID",
     "NOT_ALLOWED_SEND_TOPIC_SET",
     "PERM_INHERIT",
@@ -242,3 +243,7 @@ class MessageConst:
     POP_CK = "POP_CK"
     FIRST_POP_TIME = "1ST_POP_TIME"
     ORIGIN_GROUP = "ORIGIN_GROUP"
+
+
+#: Java FAQUrl.suggestTodo(FAQUrl.APPLY_TOPIC_URL): the tail of "not exist" remarks
+FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."

@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pyrmq.common.constants import MASTER_ID
+from pyrmq.common.constants import FAQ_SUGGEST, MASTER_ID
 from pyrmq.common.properties import properties_text
 from pyrmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from pyrmq.protocol.bodies.common import DataVersion, TopicConfigSerializeWrapper, decode_config_update
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("pyrmq.namesrv")
 
 #: Java FAQUrl.suggestTodo(FAQUrl.APPLY_TOPIC_URL)
-APPLY_TOPIC_TIP = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 
 def _remote(ctx: RequestContext | None) -> str:
@@ -305,7 +304,7 @@ class ClientRequestProcessor:
 
         route = self.route.pickup_topic_route_data(h.topic)
         if route is None:
-            raise TopicNotExist(f"No topic route info in name server for the topic: {h.topic}{APPLY_TOPIC_TIP}")
+            raise TopicNotExist(f"No topic route info in name server for the topic: {h.topic}{FAQ_SUGGEST}")
         if self.config["orderMessageEnable"]:
             route.order_topic_conf = self.kv.get_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, h.topic)
         standard = cmd.version >= MQVersion.V4_9_4 or bool(h.accept_standard_json_only)

@@ -13,6 +13,7 @@ import logging
 from pyrmq.broker.pop.long_polling import PopLongPollingService
 from pyrmq.broker.pop.order_info import ConsumerOrderInfoManager
 from pyrmq.broker.pop.revive_log import ReviveLog, lock_key
+from pyrmq.common.constants import FAQ_SUGGEST
 from pyrmq.protocol.bodies.pop import BatchAck, BatchAckMessageRequestBody
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
@@ -29,8 +30,6 @@ from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store.pop import AckMsg, BatchAckMsg
 
 log = logging.getLogger("pyrmq.broker.pop")
-
-FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 
 def parse_extra_info(text: str) -> ExtraInfo:
@@ -65,17 +64,8 @@ class AckMessageProcessor:
     async def ack_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = AckMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         response = cmd.make_response(ResponseCode.SUCCESS)
-        tc = self.topic_config_manager.select_topic_config(h.topic)
-        if tc is None:
-            return cmd.make_response(
-                ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please! {FAQ_SUGGEST}"
-            )
-        if h.queue_id >= tc.read_queue_nums or h.queue_id < 0:
-            remark = (
-                f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
-                f"[{tc.read_queue_nums}] consumer:[{ctx.channel.remote_addr}]"
-            )
-            return cmd.make_response(ResponseCode.MESSAGE_ILLEGAL, remark)
+        if (refusal := check_topic_queue(self.topic_config_manager, h.topic, h.queue_id, ctx)) is not None:
+            return cmd.make_response(*refusal)
         store = self.message_store
         lo = store.get_min_offset_in_queue(h.topic, h.queue_id)
         hi = store.get_max_offset_in_queue(h.topic, h.queue_id)
@@ -186,3 +176,17 @@ class AckMessageProcessor:
                 )
         finally:
             locks.unlock(key)
+
+
+def check_topic_queue(topic_config_manager, topic: str, queue_id: int, ctx: RequestContext) -> tuple[int, str] | None:
+    """The code and remark Java's ack and change-invisible-time processors answer when the topic
+    does not exist or the queue is not one of its read queues; None when both are fine."""
+    tc = topic_config_manager.select_topic_config(topic)
+    if tc is None:
+        return ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! {FAQ_SUGGEST}"
+    if queue_id >= tc.read_queue_nums or queue_id < 0:
+        return ResponseCode.MESSAGE_ILLEGAL, (
+            f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+            f"[{tc.read_queue_nums}] consumer:[{ctx.channel.remote_addr}]"
+        )
+    return None

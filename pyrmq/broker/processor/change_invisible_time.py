@@ -12,7 +12,7 @@ import logging
 
 from pyrmq.broker.pop.order_info import ConsumerOrderInfoManager
 from pyrmq.broker.pop.revive_log import ReviveLog, lock_key
-from pyrmq.broker.processor.ack_message import FAQ_SUGGEST, parse_extra_info
+from pyrmq.broker.processor.ack_message import check_topic_queue, parse_extra_info
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.pop import ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader, ExtraInfo
@@ -43,17 +43,8 @@ class ChangeInvisibleTimeProcessor:
     @handles(RequestCode.CHANGE_MESSAGE_INVISIBLETIME)
     async def change_invisible_time(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
         h = ChangeInvisibleTimeRequestHeader.from_ext_fields(cmd.ext_fields)
-        tc = self.topic_config_manager.select_topic_config(h.topic)
-        if tc is None:
-            return cmd.make_response(
-                ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please! {FAQ_SUGGEST}"
-            )
-        if h.queue_id >= tc.read_queue_nums or h.queue_id < 0:
-            remark = (
-                f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
-                f"[{tc.read_queue_nums}] consumer:[{ctx.channel.remote_addr}]"
-            )
-            return cmd.make_response(ResponseCode.MESSAGE_ILLEGAL, remark)
+        if (refusal := check_topic_queue(self.topic_config_manager, h.topic, h.queue_id, ctx)) is not None:
+            return cmd.make_response(*refusal)
         store = self.message_store
         lo = store.get_min_offset_in_queue(h.topic, h.queue_id)
         hi = store.get_max_offset_in_queue(h.topic, h.queue_id)

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import random
 
-from pyrmq.common.constants import is_readable
+from pyrmq.common.constants import FAQ_SUGGEST, is_readable
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.pop import PeekMessageRequestHeader, PopMessageResponseHeader, build_pop_retry_topic
 from pyrmq.remoting.server import RequestContext, handles
 from pyrmq.store.results import GetMessageStatus
-
-FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 
 def check_pop_request(config, topic_config_manager, subscription_group_manager, topic, queue_id, group, remote, what):

@@ -20,7 +20,7 @@ from pyrmq.broker.filter.expression_message_filter import ExpressionMessageFilte
 from pyrmq.broker.pop.long_polling import PollingResult, PopLongPollingService
 from pyrmq.broker.pop.order_info import ConsumerOrderInfoManager
 from pyrmq.broker.pop.revive_log import ReviveLog, lock_key
-from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX, MessageConst, is_readable
+from pyrmq.common.constants import FAQ_SUGGEST, RETRY_GROUP_TOPIC_PREFIX, MessageConst, is_readable
 from pyrmq.common.java_lang import hashmap_order
 from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -40,7 +40,6 @@ from pyrmq.store.results import GetMessageStatus
 
 log = logging.getLogger("pyrmq.broker.pop")
 
-FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 #: ConsumeInitMode
 INIT_MODE_MAX, INIT_MODE_MIN = 0, 1
 MAX_MSG_NUMS = 32

@@ -14,7 +14,7 @@ from pyrmq.broker.filter.consumer_filter_manager import is_tag_type
 from pyrmq.broker.filter.expression_message_filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
 from pyrmq.broker.processor import REJECT_REQUEST_REMARK
 from pyrmq.broker.pull_request_hold_service import PullRequest, PullRequestHoldService
-from pyrmq.common.constants import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, is_readable
+from pyrmq.common.constants import FAQ_SUGGEST, MASTER_ID, RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, is_readable
 from pyrmq.protocol.bodies.broker import SubscriptionData
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import FLAG_RESPONSE, RemotingCommand
@@ -27,7 +27,6 @@ from pyrmq.store.results import GetMessageStatus
 
 log = logging.getLogger("pyrmq.broker.pull")
 
-FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 # common/sysflag/PullSysFlag
 FLAG_COMMIT_OFFSET = 0x1

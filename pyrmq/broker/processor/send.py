@@ -21,6 +21,7 @@ from pyrmq.broker.put import await_put
 from pyrmq.broker.stats import record_put
 from pyrmq.common.constants import (
     DLQ_GROUP_TOPIC_PREFIX,
+    FAQ_SUGGEST,
     NOT_ALLOWED_SEND_TOPIC_SET,
     PERM_READ,
     PERM_WRITE,
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pyrmq.broker.send")
 
-FAQ_SUGGEST = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 DLQ_NUMS_PER_GROUP = 1
 
 _PROPERTY_CLUSTER = MessageConst.CLUSTER

@@ -19,7 +19,15 @@ import random
 
 from pyrmq.broker.processor import REJECT_REQUEST_REMARK
 from pyrmq.broker.put import await_put
-from pyrmq.common.constants import PERM_READ, PERM_WRITE, MessageConst, dlq_topic, is_writeable, retry_topic
+from pyrmq.common.constants import (
+    FAQ_SUGGEST,
+    PERM_READ,
+    PERM_WRITE,
+    MessageConst,
+    dlq_topic,
+    is_writeable,
+    retry_topic,
+)
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.errors import NoPermission, SubscriptionGroupNotExist, SystemBusy, SystemError_
@@ -32,7 +40,6 @@ from pyrmq.store.results import PutMessageStatus
 log = logging.getLogger("pyrmq.broker.sendback")
 
 DLQ_NUMS_PER_GROUP = 1
-_SUBSCRIPTION_GROUP_NOT_EXIST_FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 _MC = MessageConst
 
 
@@ -64,9 +71,7 @@ class ConsumerSendMsgBackProcessor:
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         sg = self.subscription_group_manager.find_subscription_group_config(h.group)
         if sg is None:
-            raise SubscriptionGroupNotExist(
-                f"subscription group not exist, {h.group} {_SUBSCRIPTION_GROUP_NOT_EXIST_FAQ}"
-            )
+            raise SubscriptionGroupNotExist(f"subscription group not exist, {h.group} {FAQ_SUGGEST}")
         if not is_writeable(int(self.config["brokerPermission"])):
             raise NoPermission(f"the broker[{self.config.broker_ip}] sending message is forbidden")
         if sg.retry_queue_nums <= 0:
