@@ -330,4 +330,4 @@ def test_unreachable_name_server_and_listing(tmp_path):
     assert "RemotingConnectException: connect to 127.0.0.1:1 failed" in r.stderr, r.stderr
     r = subprocess.run([sys.executable, "-m", "pyrmq", "admin"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("The most commonly used mqadmin commands are:")
-    assert len([ln for ln in r.stdout.splitlines() if ln.startswith("   ")]) == 28
+    assert len([ln for ln in r.stdout.splitlines() if ln.startswith("   ")]) == 29
