@@ -212,10 +212,19 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of the process (all its threads) so far."""
+    with contextlib.suppress(OSError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return float("nan")
+
+
 def time_start(
     kind: str, store: Path, namesrv: str, workdir: Path, pythonpath: str | None, timeout: float
-) -> tuple[float, float, float]:
-    """(s to the port accepting, s to the first SEND_OK, VmRSS MiB then); the broker is stopped."""
+) -> tuple[float, float, float, float]:
+    """(s to the port accepting, s to the first SEND_OK, VmRSS MiB and CPU s then); the broker
+    is stopped afterwards."""
     t0 = time.monotonic()
     proc, port = start_broker(kind, store, namesrv, workdir, pythonpath)
     try:
@@ -232,7 +241,7 @@ def time_start(
                 raise RuntimeError(f"{kind} broker gave no SEND_OK\n{proc.tail()}")
             time.sleep(0.02)
         t_send = time.monotonic() - t0
-        return t_listen, t_send, rss_mib(proc.pid)
+        return t_listen, t_send, rss_mib(proc.pid), cpu_seconds(proc.pid)
     finally:
         proc.stop(60)
 
@@ -294,7 +303,7 @@ def main() -> None:
     try:
         crashed = work / f"store-{a.mb}mb-kill9"
         make_kill9_store(template, crashed, namesrv.addr, work)
-        results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+        results: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
         for rep in range(a.repeats):
             for mode, src in (("clean", template), ("kill9", crashed)):
                 order = variants if rep % 2 == 0 else list(reversed(variants))
@@ -306,7 +315,8 @@ def main() -> None:
                     r = time_start(kind, run, namesrv.addr, work, path, a.timeout)
                     results.setdefault((label, mode), []).append(r)
                     print(
-                        f"  {label:14s} {mode:5s} listen {r[0]:6.2f} s  first SEND_OK {r[1]:6.2f} s  RSS {r[2]:6.0f} MiB",
+                        f"  {label:14s} {mode:5s} listen {r[0]:6.2f} s  first SEND_OK {r[1]:6.2f} s  "
+                        f"RSS {r[2]:6.0f} MiB  CPU {r[3]:6.2f} s",
                         flush=True,
                     )
     finally:
@@ -314,21 +324,21 @@ def main() -> None:
     print()
     print(f"median of {a.repeats}; store: {a.mb} MiB commit log, {queues} consume queues, {n_msgs} messages")
     print(
-        f"{'broker':14s} {'store':6s} {'listen s':>9s} {'SEND_OK s':>10s} {'RSS MiB':>8s} {'listen/Java':>12s} {'SEND_OK/Java':>13s}"
+        f"{'broker':14s} {'store':6s} {'listen s':>9s} {'SEND_OK s':>10s} {'CPU s':>6s} {'RSS MiB':>8s} "
+        f"{'listen/Java':>12s} {'SEND_OK/Java':>13s} {'CPU/Java':>9s}"
     )
     for mode in ("clean", "kill9"):
         java = results.get(("java", mode))
         for label, _, _ in variants:
-            rs = results[(label, mode)]
-            listen = statistics.median(r[0] for r in rs)
-            send = statistics.median(r[1] for r in rs)
-            rss = statistics.median(r[2] for r in rs)
-            ratios = ("", "")
+            med = [statistics.median(r[i] for r in results[(label, mode)]) for i in range(4)]
+            ratios = ["", "", ""]
             if java:
-                jl = statistics.median(r[0] for r in java)
-                js = statistics.median(r[1] for r in java)
-                ratios = (f"{listen / jl:.2f}", f"{send / js:.2f}")
-            print(f"{label:14s} {mode:6s} {listen:9.2f} {send:10.2f} {rss:8.0f} {ratios[0]:>12s} {ratios[1]:>13s}")
+                jmed = [statistics.median(r[i] for r in java) for i in range(4)]
+                ratios = [f"{med[i] / jmed[i]:.2f}" for i in (0, 1, 3)]
+            print(
+                f"{label:14s} {mode:6s} {med[0]:9.2f} {med[1]:10.2f} {med[3]:6.2f} {med[2]:8.0f} "
+                f"{ratios[0]:>12s} {ratios[1]:>13s} {ratios[2]:>9s}"
+            )
 
 
 if __name__ == "__main__":
