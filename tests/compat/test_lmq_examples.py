@@ -42,8 +42,8 @@ REBALANCE_EVERY_SECOND = {"rocketmq.client.rebalance.waitInterval": 1000}
 
 #: One MessageExt as MessageExt#toString prints it (the examples print whole messages).
 MESSAGE = re.compile(
-    r"MessageExt \[brokerName=(?P<broker>[^,]*), queueId=(?P<qid>\d+), storeSize=\d+, "
-    r"queueOffset=(?P<qoff>\d+), .*?Message\{topic='(?P<topic>[^']*)', flag=\d+, properties=\{(?P<props>[^}]*)\}"
+    r"MessageExt \[brokerName=(?P<broker>[^,]*), queueId=(?P<qid>\d+), storeSize=(?P<size>\d+), "
+    r"queueOffset=(?P<qoff>\d+), .*?msgId=(?P<msg_id>[0-9A-F]+), commitLogOffset=(?P<phy>\d+), .*?Message\{topic='(?P<topic>[^']*)', flag=\d+, properties=\{(?P<props>[^}]*)\}"
 )
 SEND_OK = re.compile(r"SendResult \[sendStatus=SEND_OK, .*?queueOffset=\d+")
 
@@ -67,6 +67,9 @@ def _messages(log: Path) -> list[dict]:
                 "topic": m["topic"],
                 "queue_id": int(m["qid"]),
                 "queue_offset": int(m["qoff"]),
+                "store_size": int(m["size"]),
+                "msg_id": m["msg_id"],
+                "commit_log_offset": int(m["phy"]),
                 "key": props.get("KEYS"),
                 "dispatch": props.get("INNER_MULTI_DISPATCH"),
                 "lmq_offsets": props.get("INNER_MULTI_QUEUE_OFFSET"),
@@ -196,6 +199,13 @@ def test_lmq_examples(broker_kind, java_harness, tmp_path, monkeypatch):
             assert first == second, (name, m)
             assert offset_of.setdefault(m["key"], int(first)) == int(first), (name, m)
     assert sorted(offset_of.values()) == list(range(stored))
+    # The stored record: Java's layout and properties (the size grows with the digits of the key,
+    # the body and the two offsets; 323 bytes for Key0 at offset 0, as the Java broker stores it),
+    # and the message id is the store host 127.0.0.1:10911 and the commit-log offset.
+    for m in pull + push + pop:
+        digits = len(m["key"]) - 3 + len(str(offset_of[m["key"]]))
+        assert m["store_size"] == 319 + 2 * digits, m
+        assert m["msg_id"] == f"7F00000100002A9F{m['commit_log_offset']:016X}", m
     # The pull consumer's one pull: the first 32 of %LMQ%123 from its min offset 0, in order.
     assert [int(m["lmq_offsets"].split(",")[0]) for m in pull] == list(range(PULL_BATCH))
     # The push consumer gets each message once, with the stored (parent) topic.
