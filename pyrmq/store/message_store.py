@@ -669,6 +669,10 @@ class MessageStore:
     def get_max_phy_offset(self) -> int:
         return self.commit_log.get_max_offset()
 
+    def get_store_path_physic(self) -> str:
+        """The directory of the commit log's files (Java DefaultMessageStore#getStorePathPhysic)."""
+        return self.config.commit_log_dir
+
     def get_min_phy_offset(self) -> int:
         return self.commit_log.get_min_offset()
 

@@ -80,6 +80,9 @@ def test_dledger_stores_replicate_fail_over_and_recover(tmp_path: Path) -> None:
             stored_at = m.decode_message(first.message_buffer_list[0]).store_timestamp
             first.release()
             assert leader.get_min_phy_offset() == 0
+            assert Path(leader.get_store_path_physic()) == tmp_path / leader.dledger.server.config.self_id / (
+                f"dledger-{leader.dledger.server.config.self_id}/data"
+            )
             assert leader.get_earliest_message_time_all() == stored_at > 0
             end = leader.get_max_phy_offset()
             await until(lambda: leader.get_flushed_where() == end, 5, "the member's flush")

@@ -93,7 +93,7 @@ def build_runtime_info(
     out["getTransferredTps"] = transferred  # 5.x spelling
     out["putLatency99"] = "0.00"
     out["putLatency999"] = "0.00"
-    cl_dir = os.path.join(sc.store_path_root_dir, "commitlog")
+    cl_dir = store.get_store_path_physic()
     ratio = _disk_ratio(cl_dir if os.path.exists(cl_dir) else sc.store_path_root_dir)
     out["commitLogDiskRatio"] = double_to_string(ratio)
     out[f"commitLogDiskRatio_{cl_dir}"] = double_to_string(ratio)
