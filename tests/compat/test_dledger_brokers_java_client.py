@@ -9,7 +9,8 @@ the 5.5.0 broker exposes no key for them), it registers as brokerId 0, the clien
 the name server and the producer's sends go on there. Every body the producer saw SEND_OK for is
 consumed (duplicates allowed, none lost). Then the official mqadmin (clusterList, brokerStatus,
 topicRoute, in one MqadminBatch JVM) shows the new master as brokerId 0 and the surviving follower
-as the slave with the digits of its dLegerSelfId + 1, with the old master gone.
+as the slave with the digits of its dLegerSelfId + 1, with the old master gone; brokerStatus and
+getBrokerConfig of the new master read as a Java DLedger master's.
 
 `broker_kind` "pyrmq": pyrmq name server and brokers (the default run). "java": the Java 5.5.0 name
 server and three Java brokers with a small heap, the reference run (PYRMQ_COMPAT_REFERENCE=1):
@@ -75,8 +76,8 @@ def _create_topic(topic: str, addrs: list[str]) -> None:
 
 
 def _mqadmin(namesrv: str, workdir: Path, master: str, topic: str) -> list[str]:
-    """clusterList, brokerStatus of the master and topicRoute, in one MqadminBatch JVM."""
-    lines = ["clusterList", "brokerStatus -b $M", "topicRoute -t $T"]
+    """clusterList, brokerStatus and getBrokerConfig of the master, topicRoute, in one MqadminBatch JVM."""
+    lines = ["clusterList", "brokerStatus -b $M", "topicRoute -t $T", "getBrokerConfig -b $M"]
     argv = java.mqadmin_batch_argv("5.5.0", lines, namesrv, workdir, M=master, T=topic)
     r = subprocess.run(
         argv, capture_output=True, text=True, env=java.java_env(workdir / "home"), cwd=workdir, timeout=120
@@ -160,7 +161,7 @@ def test_official_client_keeps_every_acknowledged_send_over_a_dledger_failover(
     new_leader = next(i for i, a in survivors.items() if a == table[0])
     follower = next(i for i in survivors if i != new_leader)
     expected = {addrs[new_leader]: "0", addrs[follower]: str(int(follower[1:]) + 1)}
-    cluster, status, route = _mqadmin(ns.addr, tmp_path / "mqadmin", addrs[new_leader], topic)
+    cluster, status, route, broker_config = _mqadmin(ns.addr, tmp_path / "mqadmin", addrs[new_leader], topic)
     assert _cluster_rows(cluster) == expected, cluster
     assert {v: k for k, v in _route_addrs(route).items()} == expected, route
     # brokerStatus of the new master as a Java DLedger master shows it: active, the commit log's
@@ -172,4 +173,8 @@ def test_official_client_keeps_every_acknowledged_send_over_a_dledger_failover(
     assert kv["remainHowManyDataToFlush"] == "0 B", status
     ratio_keys = [k for k in kv if k.startswith("commitLogDiskRatio_")]
     assert len(ratio_keys) == 1 and ratio_keys[0].endswith(f"/dledger-{new_leader}/data"), ratio_keys
+    # getBrokerConfig: DLedgerRoleChangeHandler#changeToMaster set brokerId 0 and SYNC_MASTER
+    conf = {k.strip(): v.strip() for k, _, v in (ln.partition("=") for ln in broker_config.splitlines()) if v}
+    assert (conf["brokerId"], conf["brokerRole"], conf["dLegerSelfId"]) == ("0", "SYNC_MASTER", new_leader), conf
+    assert (conf["enableDLegerCommitLog"], conf["dLegerPeers"]) == ("true", peers), conf
     assert time.monotonic() - started < 240, f"took {time.monotonic() - started:.0f} s"
