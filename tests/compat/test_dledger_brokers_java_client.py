@@ -14,7 +14,8 @@ getBrokerConfig of the new master read as a Java DLedger master's.
 
 `broker_kind` "pyrmq": pyrmq name server and brokers (the default run). "java": the Java 5.5.0 name
 server and three Java brokers with a small heap, the reference run (PYRMQ_COMPAT_REFERENCE=1):
-the same assertions hold for both.
+the same assertions hold for both. "mixed" (opt-in too): one Java broker (n0) and two pyrmq
+brokers in one DLedger group at the pyrmq name server.
 """
 
 from __future__ import annotations
@@ -106,17 +107,22 @@ def _route_addrs(text: str) -> dict[str, str]:
     return dict(re.findall(r'"?(\d+)"?\s*:\s*"([^"]+)"', found.group(1)))
 
 
-@pytest.mark.parametrize("broker_kind", ["pyrmq", "java"])
+#: the kind of each member, n0 n1 n2 (mixed: a Java 5.5.0 broker and two pyrmq brokers, one group)
+KINDS = {"pyrmq": ("pyrmq",) * 3, "java": ("java",) * 3, "mixed": ("java", "pyrmq", "pyrmq")}
+
+
+@pytest.mark.parametrize("broker_kind", ["pyrmq", "java", pytest.param("mixed", marks=pytest.mark.reference)])
 def test_official_client_keeps_every_acknowledged_send_over_a_dledger_failover(
     broker_kind, java_harness, request, java_home, tmp_path
 ):
     started = time.monotonic()
-    ns = request.getfixturevalue(f"{broker_kind}_namesrv")
-    factory = request.getfixturevalue(f"{broker_kind}_broker")
+    ns = request.getfixturevalue("java_namesrv" if broker_kind == "java" else "pyrmq_namesrv")
+    kinds = dict(zip(IDS, KINDS[broker_kind], strict=True))
+    factories = {k: request.getfixturevalue(f"{k}_broker") for k in set(kinds.values())}
     peers = ";".join(f"{i}-127.0.0.1:{free_port()}" for i in IDS)
 
     def start(self_id: str):
-        return factory(
+        return factories[kinds[self_id]](
             ns.addr,
             fresh=True,
             name=NAME,
@@ -171,6 +177,7 @@ def test_official_client_keeps_every_acknowledged_send_over_a_dledger_failover(
     assert kv["brokerActive"] == "true", status
     assert kv["commitLogMinOffset"] == "0" and int(kv["commitLogMaxOffset"]) > 0, status
     assert kv["remainHowManyDataToFlush"] == "0 B", status
+    assert re.fullmatch(r"0\.\d\d?|1\.0", kv["commitLogDiskRatio"]), status  # Java rounds up to whole percent
     ratio_keys = [k for k in kv if k.startswith("commitLogDiskRatio_")]
     assert len(ratio_keys) == 1 and ratio_keys[0].endswith(f"/dledger-{new_leader}/data"), ratio_keys
     # getBrokerConfig: DLedgerRoleChangeHandler#changeToMaster set brokerId 0 and SYNC_MASTER
