@@ -164,7 +164,9 @@ class DLedgerServer:
         if self._closed:
             return
         await self._stop()
+        pos = self.store.write_pos
         await asyncio.to_thread(fsync_paths, self.store.take_dirty())
+        self.store.flushed_pos = pos
         self.store.persist_checkpoint(self.member.committed_index)
         self.store.close()
 
@@ -414,7 +416,9 @@ class DLedgerServer:
         while True:
             await asyncio.sleep(self.config.flush_interval_ms / 1000)
             try:
+                pos = self.store.write_pos
                 await asyncio.to_thread(fsync_paths, self.store.take_dirty())
+                self.store.flushed_pos = pos
                 if _now() - last_checkpoint >= self.config.checkpoint_interval_ms:
                     last_checkpoint = _now()
                     self.store.persist_checkpoint(self.member.committed_index)

@@ -153,6 +153,15 @@ class CommitLog:
     def get_max_offset(self) -> int:
         return self.mapped_file_queue.get_max_offset()
 
+    def get_earliest_record_offset(self) -> int:
+        """Where the first record starts: the min offset here; a DLedger entry's header lies before
+        its record (Java DefaultMessageStore#getEarliestMessageTime adds BODY_OFFSET)."""
+        return self.get_min_offset()
+
+    def get_flushed_where(self) -> int:
+        """The offset up to which the files are on disk (MappedFileQueue#getFlushedWhere)."""
+        return self.mapped_file_queue.flushed_where
+
     def roll_next_file(self, offset: int) -> int:
         size = self.config.mapped_file_size_commit_log
         return offset + size - offset % size

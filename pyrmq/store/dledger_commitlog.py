@@ -138,10 +138,20 @@ class DLedgerCommitLog(CommitLog):
     # ------------------------------------------------------------------ offsets
 
     def get_min_offset(self) -> int:
-        """Where the first entry's record starts (0 for an empty ledger)."""
+        """The start of the first data file (Java: its fileFromOffset + startPosition), 0 for an
+        empty ledger; not the first record, which lies BODY_OFFSET further."""
         if self.ledger.begin_index < 0:
             return 0
-        return self.ledger.get(self.ledger.begin_index).pos + BODY_OFFSET
+        pos = self.ledger.get(self.ledger.begin_index).pos
+        return pos - pos % self.ledger.data_file_size
+
+    def get_earliest_record_offset(self) -> int:
+        return self.get_min_offset() + BODY_OFFSET
+
+    def get_flushed_where(self) -> int:
+        """The member's data files are fsynced by its flush loop (Java: dLedgerFileList's
+        flushedWhere), not through the CommitLog's own files."""
+        return self.ledger.flushed_pos
 
     def get_max_offset(self) -> int:
         """The committed position: the end of the last committed entry (Java: getCommittedPos).

@@ -668,7 +668,7 @@ class MessageStore:
 
     def get_earliest_message_time_all(self) -> int:
         """Store time of the first record in the commit log, -1 if none."""
-        mn = self.commit_log.get_min_offset()
+        mn = self.commit_log.get_earliest_record_offset()
         return self.commit_log.pickup_store_timestamp(mn, m.MIN_RECORD_SIZE) if mn >= 0 else -1
 
     def flush(self) -> int:
@@ -680,12 +680,16 @@ class MessageStore:
     def get_max_phy_offset(self) -> int:
         return self.commit_log.get_max_offset()
 
+    def get_store_path_physic(self) -> str:
+        """The directory of the commit log's files (Java DefaultMessageStore#getStorePathPhysic)."""
+        return self.config.commit_log_dir
+
     def get_min_phy_offset(self) -> int:
         return self.commit_log.get_min_offset()
 
     def get_flushed_where(self) -> int:
         """The commit log's flushed offset (Java DefaultMessageStore#getFlushedWhere)."""
-        return self.commit_log.mapped_file_queue.flushed_where
+        return self.commit_log.get_flushed_where()
 
     def check_in_mem_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
         """Java DefaultMessageStore#checkInMemByConsumeOffset, simplified: the entry and its record exist."""
