@@ -1,0 +1,182 @@
+"""A controller group of 3 (`pyrmq controller` processes replicating their events over DLedger)
+with two pyrmq brokers in controller mode whose controllerAddr lists all three, as Java's
+brokers take it.
+
+The brokers form a master/slave pair through the group's leader; the followers answer
+CONTROLLER_NOT_LEADER and name the leader in their metadata. The controller leader is
+SIGKILLed: the other two elect a new leader, which holds the same replicas info (it was applied
+from the replicated log, not learned again). Then the broker master is SIGKILLed and the new
+controller leader elects the slave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from support.ports import free_port
+from support.pyrmq_proc import PyrmqBroker
+from support.requests import send_v2
+from support.servers import PyrmqController, PyrmqNamesrv
+
+from pyrmq.protocol.bodies.controller import BrokerReplicasInfo, SyncStateSet
+from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.controller import GetMetaDataResponseHeader, GetReplicaInfoRequestHeader
+from pyrmq.remoting.client import RemotingClient
+
+NAME = "ctl3-pair"
+TOPIC = "Ctl3T"
+
+
+class GroupController(PyrmqController):
+    """One member of the group: serves on its own peer port, fixed before any member starts."""
+
+    def __init__(self, workdir: Path, self_id: str, port: int, peers: str) -> None:
+        self.fixed_port = port
+        super().__init__(
+            workdir,
+            controllerDLegerPeers=peers,
+            controllerDLegerSelfId=self_id,
+            scanInactiveMasterInterval=1000,
+        )
+
+    def properties(self, port: int) -> dict:
+        self.port = self.fixed_port
+        return super().properties(self.fixed_port)
+
+
+async def _call(c: RemotingClient, addr: str, code: RequestCode, ext=None, body=None) -> RemotingCommand:
+    return await c.invoke(addr, RemotingCommand.request(code, ext or {}, body), 5)
+
+
+async def _metadata(c: RemotingClient, addr: str) -> GetMetaDataResponseHeader:
+    r = await _call(c, addr, RequestCode.CONTROLLER_GET_METADATA_INFO)
+    assert r.code == ResponseCode.SUCCESS, r
+    return GetMetaDataResponseHeader.from_ext_fields(r.ext_fields)
+
+
+async def _replica_info(c: RemotingClient, addr: str) -> RemotingCommand:
+    return await _call(
+        c, addr, RequestCode.CONTROLLER_GET_REPLICA_INFO, GetReplicaInfoRequestHeader(NAME).to_ext_fields()
+    )
+
+
+async def _serving_leader(c: RemotingClient, members: list[GroupController], timeout: float = 30) -> GroupController:
+    """The member every live member names as leader, once it serves (its initial entry committed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        named = set()
+        for m in members:
+            try:
+                named.add((await _metadata(c, m.addr)).controller_leader_address)
+            except Exception:
+                named.add(None)
+        leader = next((m for m in members if m.addr in named), None)
+        if len(named) == 1 and leader is not None:  # at first the survivors still name the killed one
+            if (await _replica_info(c, leader.addr)).code != ResponseCode.CONTROLLER_NOT_LEADER:
+                return leader
+        assert time.monotonic() < deadline, f"no single serving controller leader: {named}"
+        await asyncio.sleep(0.2)
+
+
+def _state(r: RemotingCommand) -> tuple:
+    """What GET_REPLICA_INFO answers: the master and the SyncStateSet with its epoch."""
+    assert r.code == ResponseCode.SUCCESS, r
+    sss = SyncStateSet.decode(r.body)
+    e = r.ext_fields
+    return (e.get("masterBrokerId"), e.get("masterAddress"), e.get("masterEpoch"), sss.sync_state_set_epoch,
+            sorted(sss.sync_state_set))  # fmt: skip
+
+
+async def _wait_state(c: RemotingClient, addr: str, ok, timeout: float = 30) -> tuple:
+    deadline = time.monotonic() + timeout
+    while True:
+        r = await _replica_info(c, addr)
+        if r.code == ResponseCode.SUCCESS and ok(_state(r)):
+            return _state(r)
+        assert time.monotonic() < deadline, f"replica info never as expected: {r.code} {r.remark} {r.ext_fields}"
+        await asyncio.sleep(0.2)
+
+
+def test_group_of_three_keeps_its_state_and_fails_over(tmp_path):
+    ports = [free_port() for _ in range(3)]
+    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+    members: list[GroupController] = []
+    brokers: list[PyrmqBroker] = []
+    ns = None
+    try:
+        members = [GroupController(tmp_path / f"c{i}", f"n{i}", p, peers) for i, p in enumerate(ports)]
+        ns = PyrmqNamesrv(tmp_path / "ns")
+        conf = {
+            "name": NAME,
+            "enableControllerMode": "true",
+            "controllerAddr": ";".join(m.addr for m in members),
+            "controllerHeartBeatTimeoutMills": 3000,
+            "syncControllerMetadataPeriod": 1000,
+            "mappedFileSizeCommitLog": 64 * 1024,
+            "bindAddress": "127.0.0.1",
+        }
+
+        async def until_leader() -> GroupController:
+            async with RemotingClient() as c:
+                return await _serving_leader(c, members)
+
+        leader = asyncio.run(until_leader())
+        brokers.append(PyrmqBroker(ns.addr, tmp_path / "b1", **conf))  # returns once registered: the master
+        brokers.append(PyrmqBroker(ns.addr, tmp_path / "b2", **conf))
+        first, second = brokers
+
+        async def scenario() -> tuple[float, float]:
+            async with RemotingClient() as c:
+                before = await _wait_state(c, leader.addr, lambda s: s[1] == first.addr and s[4] == [1, 2])
+                assert before[:3] == ("1", first.addr, "1"), before
+                followers = [m for m in members if m is not leader]
+                for m in followers:
+                    r = await _replica_info(c, m.addr)
+                    assert (r.code, r.remark) == (
+                        ResponseCode.CONTROLLER_NOT_LEADER,
+                        "The controller is not in leader state",
+                    )
+                    meta = await _metadata(c, m.addr)
+                    assert (meta.controller_leader_address, meta.is_leader) == (leader.addr, False), meta
+                meta = await _metadata(c, leader.addr)
+                assert meta.is_leader and meta.peers == "".join(f"n{i}:127.0.0.1:{p};" for i, p in enumerate(ports))
+
+                killed = time.monotonic()
+                leader.kill9()
+                new_leader = await _serving_leader(c, followers, timeout=30)
+                elected_in = time.monotonic() - killed
+                assert await _wait_state(c, new_leader.addr, lambda s: True) == before
+                body = json.dumps([NAME]).encode()
+                r = await _call(c, new_leader.addr, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=body)
+                assert r.code == ResponseCode.SUCCESS, r
+                info = BrokerReplicasInfo.decode(r.body).replicas_info_table[NAME]
+                assert sorted(m.broker_id for m in info.in_sync_replicas) == [1, 2], info
+
+                killed = time.monotonic()
+                first.kill9()
+                while True:
+                    r = await c.invoke(second.addr, send_v2(TOPIC, NAME, b"after", group="Ctl3PG", tags=None), 10)
+                    if r.code == ResponseCode.SUCCESS:
+                        break
+                    assert time.monotonic() - killed < 30, f"no successful send 30 s after the master's kill: {r}"
+                    await asyncio.sleep(0.1)
+                failover = time.monotonic() - killed
+                after = await _wait_state(c, new_leader.addr, lambda s: s[1] == second.addr)
+                assert after[:3] == ("2", second.addr, "2") and after[4] == [2], after
+                return elected_in, failover
+
+        elected_in, failover = asyncio.run(scenario())
+        print(
+            f"\ncontroller leader kill -> new serving leader {elected_in:.2f} s; master kill -> send {failover:.2f} s"
+        )
+    finally:
+        for b in brokers:
+            b.stop()
+        if ns is not None:
+            ns.stop()
+        for m in members:
+            m.stop()
