@@ -128,8 +128,9 @@ class DLedgerEventLog:
     # ------------------------------------------------------------------ appends
 
     async def append(self, events: Sequence[Event]) -> None:
-        """appendToDLedgerAndWait: returns once the events are committed (and so applied here)."""
-        bodies = [serialize_event(e) for e in events]
+        """appendToDLedgerAndWait: returns once the events are committed (and so applied here).
+        No events: one empty entry (a read with isProcessReadEvent)."""
+        bodies = [serialize_event(e) for e in events] or [b""]
         try:
             await self.server.append_batch(bodies, timeout_ms=APPEND_WAIT_MS)
         except AppendError as e:

@@ -113,12 +113,15 @@ class ControllerManager:
             if not dledger.leader_state:
                 return ControllerResult(code=ResponseCode.CONTROLLER_NOT_LEADER, remark=NOT_LEADER_REMARK)
             result = compute()
-            if result.events:
-                try:
+            try:
+                if result.events:
                     await dledger.append(result.events)
-                except ControllerAppendError as e:
-                    log.error("Failed to append event to DLedger, the response is %s: %s", result.response, e)
-                    return ControllerResult(code=ResponseCode.SYSTEM_ERROR, remark=str(e))
+                elif self.config["isProcessReadEvent"]:
+                    # DLedger has no read index or lease read: Java proposes an empty entry
+                    await dledger.append([])
+            except ControllerAppendError as e:
+                log.error("Failed to append event to DLedger, the response is %s: %s", result.response, e)
+                return ControllerResult(code=ResponseCode.SYSTEM_ERROR, remark=str(e))
             return result
 
     @property
@@ -170,7 +173,7 @@ class ControllerManager:
         """ControllerManager#onBrokerInactive: re-elect only when the master went away, and only
         on the leader (the other members see the same closed connections)."""
         if not self.is_leader_state:
-            log.warning("The broker %s/%s is inactive, but this controller is not the leader", broker_name, broker_id)
+            log.warning("The broker with brokerId: %s in broker-set: %s has been inactive", broker_id, broker_name)
             return
         log.info(
             "Controller Manager received broker inactive event, clusterName: %s, brokerName: %s, brokerId: %s",

@@ -21,10 +21,19 @@ from support.pyrmq_proc import PyrmqBroker
 from support.requests import send_v2
 from support.servers import PyrmqController, PyrmqNamesrv
 
+from pyrmq.controller.config import ControllerConfig
+from pyrmq.controller.manager import ControllerManager
 from pyrmq.protocol.bodies.controller import BrokerReplicasInfo, SyncStateSet
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.headers.controller import GetMetaDataResponseHeader, GetReplicaInfoRequestHeader
+from pyrmq.protocol.headers.controller import (
+    ApplyBrokerIdRequestHeader,
+    ElectMasterRequestHeader,
+    GetMetaDataResponseHeader,
+    GetNextBrokerIdRequestHeader,
+    GetReplicaInfoRequestHeader,
+)
+from pyrmq.protocol.headers.namesrv import BrokerHeartbeatRequestHeader
 from pyrmq.remoting.client import RemotingClient
 
 NAME = "ctl3-pair"
@@ -180,3 +189,100 @@ def test_group_of_three_keeps_its_state_and_fails_over(tmp_path):
             ns.stop()
         for m in members:
             m.stop()
+
+
+# ---------------------------------------------------------------------- in one process
+
+
+def _config(tmp_path: Path, self_id: str, peers: str) -> ControllerConfig:
+    return ControllerConfig.from_properties(
+        {
+            "controllerDLegerGroup": "g3",
+            "controllerDLegerPeers": peers,
+            "controllerDLegerSelfId": self_id,
+            "controllerStorePath": str(tmp_path / self_id),
+            "configStorePath": str(tmp_path / f"{self_id}.properties"),
+            "mappedFileSize": 1024 * 1024,
+            "bindAddress": "127.0.0.1",
+        }
+    )
+
+
+def _view(m: ControllerManager) -> tuple:
+    """A member's applied state, read in memory (followers do not answer requests)."""
+    info = m.replicas.get_replica_info(GetReplicaInfoRequestHeader("b3"))
+    nxt = m.replicas.get_next_broker_id(GetNextBrokerIdRequestHeader("c3", "b3"))
+    return info.code, info.response, info.body, nxt.response
+
+
+def test_members_apply_the_committed_log_and_a_restarted_member_replays_it(tmp_path):
+    """Three ControllerManagers on one loop: writes through the leader are applied on every
+    member; the leader stopped, a new one serves the same state and takes writes; the old one,
+    restarted on its store, replays the log and catches up to the same state."""
+    ports = [free_port() for _ in range(3)]
+    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+
+    async def leader_of(ms: list[ControllerManager], timeout: float = 30) -> ControllerManager:
+        deadline = time.monotonic() + timeout
+        while not any(m.is_leader_state for m in ms):
+            assert time.monotonic() < deadline, "no controller leader"
+            await asyncio.sleep(0.05)
+        return next(m for m in ms if m.is_leader_state)
+
+    async def same_view(ms: list[ControllerManager], timeout: float = 10) -> tuple:
+        deadline = time.monotonic() + timeout
+        while len({repr(_view(m)) for m in ms}) != 1:
+            assert time.monotonic() < deadline, [_view(m) for m in ms]
+            await asyncio.sleep(0.05)
+        return _view(ms[0])
+
+    async def main() -> None:
+        ms = [ControllerManager(_config(tmp_path, f"n{i}", peers)) for i in range(3)]
+        for m in ms:
+            await m.start()
+        try:
+            async with RemotingClient() as c:
+                leader = await leader_of(ms)
+                addr = f"127.0.0.1:{leader.port}"
+                for broker_id in (1, 2):
+                    h = ApplyBrokerIdRequestHeader("c3", "b3", broker_id, f"127.0.0.1:{30000 + broker_id};1")
+                    r = await _call(c, addr, RequestCode.CONTROLLER_APPLY_BROKER_ID, h.to_ext_fields())
+                    assert r.code == ResponseCode.SUCCESS, r
+                hb = BrokerHeartbeatRequestHeader("c3", "127.0.0.1:30001", "b3", 1, heartbeat_timeout_mills=60000)
+                await _call(c, addr, RequestCode.BROKER_HEARTBEAT, hb.to_ext_fields())
+                r = await _call(
+                    c,
+                    addr,
+                    RequestCode.CONTROLLER_ELECT_MASTER,
+                    ElectMasterRequestHeader("c3", "b3", 1).to_ext_fields(),
+                )
+                assert r.code == ResponseCode.SUCCESS, r
+                view = await same_view(ms)
+                assert view[0] == ResponseCode.SUCCESS and view[1].master_broker_id == 1, view
+                assert view[3].next_broker_id == 3
+                follower = next(m for m in ms if m is not leader)
+                r = await _call(
+                    c, f"127.0.0.1:{follower.port}", RequestCode.CONTROLLER_APPLY_BROKER_ID, h.to_ext_fields()
+                )
+                assert r.code == ResponseCode.CONTROLLER_NOT_LEADER, r
+
+                await leader.shutdown()
+                rest = [m for m in ms if m is not leader]
+                new_leader = await leader_of(rest)
+                assert _view(new_leader) == view
+                h = ApplyBrokerIdRequestHeader("c3", "b3", 3, "127.0.0.1:30003;1")
+                r = await _call(
+                    c, f"127.0.0.1:{new_leader.port}", RequestCode.CONTROLLER_APPLY_BROKER_ID, h.to_ext_fields()
+                )
+                assert r.code == ResponseCode.SUCCESS, r
+
+                restarted = ControllerManager(leader.config)
+                await restarted.start()
+                ms = [*rest, restarted]
+                view = await same_view(ms)
+                assert view[1].master_broker_id == 1 and view[3].next_broker_id == 4, view
+        finally:
+            for m in ms:
+                await m.shutdown()
+
+    asyncio.run(main())
