@@ -19,7 +19,7 @@ from pathlib import Path
 from support.ports import free_port
 from support.pyrmq_proc import PyrmqBroker
 from support.requests import send_v2
-from support.servers import PyrmqController, PyrmqNamesrv
+from support.servers import PyrmqControllerMember, PyrmqNamesrv, controller_peers
 
 from pyrmq.controller.config import ControllerConfig
 from pyrmq.controller.manager import ControllerManager
@@ -40,23 +40,6 @@ NAME = "ctl3-pair"
 TOPIC = "Ctl3T"
 
 
-class GroupController(PyrmqController):
-    """One member of the group: serves on its own peer port, fixed before any member starts."""
-
-    def __init__(self, workdir: Path, self_id: str, port: int, peers: str) -> None:
-        self.fixed_port = port
-        super().__init__(
-            workdir,
-            controllerDLegerPeers=peers,
-            controllerDLegerSelfId=self_id,
-            scanInactiveMasterInterval=1000,
-        )
-
-    def properties(self, port: int) -> dict:
-        self.port = self.fixed_port
-        return super().properties(self.fixed_port)
-
-
 async def _call(c: RemotingClient, addr: str, code: RequestCode, ext=None, body=None) -> RemotingCommand:
     return await c.invoke(addr, RemotingCommand.request(code, ext or {}, body), 5)
 
@@ -73,7 +56,9 @@ async def _replica_info(c: RemotingClient, addr: str) -> RemotingCommand:
     )
 
 
-async def _serving_leader(c: RemotingClient, members: list[GroupController], timeout: float = 30) -> GroupController:
+async def _serving_leader(
+    c: RemotingClient, members: list[PyrmqControllerMember], timeout: float = 30
+) -> PyrmqControllerMember:
     """The member every live member names as leader, once it serves (its initial entry committed)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -112,12 +97,15 @@ async def _wait_state(c: RemotingClient, addr: str, ok, timeout: float = 30) -> 
 
 def test_group_of_three_keeps_its_state_and_fails_over(tmp_path):
     ports = [free_port() for _ in range(3)]
-    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
-    members: list[GroupController] = []
+    peers = controller_peers(ports)
+    members: list[PyrmqControllerMember] = []
     brokers: list[PyrmqBroker] = []
     ns = None
     try:
-        members = [GroupController(tmp_path / f"c{i}", f"n{i}", p, peers) for i, p in enumerate(ports)]
+        members = [
+            PyrmqControllerMember(tmp_path / f"c{i}", f"n{i}", p, peers, scanInactiveMasterInterval=1000)
+            for i, p in enumerate(ports)
+        ]
         ns = PyrmqNamesrv(tmp_path / "ns")
         conf = {
             "name": NAME,
@@ -129,7 +117,7 @@ def test_group_of_three_keeps_its_state_and_fails_over(tmp_path):
             "bindAddress": "127.0.0.1",
         }
 
-        async def until_leader() -> GroupController:
+        async def until_leader() -> PyrmqControllerMember:
             async with RemotingClient() as c:
                 return await _serving_leader(c, members)
 
@@ -220,7 +208,7 @@ def test_members_apply_the_committed_log_and_a_restarted_member_replays_it(tmp_p
     member; the leader stopped, a new one serves the same state and takes writes; the old one,
     restarted on its store, replays the log and catches up to the same state."""
     ports = [free_port() for _ in range(3)]
-    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+    peers = controller_peers(ports)
 
     async def leader_of(ms: list[ControllerManager], timeout: float = 30) -> ControllerManager:
         deadline = time.monotonic() + timeout
