@@ -101,10 +101,12 @@ class DLedgerEventLog:
                     self._apply(event)
 
     def _on_role_change(self, term: int, role: Role, leader_id: str | None) -> None:
+        if self._initial is not None:
+            self._initial.cancel()  # a proposal of an earlier term; its append fails anyway
+            self._initial = None
         if role is Role.LEADER:
             log.info("Controller %s change role to leader, try process a initial proposal", self.config.self_id)
-            if self._initial is None or self._initial.done():
-                self._initial = asyncio.get_running_loop().create_task(self._initial_proposal(term))
+            self._initial = asyncio.get_running_loop().create_task(self._initial_proposal(term))
             return
         if self.leader_state:
             log.info("Controller %s change role to %s, leaderId: %s", self.config.self_id, role.name, leader_id)
