@@ -12,6 +12,8 @@ from typing import Any
 
 GRPC_SERVER_PORT = "grpcServerPort"
 DEFAULT_GRPC_PORT = 8081  # Java ProxyConfig#grpcServerPort
+#: ProxyConfig keys a broker config file may carry for the endpoint (known, so not reported as unknown)
+GRPC_CONFIG_KEYS = frozenset({GRPC_SERVER_PORT})
 EXTRA_HINT = 'install the grpc extra: pip install "pyrmq[grpc]" (grpcio and rocketmq-python-client)'
 
 
@@ -44,4 +46,4 @@ def grpc_missing() -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_GRPC_PORT", "EXTRA_HINT", "GRPC_SERVER_PORT", "grpc_missing", "grpc_port_of"]
+__all__ = ["DEFAULT_GRPC_PORT", "EXTRA_HINT", "GRPC_CONFIG_KEYS", "GRPC_SERVER_PORT", "grpc_missing", "grpc_port_of"]

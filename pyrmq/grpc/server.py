@@ -1,0 +1,128 @@
+"""The gRPC transport: a ``grpc.aio`` server in the broker's event loop, one servicer, thin.
+
+Java: ``GrpcServer`` + ``GrpcMessagingApplication``: each RPC gets its context (client id,
+remote address, SDK language/version from the request metadata) and goes to one activity
+module; an error the activity raises becomes the response's Status, as the Java proxy's
+``ResponseBuilder#buildStatus(Throwable)`` does, so a client always gets an answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from pyrmq.grpc import activities
+from pyrmq.grpc.context import GrpcContext
+from pyrmq.grpc.proto import spb, spb_grpc
+from pyrmq.grpc.status import from_error
+
+log = logging.getLogger("pyrmq.grpc")
+
+
+class MessagingServicer(spb_grpc.MessagingServiceServicer):
+    """MessagingService v2: every unary RPC answers a Status, never an exception."""
+
+    def __init__(self, acts: activities.Activities) -> None:
+        self.acts = acts
+
+    async def _unary(
+        self, fn: Callable[[GrpcContext, Any], Awaitable[Any]], response_cls: Any, request: Any, ctx: Any
+    ) -> Any:
+        gctx = GrpcContext.of(ctx)
+        try:
+            return await fn(gctx, request)
+        except Exception as e:  # Java: ResponseBuilder#buildStatus(Throwable) in the activity's future
+            if not isinstance(e, activities.GrpcProxyError):
+                log.exception("gRPC %s failed", response_cls.__name__)
+            return response_cls(status=from_error(e))
+
+    async def QueryRoute(self, request: Any, context: Any) -> Any:
+        return await self._unary(self.acts.query_route, spb.QueryRouteResponse, request, context)
+
+    async def Heartbeat(self, request: Any, context: Any) -> Any:
+        return await self._unary(self.acts.heartbeat, spb.HeartbeatResponse, request, context)
+
+    async def SendMessage(self, request: Any, context: Any) -> Any:
+        return await self._unary(self.acts.send_message, spb.SendMessageResponse, request, context)
+
+    async def QueryAssignment(self, request: Any, context: Any) -> Any:
+        return await self._unary(self.acts.query_assignment, spb.QueryAssignmentResponse, request, context)
+
+    async def AckMessage(self, request: Any, context: Any) -> Any:
+        return await self._unary(self.acts.ack_message, spb.AckMessageResponse, request, context)
+
+    async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
+        return await self._unary(
+            self.acts.change_invisible_duration, spb.ChangeInvisibleDurationResponse, request, context
+        )
+
+    async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
+        return await self._unary(
+            self.acts.forward_to_dlq, spb.ForwardMessageToDeadLetterQueueResponse, request, context
+        )
+
+    async def NotifyClientTermination(self, request: Any, context: Any) -> Any:
+        return await self._unary(
+            self.acts.notify_client_termination, spb.NotifyClientTerminationResponse, request, context
+        )
+
+    async def ReceiveMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        gctx = GrpcContext.of(context)
+        try:
+            async for response in self.acts.receive_message(gctx, request):
+                yield response
+        except Exception as e:
+            if not isinstance(e, activities.GrpcProxyError):
+                log.exception("gRPC ReceiveMessage failed")
+            yield spb.ReceiveMessageResponse(status=from_error(e))
+
+    async def Telemetry(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
+        gctx = GrpcContext.of(context)
+        async for command in request_iterator:
+            try:
+                reply = await self.acts.telemetry(gctx, command)
+            except activities.GrpcProxyError as e:  # ClientActivity#processTelemetryException
+                grpc_code = grpc.StatusCode.INVALID_ARGUMENT if 40000 <= e.code < 50000 else grpc.StatusCode.INTERNAL
+                await context.abort(grpc_code, f"process client telemetryCommand failed. {e.message}")
+                return
+            if reply is not None:
+                yield reply
+
+
+class GrpcEndpoint:
+    """A server for ``pyrmq.startup.run_servers``: start() binds, shutdown() stops with a short grace."""
+
+    def __init__(self, controller: Any, port: int) -> None:
+        self.controller = controller
+        self.host = controller.host or "0.0.0.0"
+        self.requested_port = port
+        self.port = port
+        self.server: grpc.aio.Server | None = None
+
+    @property
+    def address(self) -> str:
+        host = self.controller.config.broker_ip if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"{host}:{self.port}"
+
+    async def start(self) -> None:
+        server = grpc.aio.server()
+        acts = activities.Activities(self.controller, lambda: self.address)
+        spb_grpc.add_MessagingServiceServicer_to_server(MessagingServicer(acts), server)
+        port = server.add_insecure_port(f"{self.host}:{self.requested_port}")
+        if port == 0:
+            raise OSError(f"cannot listen for gRPC on {self.host}:{self.requested_port}")
+        self.port = port
+        await server.start()
+        self.server = server
+        log.info("gRPC endpoint (MessagingService v2) on %s", self.address)
+
+    async def shutdown(self) -> None:
+        if self.server is not None:
+            await self.server.stop(grace=1.0)
+            self.server = None
+
+
+__all__ = ["GrpcEndpoint", "MessagingServicer"]
