@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyrmq.broker.client_manager import ClientChannelInfo
 from pyrmq.grpc.message import MAX_MESSAGE_SIZE, duration
 from pyrmq.grpc.proto import pb, spb
 from pyrmq.grpc.status import Code, GrpcProxyError, ok, status
@@ -72,6 +73,23 @@ class ClientActivity:
     def __init__(self, controller: Any) -> None:
         self.controller = controller
         self.settings: dict[str, Any] = {}  # client id -> the Settings the client sent (raw)
+        self.channels: dict[str, Any] = {}  # client id -> its Telemetry stream (a TelemetryChannel)
+
+    def _register_producer(self, settings: Any, channel: Any) -> None:
+        """ClientActivity#registerProducer: the stream joins each topic's producer group (the
+        broker's transaction check finds it there)."""
+        pm = self.controller.producer_manager
+        for topic in settings.publishing.topics:
+            pm.register_producer(
+                topic.name, ClientChannelInfo(channel, channel.client_id, last_update_timestamp=pm.now())
+            )
+
+    def stream_closed(self, channel: Any) -> None:
+        channel.close()
+        self.controller.producer_manager.do_channel_close_event(channel)
+        client_id = channel.client_id
+        if self.channels.get(client_id) is channel:
+            del self.channels[client_id]
 
     def _group_config(self, name: str) -> SubscriptionGroupConfig:
         found = self.controller.subscription_group_manager.find_subscription_group_config(name)
@@ -105,6 +123,8 @@ class ClientActivity:
             return spb.HeartbeatResponse(
                 status=status(Code.UNRECOGNIZED_CLIENT_TYPE, pb.ClientType.Name(settings.client_type))
             )
+        elif ctx.client_id in self.channels:
+            self._register_producer(settings, self.channels[ctx.client_id])  # refreshes its timestamp
         return spb.HeartbeatResponse(status=ok())
 
     async def notify_client_termination(self, ctx: Any, request: Any) -> Any:
@@ -117,7 +137,7 @@ class ClientActivity:
             validate_group(request.group)
         return spb.NotifyClientTerminationResponse(status=ok())
 
-    async def telemetry(self, ctx: Any, command: Any) -> Any | None:
+    async def telemetry(self, ctx: Any, command: Any, channel: Any) -> Any | None:
         """One command of the stream; the answer to a Settings command is the merged Settings."""
         if command.WhichOneof("command") != "settings":
             return None  # thread stack traces and verify results are reports, unanswered
@@ -135,6 +155,9 @@ class ClientActivity:
             base.MergeFrom(settings)
             settings = base
         self.settings[ctx.client_id] = settings
+        self.channels[ctx.client_id] = channel
+        if which == "publishing":
+            self._register_producer(settings, channel)
         return spb.TelemetryCommand(status=ok(), settings=self.merged(settings))
 
 

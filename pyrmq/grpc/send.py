@@ -11,14 +11,15 @@ from typing import Any
 from pyrmq.common.constants import AUTO_CREATE_TOPIC_KEY_TOPIC
 from pyrmq.grpc.local import LocalInvoker
 from pyrmq.grpc.message import build_properties, check_body, group_bucket, sys_flag
-from pyrmq.grpc.proto import spb
+from pyrmq.grpc.proto import pb, spb
 from pyrmq.grpc.route import RouteActivity
 from pyrmq.grpc.status import Code, GrpcProxyError, from_response, ok, status
+from pyrmq.grpc.transaction import TransactionData
 from pyrmq.grpc.validate import validate_topic
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.broker import SendMessageRequestHeader, SendMessageResponseHeader
-from pyrmq.store.message import message_properties_to_string
+from pyrmq.store.message import decode_message_id, message_properties_to_string
 
 #: SendResult status -> Code (SendMessageActivity#convertToSendMessageResponse)
 _SEND_FAILURES: dict[int, tuple[int, str]] = {
@@ -29,10 +30,13 @@ _SEND_FAILURES: dict[int, tuple[int, str]] = {
 
 
 class SendActivity:
-    def __init__(self, controller: Any, route: RouteActivity, invoker: LocalInvoker) -> None:
+    def __init__(
+        self, controller: Any, route: RouteActivity, invoker: LocalInvoker, transactions: TransactionData
+    ) -> None:
         self.controller = controller
         self.route = route
         self.invoker = invoker
+        self.transactions = transactions
         self._round_robin = itertools.count()
 
     def _queue_id(self, request: Any, write_queues: int) -> int:
@@ -78,6 +82,12 @@ class SendActivity:
             cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE, header.to_ext_fields(), bytes(message.body))
             response = await self.invoker.invoke(cmd, ctx.remote_addr)
             entries.append(self._entry(message, response))
+            if message.system_properties.message_type == pb.TRANSACTION and entries[-1].status.code == Code.OK:
+                # the proxy's TransactionService#addTransactionDataByBrokerName: EndTransaction needs the offsets
+                h = SendMessageResponseHeader.from_command(response)
+                self.transactions.add(
+                    topic.name, entries[-1].transaction_id, h.queue_offset, decode_message_id(h.msg_id).offset
+                )
         codes = {e.status.code for e in entries}
         if len(codes) > 1:
             top = status(Code.MULTIPLE_RESULTS)
@@ -97,7 +107,7 @@ class SendActivity:
             status=ok(),
             offset=h.queue_offset,
             message_id=message.system_properties.message_id,
-            transaction_id=h.transaction_id or "",
+            transaction_id=h.transaction_id or message.system_properties.message_id,
         )
 
 

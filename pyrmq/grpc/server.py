@@ -8,6 +8,7 @@ module; an error the activity raises becomes the response's Status, as the Java 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -79,17 +80,39 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
                 log.exception("gRPC ReceiveMessage failed")
             yield spb.ReceiveMessageResponse(status=from_error(e))
 
+    async def EndTransaction(self, request: Any, context: Any) -> Any:
+        return await self._unary(self.acts.end_transaction, spb.EndTransactionResponse, request, context)
+
     async def Telemetry(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
+        """Replies to the client's commands and the broker's check requests share the stream."""
         gctx = GrpcContext.of(context)
-        async for command in request_iterator:
+        channel = self.acts.open_stream(gctx)
+        failed: list[activities.GrpcProxyError] = []
+
+        async def read() -> None:
             try:
-                reply = await self.acts.telemetry(gctx, command)
-            except activities.GrpcProxyError as e:  # ClientActivity#processTelemetryException
-                grpc_code = grpc.StatusCode.INVALID_ARGUMENT if 40000 <= e.code < 50000 else grpc.StatusCode.INTERNAL
-                await context.abort(grpc_code, f"process client telemetryCommand failed. {e.message}")
-                return
-            if reply is not None:
-                yield reply
+                async for command in request_iterator:
+                    reply = await self.acts.telemetry(gctx, command, channel)
+                    if reply is not None:
+                        channel.put(reply)
+            except activities.GrpcProxyError as e:
+                failed.append(e)
+            except Exception:
+                log.exception("gRPC Telemetry failed")
+            finally:
+                self.acts.clients.stream_closed(channel)
+
+        reader = asyncio.create_task(read())
+        try:
+            async for command in channel.commands():
+                yield command
+            if failed:  # ClientActivity#processTelemetryException
+                e = failed[0]
+                code = grpc.StatusCode.INVALID_ARGUMENT if 40000 <= e.code < 50000 else grpc.StatusCode.INTERNAL
+                await context.abort(code, f"process client telemetryCommand failed. {e.message}")
+        finally:
+            reader.cancel()
+            self.acts.clients.stream_closed(channel)
 
 
 class GrpcEndpoint:

@@ -29,7 +29,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory):
     work = tmp_path_factory.mktemp("grpc")
     ns = PyrmqNamesrv(work / "ns")
     try:
-        b = PyrmqBroker(ns.addr, work / "broker", grpc_port=0)
+        # the transaction check runs every second on half messages older than one second
+        b = PyrmqBroker(ns.addr, work / "broker", grpc_port=0, transactionCheckInterval=1000, transactionTimeOut=1000)
         try:
             yield b
             assert "Traceback" not in b.tail(400)
@@ -39,14 +40,41 @@ def broker(tmp_path_factory: pytest.TempPathFactory):
         ns.stop()
 
 
-def _create_topic(addr: str, topic: str, queues: int) -> None:
+def _create_topic(addr: str, topic: str, queues: int, message_type: str | None = None) -> None:
+    attributes = f"+message.type={message_type}" if message_type else None
+
     async def go() -> None:
         async with RemotingClient() as c:
-            h = CreateTopicRequestHeader(topic=topic, read_queue_nums=queues, write_queue_nums=queues)
+            h = CreateTopicRequestHeader(
+                topic=topic, read_queue_nums=queues, write_queue_nums=queues, attributes=attributes
+            )
             r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), 5)
             assert r.code == ResponseCode.SUCCESS, r
 
     asyncio.run(go())
+
+
+def _create_orderly_group(addr: str, group: str) -> None:
+    async def go() -> None:
+        async with RemotingClient() as c:
+            body = f'{{"groupName":"{group}","consumeMessageOrderly":true}}'.encode()
+            r = await c.invoke(
+                addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body), 5
+            )
+            assert r.code == ResponseCode.SUCCESS, r
+
+    asyncio.run(go())
+
+
+def _pull_all(addr: str, topic: str, queue_id: int = 0) -> list[m.StoredMessage]:
+    async def go() -> list[m.StoredMessage]:
+        async with RemotingClient() as c:
+            r = await c.invoke(addr, pull(topic, "grpc-check", 0, queue_id=queue_id), 5)
+            if r.code != ResponseCode.SUCCESS:
+                return []
+            return list(m.decode_messages(r.body))
+
+    return asyncio.run(go())
 
 
 def _config(broker: PyrmqBroker):
@@ -152,3 +180,85 @@ def test_simple_consumer_receives_acks_and_gets_an_unacked_message_again(broker:
     finally:
         producer.shutdown()
         consumer.shutdown()
+
+
+def test_fifo_group_and_delayed_delivery(broker: PyrmqBroker) -> None:
+    """A message group lands in one queue in send order and an orderly group receives it in that
+    order; a message with a delivery timestamp is not in its topic before that time."""
+    fifo, group, delay = "GrpcFifoT", "GrpcFifoG", "GrpcDelayT"
+    _create_topic(broker.addr, fifo, 4, "FIFO")
+    _create_topic(broker.addr, delay, 1, "DELAY")
+    _create_orderly_group(broker.addr, group)
+    consumer = rocketmq.SimpleConsumer(_config(broker), group, {fifo: rocketmq.FilterExpression("*")}, await_duration=5)
+    consumer.startup()
+    producer = rocketmq.Producer(_config(broker), (fifo, delay))
+    producer.startup()
+    try:
+        sent = []
+        for i in range(3):
+            msg = _message(fifo, f"f{i}".encode(), "TagF")
+            msg.message_group = "order-1"
+            sent.append(producer.send(msg).message_id)
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 3 and time.monotonic() < deadline:
+            batch = consumer.receive(16, 15)
+            got += batch
+            for x in batch:
+                consumer.ack(x)
+        assert [x.message_id for x in got] == sent
+        assert [x.body for x in got] == [b"f0", b"f1", b"f2"]
+        assert {x.message_group for x in got} == {"order-1"}
+
+        due = int(time.time()) + 3
+        msg = _message(delay, b"later", "TagD")
+        msg.delivery_timestamp = due
+        producer.send(msg)
+        assert _pull_all(broker.addr, delay) == []  # waiting in the timer
+        deadline = time.monotonic() + 20
+        stored: list[m.StoredMessage] = []
+        while not stored and time.monotonic() < deadline:
+            time.sleep(0.5)
+            stored = _pull_all(broker.addr, delay)
+        assert [x.body for x in stored] == [b"later"]
+        assert time.time() >= due - 1  # the timer's slots are timerPrecisionMs (1 s) wide
+        assert stored[0].properties["TIMER_DELIVER_MS"] == str(due * 1000)
+    finally:
+        producer.shutdown()
+        consumer.shutdown()
+
+
+class _CommitAll(rocketmq.TransactionChecker):
+    def __init__(self) -> None:
+        self.checked: list[str] = []
+
+    def check(self, message):
+        self.checked.append(message.message_id)
+        return rocketmq.TransactionResolution.COMMIT
+
+
+def test_transactions_commit_rollback_and_check_back(broker: PyrmqBroker) -> None:
+    """EndTransaction commits or rolls back a half message; one left open is checked over the
+    Telemetry stream (RecoverOrphanedTransactionCommand) and committed by the checker."""
+    topic = "GrpcTxT"
+    _create_topic(broker.addr, topic, 1, "TRANSACTION")
+    checker = _CommitAll()
+    producer = rocketmq.Producer(_config(broker), (topic,), checker=checker)
+    producer.startup()
+    try:
+        for body, end in ((b"commit", "commit"), (b"rollback", "rollback"), (b"open", None)):
+            tx = producer.begin_transaction()
+            producer.send(_message(topic, body, "TagT"), transaction=tx)
+            if end == "commit":
+                tx.commit()
+            elif end == "rollback":
+                tx.rollback()
+        deadline = time.monotonic() + 25
+        bodies: list[bytes] = []
+        while len(bodies) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            bodies = [x.body for x in _pull_all(broker.addr, topic)]
+        assert sorted(bodies) == [b"commit", b"open"]  # "open" committed by the check-back
+        assert len(checker.checked) >= 1
+    finally:
+        producer.shutdown()
