@@ -8,6 +8,7 @@ ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME or CONSUMER_SEND_MSG_BACK request hand
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -35,9 +36,12 @@ from pyrmq.protocol.headers.pop import (
 )
 from pyrmq.store.message import decode_messages
 
+log = logging.getLogger("pyrmq.grpc")
+
 #: ProxyConfig defaults
 MIN_LONG_POLLING_TIMEOUT_MS = 5_000
 MIN_INVISIBLE_TIME_FOR_RECV_MS = 10_000
+DEFAULT_INVISIBLE_TIME_MS = 60_000
 CONSUME_INIT_MODE_MAX = 1  # ConsumeInitMode.MAX
 ILLEGAL_POLLING_TIME_INTRODUCED_CLIENT_VERSION = "5.0.3"
 
@@ -91,8 +95,11 @@ class ConsumeActivity:
         validate_topic(topic_res)
         validate_group(request.group)
         topic, group = topic_res.name, request.group.name
-        invisible = _ms(request.invisible_duration)
-        validate_invisible_time(invisible, MIN_INVISIBLE_TIME_FOR_RECV_MS)
+        if request.auto_renew:  # enableProxyAutoRenew: the proxy's default invisible time (renewal: docs/grpc.md)
+            invisible = DEFAULT_INVISIBLE_TIME_MS
+        else:
+            invisible = _ms(request.invisible_duration)
+            validate_invisible_time(invisible, MIN_INVISIBLE_TIME_FOR_RECV_MS)
         fe = request.filter_expression
         exp_type = "SQL92" if fe.type == pb.SQL else "TAG"
         header = PopMessageRequestHeader(
@@ -125,6 +132,18 @@ class ConsumeActivity:
             yield spb.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no match message"))
             return
         self._set_receipt_handles(r, header, messages)
+        max_attempts = settings.backoff_policy.max_attempts
+        if max_attempts > 0:  # PopMessageResultFilterImpl: a message past its attempts goes to %DLQ%
+            kept = []
+            for msg in messages:
+                if msg.reconsume_times >= max_attempts:
+                    await self._to_dlq(ctx, group, topic, msg)
+                else:
+                    kept.append(msg)
+            messages = kept
+            if not messages:
+                yield spb.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no match message"))
+                return
         yield spb.ReceiveMessageResponse(status=ok())
         for msg in messages:
             handle = msg.properties.get(MessageConst.POP_CK)
@@ -155,6 +174,14 @@ class ConsumeActivity:
                     msg.reconsume_times = int(order_counts[key])
             msg.properties[MessageConst.POP_CK] = f"{ck} {msg.commit_log_offset}"
             msg.properties.setdefault(MessageConst.FIRST_POP_TIME, str(h.pop_time))
+
+    async def _to_dlq(self, ctx: Any, group: str, topic: str, msg: Any) -> None:
+        handle = ReceiptHandle.decode(msg.properties[MessageConst.POP_CK])
+        message_id = msg.properties.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id
+        try:
+            await self._forward_to_dlq(ctx, group, topic, handle, message_id)
+        except GrpcProxyError as e:
+            log.warning("forward %s of %s to the DLQ failed: %s", message_id, group, e.message)
 
     async def _ack(self, ctx: Any, group: str, topic: str, handle: ReceiptHandle) -> RemotingCommand:
         handle.check()
@@ -238,14 +265,19 @@ class ConsumeActivity:
         validate_topic(request.topic)
         validate_group(request.group)
         handle = ReceiptHandle.decode(request.receipt_handle)
+        r = await self._forward_to_dlq(ctx, request.group.name, request.topic.name, handle, request.message_id)
+        return spb.ForwardMessageToDeadLetterQueueResponse(status=from_response(r.code, r.remark))
+
+    async def _forward_to_dlq(
+        self, ctx: Any, group: str, topic: str, handle: ReceiptHandle, message_id: str
+    ) -> RemotingCommand:
         if handle.commit_log_offset < 0:
             raise GrpcProxyError(Code.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
-        group, topic = request.group.name, request.topic.name
         header = ConsumerSendMsgBackRequestHeader(
             offset=handle.commit_log_offset,
             group=group,
             delay_level=-1,
-            origin_msg_id=request.message_id,
+            origin_msg_id=message_id,
             origin_topic=handle.real_topic(topic, group),
             max_reconsume_times=0,
         )
@@ -256,7 +288,7 @@ class ConsumeActivity:
                 await self._ack(ctx, group, topic, handle)
             except GrpcProxyError:
                 pass  # Java acks in the background and does not report the ack's result
-        return spb.ForwardMessageToDeadLetterQueueResponse(status=from_response(r.code, r.remark))
+        return r
 
 
 __all__ = ["ConsumeActivity"]

@@ -9,6 +9,8 @@ again once its invisible time (shortened with ChangeInvisibleDuration) is over.
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 import time
 
 import pytest
@@ -54,10 +56,10 @@ def _create_topic(addr: str, topic: str, queues: int, message_type: str | None =
     asyncio.run(go())
 
 
-def _create_orderly_group(addr: str, group: str) -> None:
+def _create_group(addr: str, group: str, **config: object) -> None:
     async def go() -> None:
         async with RemotingClient() as c:
-            body = f'{{"groupName":"{group}","consumeMessageOrderly":true}}'.encode()
+            body = json.dumps({"groupName": group, **config}).encode()
             r = await c.invoke(
                 addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body), 5
             )
@@ -188,7 +190,7 @@ def test_fifo_group_and_delayed_delivery(broker: PyrmqBroker) -> None:
     fifo, group, delay = "GrpcFifoT", "GrpcFifoG", "GrpcDelayT"
     _create_topic(broker.addr, fifo, 4, "FIFO")
     _create_topic(broker.addr, delay, 1, "DELAY")
-    _create_orderly_group(broker.addr, group)
+    _create_group(broker.addr, group, consumeMessageOrderly=True)
     consumer = rocketmq.SimpleConsumer(_config(broker), group, {fifo: rocketmq.FilterExpression("*")}, await_duration=5)
     consumer.startup()
     producer = rocketmq.Producer(_config(broker), (fifo, delay))
@@ -262,3 +264,47 @@ def test_transactions_commit_rollback_and_check_back(broker: PyrmqBroker) -> Non
         assert len(checker.checked) >= 1
     finally:
         producer.shutdown()
+
+
+class _AlwaysFails(rocketmq.MessageListener):
+    def __init__(self) -> None:
+        self.attempts: list[int] = []
+        self.lock = threading.Lock()
+
+    def consume(self, message):
+        with self.lock:
+            self.attempts.append(message.delivery_attempt)
+        return rocketmq.ConsumeResult.FAILURE
+
+
+def test_push_consumer_retries_then_the_message_goes_to_the_dlq(broker: PyrmqBroker) -> None:
+    """A PushConsumer whose listener always fails: redelivered after the group's backoff, and
+    after retryMaxTimes+1 attempts moved to %DLQ%<group> (the proxy's PopMessageResultFilterImpl)."""
+    topic, group = "GrpcPushT", "GrpcPushG"
+    _create_topic(broker.addr, topic, 1)
+    _create_group(
+        broker.addr,
+        group,
+        retryMaxTimes=1,
+        groupRetryPolicy={"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000, 1000, 1000]}},
+    )
+    listener = _AlwaysFails()
+    consumer = rocketmq.PushConsumer(_config(broker), group, listener, {topic: rocketmq.FilterExpression("*")})
+    consumer.startup()
+    producer = rocketmq.Producer(_config(broker), (topic,))
+    producer.startup()
+    try:
+        message_id = producer.send(_message(topic, b"poison", "TagX")).message_id
+        dlq: list[m.StoredMessage] = []
+        deadline = time.monotonic() + 30
+        while not dlq and time.monotonic() < deadline:
+            time.sleep(0.5)
+            dlq = _pull_all(broker.addr, f"%DLQ%{group}")
+        assert [x.body for x in dlq] == [b"poison"]
+        assert dlq[0].uniq_key == message_id
+        assert listener.attempts[:2] == [1, 2]  # delivered twice (retryMaxTimes 1), then no more
+        time.sleep(1.5)
+        assert len(listener.attempts) == 2
+    finally:
+        producer.shutdown()
+        consumer.shutdown()
