@@ -22,6 +22,23 @@ from pyrmq.grpc.status import from_error
 
 log = logging.getLogger("pyrmq.grpc")
 
+GRPC_MAX_INBOUND_MESSAGE_SIZE = 130 * 1024 * 1024  # ProxyConfig#grpcMaxInboundMessageSize
+
+
+class _MalformedRequestFilter(logging.Filter):
+    """grpcio logs a request that is not valid protobuf with a traceback; the client already got
+    INTERNAL (as from grpc-java), so one warning line says it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and type(exc).__name__ == "DecodeError":
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args, record.exc_info, record.exc_text = f"malformed gRPC request: {exc}", (), None, None
+        return True
+
+
+_DECODE_FILTER = _MalformedRequestFilter()
+
 
 class MessagingServicer(spb_grpc.MessagingServiceServicer):
     """MessagingService v2: every unary RPC answers a Status, never an exception."""
@@ -131,7 +148,8 @@ class GrpcEndpoint:
         return f"{host}:{self.port}"
 
     async def start(self) -> None:
-        server = grpc.aio.server()
+        logging.getLogger("grpc._cython.cygrpc").addFilter(_DECODE_FILTER)  # once: a set of filters
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", GRPC_MAX_INBOUND_MESSAGE_SIZE)])
         acts = activities.Activities(self.controller, lambda: self.address)
         spb_grpc.add_MessagingServiceServicer_to_server(MessagingServicer(acts), server)
         port = server.add_insecure_port(f"{self.host}:{self.requested_port}")

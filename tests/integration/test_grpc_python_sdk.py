@@ -126,21 +126,52 @@ def test_producer_sends_and_a_remoting_pull_reads_the_same_messages(broker: Pyrm
         assert x.properties["PGROUP"] == topic  # the Java proxy names the producer group after the topic
 
 
-def test_unknown_topic_is_topic_not_found(broker: PyrmqBroker) -> None:
-    """QueryRoute for a topic the broker does not have: Code.TOPIC_NOT_FOUND, as from the Java proxy."""
+def test_bad_input_gets_the_java_proxys_codes(broker: PyrmqBroker) -> None:
+    """Raw v2 requests: unknown and illegal topics, an empty and an oversize body, a reserved
+    property, a malformed receipt handle, a request that is not protobuf; the endpoint keeps serving."""
     import grpc
-    from rocketmq.grpc_protocol import definition_pb2, service_pb2, service_pb2_grpc
+    from rocketmq.grpc_protocol import definition_pb2 as pb
+    from rocketmq.grpc_protocol import service_pb2 as spb
+    from rocketmq.grpc_protocol import service_pb2_grpc
 
+    topic = "GrpcBadT"
+    _create_topic(broker.addr, topic, 1)
     with grpc.insecure_channel(broker.grpc_addr) as channel:
         stub = service_pb2_grpc.MessagingServiceStub(channel)
-        request = service_pb2.QueryRouteRequest(topic=definition_pb2.Resource(name="NoSuchGrpcTopic"))
-        response = stub.QueryRoute(request, timeout=10)
-        assert response.status.code == definition_pb2.Code.TOPIC_NOT_FOUND
-        assert "NoSuchGrpcTopic" in response.status.message
-        bad = stub.QueryRoute(
-            service_pb2.QueryRouteRequest(topic=definition_pb2.Resource(name="bad topic")), timeout=10
+
+        def route(name: str) -> pb.Status:
+            return stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=name)), timeout=10).status
+
+        unknown = route("NoSuchGrpcTopic")
+        assert unknown.code == pb.Code.TOPIC_NOT_FOUND and "NoSuchGrpcTopic" in unknown.message
+        assert route("bad topic").code == pb.Code.ILLEGAL_TOPIC
+        assert route("TBW102").code == pb.Code.ILLEGAL_TOPIC  # a system topic
+
+        def send(body: bytes, **props: str) -> pb.Status:
+            sp = pb.SystemProperties(message_id="01AB", message_type=pb.NORMAL)
+            msg = pb.Message(topic=pb.Resource(name=topic), body=body, system_properties=sp, user_properties=props)
+            return stub.SendMessage(spb.SendMessageRequest(messages=[msg]), timeout=10).status
+
+        assert send(b"").code == pb.Code.MESSAGE_BODY_EMPTY
+        assert send(b"x" * (4 * 1024 * 1024 + 1)).code == pb.Code.MESSAGE_BODY_TOO_LARGE
+        assert send(b"x", TAGS="t").code == pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY
+        ack = stub.AckMessage(
+            spb.AckMessageRequest(
+                group=pb.Resource(name="GrpcBadG"),
+                topic=pb.Resource(name=topic),
+                entries=[spb.AckMessageEntry(message_id="01AB", receipt_handle="not a handle")],
+            ),
+            timeout=10,
         )
-        assert bad.status.code == definition_pb2.Code.ILLEGAL_TOPIC
+        assert ack.entries[0].status.code == pb.Code.INVALID_RECEIPT_HANDLE
+        garbage = channel.unary_unary(
+            "/apache.rocketmq.v2.MessagingService/QueryRoute",
+            request_serializer=lambda b: b,
+            response_deserializer=lambda b: b,
+        )
+        with pytest.raises(grpc.RpcError):
+            garbage(b"\xff\xff\xff\xff", timeout=10)
+        assert send(b"still serving").code == pb.Code.OK
 
 
 def test_simple_consumer_receives_acks_and_gets_an_unacked_message_again(broker: PyrmqBroker) -> None:
