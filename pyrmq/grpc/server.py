@@ -27,7 +27,7 @@ GRPC_MAX_INBOUND_MESSAGE_SIZE = 130 * 1024 * 1024  # ProxyConfig#grpcMaxInboundM
 
 class _MalformedRequestFilter(logging.Filter):
     """grpcio logs a request that is not valid protobuf with a traceback; the client already got
-    INTERNAL (as from grpc-java), so one warning line says it."""
+    its error status (UNKNOWN from grpcio), so one warning line says it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
