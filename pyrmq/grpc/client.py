@@ -15,6 +15,9 @@ from pyrmq.grpc.message import MAX_MESSAGE_SIZE, duration
 from pyrmq.grpc.proto import pb, spb
 from pyrmq.grpc.status import Code, GrpcProxyError, ok, status
 from pyrmq.grpc.validate import validate_group, validate_topic
+from pyrmq.protocol.bodies.broker import SubscriptionData
+from pyrmq.protocol.codes import LanguageCode
+from pyrmq.protocol.version import MQVersion
 from pyrmq.store.config import CustomizedRetryPolicy, ExponentialRetryPolicy, SubscriptionGroupConfig
 
 #: ProxyConfig defaults
@@ -75,18 +78,34 @@ class ClientActivity:
         self.settings: dict[str, Any] = {}  # client id -> the Settings the client sent (raw)
         self.channels: dict[str, Any] = {}  # client id -> its Telemetry stream (a TelemetryChannel)
 
-    def _register_producer(self, settings: Any, channel: Any) -> None:
+    def _channel_info(self, ctx: Any, channel: Any) -> ClientChannelInfo:
+        language = LanguageCode.__members__.get(ctx.language.upper(), LanguageCode.OTHER)
+        return ClientChannelInfo(channel, channel.client_id, language, MQVersion.V5_0_0, self.controller.now())
+
+    def _register_producer(self, ctx: Any, settings: Any, channel: Any) -> None:
         """ClientActivity#registerProducer: the stream joins each topic's producer group (the
         broker's transaction check finds it there)."""
-        pm = self.controller.producer_manager
         for topic in settings.publishing.topics:
-            pm.register_producer(
-                topic.name, ClientChannelInfo(channel, channel.client_id, last_update_timestamp=pm.now())
+            self.controller.producer_manager.register_producer(topic.name, self._channel_info(ctx, channel))
+
+    def _register_consumer(self, ctx: Any, group: str, settings: Any, channel: Any) -> None:
+        """ClientActivity#registerConsumer: a simple consumer consumes actively, a push consumer
+        passively; clustering, from the last offset, the settings' subscriptions."""
+        consume_type = "CONSUME_ACTIVELY" if settings.client_type == pb.SIMPLE_CONSUMER else "CONSUME_PASSIVELY"
+        subs = [
+            SubscriptionData.build(
+                entry.topic.name, entry.expression.expression, "SQL92" if entry.expression.type == pb.SQL else "TAG"
             )
+            for entry in settings.subscription.subscriptions
+        ]
+        self.controller.consumer_manager.register_consumer(
+            group, self._channel_info(ctx, channel), consume_type, "CLUSTERING", "CONSUME_FROM_LAST_OFFSET", subs
+        )
 
     def stream_closed(self, channel: Any) -> None:
         channel.close()
         self.controller.producer_manager.do_channel_close_event(channel)
+        self.controller.consumer_manager.do_channel_close_event(channel)
         client_id = channel.client_id
         if self.channels.get(client_id) is channel:
             del self.channels[client_id]
@@ -117,14 +136,17 @@ class ClientActivity:
             return spb.HeartbeatResponse(
                 status=status(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
             )
+        channel = self.channels.get(ctx.client_id)
         if settings.client_type in _CONSUMERS:
             validate_group(request.group)
+            if channel is not None:
+                self._register_consumer(ctx, request.group.name, settings, channel)
         elif settings.client_type != pb.PRODUCER:
             return spb.HeartbeatResponse(
                 status=status(Code.UNRECOGNIZED_CLIENT_TYPE, pb.ClientType.Name(settings.client_type))
             )
-        elif ctx.client_id in self.channels:
-            self._register_producer(settings, self.channels[ctx.client_id])  # refreshes its timestamp
+        elif channel is not None:
+            self._register_producer(ctx, settings, channel)  # refreshes its timestamp
         return spb.HeartbeatResponse(status=ok())
 
     async def notify_client_termination(self, ctx: Any, request: Any) -> Any:
@@ -133,8 +155,14 @@ class ClientActivity:
             return spb.NotifyClientTerminationResponse(
                 status=status(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
             )
+        channel = self.channels.get(ctx.client_id)
         if settings.client_type in _CONSUMERS:
             validate_group(request.group)
+            if channel is not None:
+                self.controller.consumer_manager.unregister_consumer(request.group.name, channel)
+        elif channel is not None:
+            for topic in settings.publishing.topics:
+                self.controller.producer_manager.unregister_producer(topic.name, channel)
         return spb.NotifyClientTerminationResponse(status=ok())
 
     async def telemetry(self, ctx: Any, command: Any, channel: Any) -> Any | None:
@@ -157,7 +185,9 @@ class ClientActivity:
         self.settings[ctx.client_id] = settings
         self.channels[ctx.client_id] = channel
         if which == "publishing":
-            self._register_producer(settings, channel)
+            self._register_producer(ctx, settings, channel)
+        else:
+            self._register_consumer(ctx, settings.subscription.group.name, settings, channel)
         return spb.TelemetryCommand(status=ok(), settings=self.merged(settings))
 
 

@@ -68,6 +68,16 @@ def _create_group(addr: str, group: str, **config: object) -> None:
     asyncio.run(go())
 
 
+def _consumer_ids(addr: str, group: str) -> list[str]:
+    async def go() -> list[str]:
+        async with RemotingClient() as c:
+            cmd = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+            r = await c.invoke(addr, cmd, 5)
+            return json.loads(r.body)["consumerIdList"] if r.code == ResponseCode.SUCCESS else []
+
+    return asyncio.run(go())
+
+
 def _pull_all(addr: str, topic: str, queue_id: int = 0) -> list[m.StoredMessage]:
     async def go() -> list[m.StoredMessage]:
         async with RemotingClient() as c:
@@ -192,6 +202,7 @@ def test_simple_consumer_receives_acks_and_gets_an_unacked_message_again(broker:
             for msg in consumer.receive(16, 15):
                 got[msg.message_id] = msg
         assert set(got) == set(sent)
+        assert _consumer_ids(broker.addr, group) == [consumer.client_id]  # registered as Java's proxy does
         for mid, msg in got.items():
             assert msg.body == f"pop {sent[mid]}".encode()
             assert msg.tag == "TagP"
@@ -214,6 +225,7 @@ def test_simple_consumer_receives_acks_and_gets_an_unacked_message_again(broker:
     finally:
         producer.shutdown()
         consumer.shutdown()
+    assert _consumer_ids(broker.addr, group) == []  # NotifyClientTermination unregistered it
 
 
 def test_fifo_group_and_delayed_delivery(broker: PyrmqBroker) -> None:
