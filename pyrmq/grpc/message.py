@@ -214,6 +214,33 @@ def to_v2_message(msg: Any, topic: Any, receipt_handle: str | None) -> Any:
     return pb.Message(topic=topic, user_properties=user, system_properties=sp, body=body)
 
 
+def message_type_of(props: dict[str, str]) -> str:
+    """TopicMessageType#parseFromMessageProperty."""
+    if props.get(MessageConst.TRANSACTION_PREPARED) == "true":
+        return "TRANSACTION"
+    delay_keys = (
+        MessageConst.DELAY_TIME_LEVEL,
+        MessageConst.TIMER_DELIVER_MS,
+        MessageConst.TIMER_DELAY_SEC,
+        MessageConst.TIMER_DELAY_MS,
+    )
+    if any(k in props for k in delay_keys):
+        return "DELAY"
+    return "FIFO" if MessageConst.SHARDING_KEY in props else "NORMAL"
+
+
+def check_message_type(topic: str, topic_type: str, props: dict[str, str]) -> None:
+    """ProducerProcessor + DefaultTopicMessageTypeValidator (enableTopicMessageTypeCheck, Java's default)."""
+    if MessageConst.TRANSFER_FLAG in props or topic.startswith(("%RETRY%", "%DLQ%")):
+        return
+    actual = message_type_of(props)
+    if actual != topic_type and topic_type != "MIXED":
+        raise GrpcProxyError(
+            Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+            f"TopicMessageType validate failed, the expected type is {topic_type}, but actual type is {actual}",
+        )
+
+
 def consistent_hash(value: int, buckets: int) -> int:
     """Guava Hashing#consistentHash(long, int) (the Java proxy picks a message group's queue with it)."""
     state = value & 0xFFFFFFFFFFFFFFFF
@@ -238,9 +265,11 @@ __all__ = [
     "TRACE_CONTEXT",
     "build_properties",
     "check_body",
+    "check_message_type",
     "consistent_hash",
     "duration",
     "group_bucket",
+    "message_type_of",
     "millis",
     "sys_flag",
     "timestamp",

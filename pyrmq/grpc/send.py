@@ -10,9 +10,9 @@ from typing import Any
 
 from pyrmq.common.constants import AUTO_CREATE_TOPIC_KEY_TOPIC
 from pyrmq.grpc.local import LocalInvoker
-from pyrmq.grpc.message import build_properties, check_body, group_bucket, sys_flag
+from pyrmq.grpc.message import build_properties, check_body, check_message_type, group_bucket, sys_flag
 from pyrmq.grpc.proto import pb, spb
-from pyrmq.grpc.route import RouteActivity
+from pyrmq.grpc.route import RouteActivity, topic_message_type
 from pyrmq.grpc.status import Code, GrpcProxyError, from_response, ok, status
 from pyrmq.grpc.transaction import TransactionData
 from pyrmq.grpc.validate import validate_topic
@@ -62,6 +62,7 @@ class SendActivity:
             check_body(message.body)
             built.append((message, build_properties(message, topic.name, ctx.remote_addr, now)))
         tc = self.route.topic_config(topic.name)
+        check_message_type(topic.name, topic_message_type(tc), built[0][1])
         queue_id = self._queue_id(request, tc.write_queue_nums)
         entries = []
         for message, props in built:

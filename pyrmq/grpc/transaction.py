@@ -121,8 +121,8 @@ class TransactionActivity:
             commit_or_rollback = MessageSysFlag.TRANSACTION_NOT_TYPE
         group = request.topic.name  # the Java proxy's producer group is the topic
         offsets = self.data.pop(group, request.transaction_id)
-        if offsets is None:  # ProxyExceptionCode.TRANSACTION_DATA_NOT_FOUND
-            raise GrpcProxyError(Code.INVALID_TRANSACTION_ID, "cannot found transaction data")
+        if offsets is None:  # ProxyExceptionCode.TRANSACTION_DATA_NOT_FOUND: not in GrpcProxyException's table
+            raise GrpcProxyError(Code.INTERNAL_SERVER_ERROR, "cannot found transaction data")
         header = EndTransactionRequestHeader(
             producer_group=group,
             tran_state_table_offset=offsets[0],

@@ -157,14 +157,19 @@ def test_bad_input_gets_the_java_proxys_codes(broker: PyrmqBroker) -> None:
         assert route("bad topic").code == pb.Code.ILLEGAL_TOPIC
         assert route("TBW102").code == pb.Code.ILLEGAL_TOPIC  # a system topic
 
-        def send(body: bytes, **props: str) -> pb.Status:
-            sp = pb.SystemProperties(message_id="01AB", message_type=pb.NORMAL)
+        def send(body: bytes, group: str = "", **props: str) -> pb.Status:
+            sp = pb.SystemProperties(message_id="01AB", message_type=pb.NORMAL, message_group=group or None)
             msg = pb.Message(topic=pb.Resource(name=topic), body=body, system_properties=sp, user_properties=props)
             return stub.SendMessage(spb.SendMessageRequest(messages=[msg]), timeout=10).status
 
         assert send(b"").code == pb.Code.MESSAGE_BODY_EMPTY
         assert send(b"x" * (4 * 1024 * 1024 + 1)).code == pb.Code.MESSAGE_BODY_TOO_LARGE
         assert send(b"x", TAGS="t").code == pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY
+        conflict = send(b"x", group="g1")  # a FIFO message to a NORMAL topic
+        assert conflict.code == pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+        assert (
+            conflict.message == "TopicMessageType validate failed, the expected type is NORMAL, but actual type is FIFO"
+        )
         ack = stub.AckMessage(
             spb.AckMessageRequest(
                 group=pb.Resource(name="GrpcBadG"),
