@@ -1,8 +1,8 @@
 """QueryRoute and QueryAssignment. Java: ``proxy/grpc/v2/route/RouteActivity``.
 
-In local mode the Java proxy answers with its own endpoints (the SDK keeps talking to the proxy);
-here the queues are this broker's, from its topic config: the route lists one broker, this one,
-reached through the gRPC endpoint.
+In local mode the Java proxy answers with the endpoints the client used (the SDK keeps talking to
+the proxy); here the queues are this broker's, from its topic config: the route lists one
+broker, this one, reached through the gRPC endpoint.
 """
 
 from __future__ import annotations
@@ -53,8 +53,17 @@ class RouteActivity:
         self.controller = controller
         self.address = address  # () -> "host:port" of the gRPC endpoint
 
-    def broker(self) -> pb.Broker:
-        return pb.Broker(name=self.controller.config["brokerName"], id=MASTER_ID, endpoints=endpoints(self.address()))
+    def broker(self, requested: Any = None) -> pb.Broker:
+        """Local mode answers with the endpoints the client asked through (RouteActivity#convertToAddressList:
+        its hosts, this endpoint's port), else this endpoint's own address."""
+        own = endpoints(self.address())
+        if requested is not None and len(requested.addresses) > 0:
+            port = own.addresses[0].port
+            own = pb.Endpoints(
+                scheme=requested.scheme or own.scheme,
+                addresses=[pb.Address(host=a.host, port=port) for a in requested.addresses],
+            )
+        return pb.Broker(name=self.controller.config["brokerName"], id=MASTER_ID, endpoints=own)
 
     def topic_config(self, topic: str) -> Any:
         tc = self.controller.topic_config_manager.select_topic_config(topic)
@@ -66,7 +75,7 @@ class RouteActivity:
         validate_topic(request.topic)
         tc = self.topic_config(request.topic.name)
         accepted = _ACCEPTED.get(topic_message_type(tc), [pb.MESSAGE_TYPE_UNSPECIFIED])
-        broker = self.broker()
+        broker = self.broker(request.endpoints)
         perm, rq, wq = tc.perm, tc.read_queue_nums, tc.write_queue_nums
         r = w = rw = n = 0
         if is_readable(perm) and is_writeable(perm):  # RouteActivity#genMessageQueueFromQueueData
@@ -99,7 +108,7 @@ class RouteActivity:
         if not (is_readable(tc.perm) and tc.read_queue_nums > 0):
             return spb.QueryAssignmentResponse(status=status(Code.FORBIDDEN, "no readable queue"))
         perm = permission(tc.perm)
-        broker = self.broker()
+        broker = self.broker(request.endpoints)
         ids = range(tc.read_queue_nums) if fifo else [-1]
         assignments = [
             pb.Assignment(message_queue=pb.MessageQueue(topic=request.topic, id=i, permission=perm, broker=broker))

@@ -152,7 +152,8 @@ class GrpcEndpoint:
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", GRPC_MAX_INBOUND_MESSAGE_SIZE)])
         acts = activities.Activities(self.controller, lambda: self.address)
         spb_grpc.add_MessagingServiceServicer_to_server(MessagingServicer(acts), server)
-        port = server.add_insecure_port(f"{self.host}:{self.requested_port}")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        port = server.add_insecure_port(f"{host}:{self.requested_port}")
         if port == 0:
             raise OSError(f"cannot listen for gRPC on {self.host}:{self.requested_port}")
         self.port = port

@@ -156,6 +156,13 @@ def test_bad_input_gets_the_java_proxys_codes(broker: PyrmqBroker) -> None:
         assert unknown.code == pb.Code.TOPIC_NOT_FOUND and "NoSuchGrpcTopic" in unknown.message
         assert route("bad topic").code == pb.Code.ILLEGAL_TOPIC
         assert route("TBW102").code == pb.Code.ILLEGAL_TOPIC  # a system topic
+        asked = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host="localhost", port=1)])
+        found = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=asked), timeout=10)
+        assert found.status.code == pb.Code.OK and len(found.message_queues) == 1
+        queue = found.message_queues[0]
+        assert (queue.id, queue.permission, list(queue.accept_message_types)) == (0, pb.READ_WRITE, [pb.NORMAL])
+        # local mode: the hosts the client asked through, with the endpoint's own port
+        assert [(a.host, a.port) for a in queue.broker.endpoints.addresses] == [("localhost", broker.grpc_port)]
 
         def send(body: bytes, group: str = "", **props: str) -> pb.Status:
             sp = pb.SystemProperties(message_id="01AB", message_type=pb.NORMAL, message_group=group or None)

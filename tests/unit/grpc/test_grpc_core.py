@@ -6,7 +6,7 @@ import pytest
 
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.grpc.config import grpc_port_of
-from pyrmq.grpc.message import build_properties
+from pyrmq.grpc.message import build_properties, consistent_hash
 from pyrmq.grpc.proto import pb
 from pyrmq.grpc.receipt import ReceiptHandle
 from pyrmq.grpc.route import permission
@@ -83,3 +83,16 @@ def test_permissions_and_response_codes() -> None:
     assert from_response(ResponseCode.TOPIC_NOT_EXIST, "no route").code == Code.TOPIC_NOT_FOUND
     assert from_response(ResponseCode.SYSTEM_BUSY, None).code == Code.TOO_MANY_REQUESTS
     assert from_response(ResponseCode.NO_PERMISSION, "x").code == Code.INTERNAL_SERVER_ERROR
+
+
+def test_consistent_hash_is_a_jump_hash() -> None:
+    """Guava Hashing#consistentHash: one bucket more moves a key to the new bucket or not at all."""
+    for key in (0, 1, -1, 2**31 - 1, -(2**31), 123456789, -987654321):
+        assert consistent_hash(key, 1) == 0
+        previous = 0
+        for buckets in range(2, 40):
+            bucket = consistent_hash(key, buckets)
+            assert 0 <= bucket < buckets
+            assert bucket in (previous, buckets - 1)
+            previous = bucket
+    assert len({consistent_hash(k, 8) for k in range(200)}) == 8  # every bucket gets keys
