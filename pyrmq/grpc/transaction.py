@@ -84,6 +84,11 @@ class TelemetryChannel:
     def send(self, cmd: RemotingCommand) -> None:
         self.send_oneway(cmd)
 
+    async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """The broker asking a client (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY): the Java
+        proxy relays these as thread-stack and verify-message commands; pyrmq does not yet."""
+        raise ConnectionError(f"request {cmd.code} is not relayed to gRPC clients (docs/grpc.md)")
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True

@@ -68,14 +68,17 @@ def _create_group(addr: str, group: str, **config: object) -> None:
     asyncio.run(go())
 
 
-def _consumer_ids(addr: str, group: str) -> list[str]:
-    async def go() -> list[str]:
+def _call(addr: str, code: int, ext: dict[str, str]) -> RemotingCommand:
+    async def go() -> RemotingCommand:
         async with RemotingClient() as c:
-            cmd = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
-            r = await c.invoke(addr, cmd, 5)
-            return json.loads(r.body)["consumerIdList"] if r.code == ResponseCode.SUCCESS else []
+            return await c.invoke(addr, RemotingCommand.request(code, ext), 15)
 
     return asyncio.run(go())
+
+
+def _consumer_ids(addr: str, group: str) -> list[str]:
+    r = _call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+    return json.loads(r.body)["consumerIdList"] if r.code == ResponseCode.SUCCESS else []
 
 
 def _pull_all(addr: str, topic: str, queue_id: int = 0) -> list[m.StoredMessage]:
@@ -215,6 +218,12 @@ def test_simple_consumer_receives_acks_and_gets_an_unacked_message_again(broker:
                 got[msg.message_id] = msg
         assert set(got) == set(sent)
         assert _consumer_ids(broker.addr, group) == [consumer.client_id]  # registered as Java's proxy does
+        running = _call(
+            broker.addr,
+            RequestCode.GET_CONSUMER_RUNNING_INFO,
+            {"consumerGroup": group, "clientId": consumer.client_id, "jstackEnable": "false"},
+        )
+        assert running.code == ResponseCode.SYSTEM_ERROR and "not relayed to gRPC clients" in running.remark
         for mid, msg in got.items():
             assert msg.body == f"pop {sent[mid]}".encode()
             assert msg.tag == "TagP"
