@@ -19,6 +19,7 @@ from pyrmq.grpc import activities
 from pyrmq.grpc.context import GrpcContext
 from pyrmq.grpc.proto import spb, spb_grpc
 from pyrmq.grpc.status import from_error
+from pyrmq.remoting.tls import TlsMode, server_pem_pair
 
 log = logging.getLogger("pyrmq.grpc")
 
@@ -141,6 +142,7 @@ class GrpcEndpoint:
         self.requested_port = port
         self.port = port
         self.server: grpc.aio.Server | None = None
+        self.tls = False
 
     @property
     def address(self) -> str:
@@ -153,13 +155,19 @@ class GrpcEndpoint:
         acts = activities.Activities(self.controller, lambda: self.address)
         spb_grpc.add_MessagingServiceServicer_to_server(MessagingServicer(acts), server)
         host = f"[{self.host}]" if ":" in self.host else self.host
-        port = server.add_insecure_port(f"{host}:{self.requested_port}")
+        tls = self.controller.tls.with_config_file()
+        self.tls = tls.server_mode is TlsMode.ENFORCING  # PERMISSIVE (plaintext and TLS): see docs/grpc.md
+        if self.tls:
+            cert, key = server_pem_pair(tls)
+            port = server.add_secure_port(f"{host}:{self.requested_port}", grpc.ssl_server_credentials([(key, cert)]))
+        else:
+            port = server.add_insecure_port(f"{host}:{self.requested_port}")
         if port == 0:
             raise OSError(f"cannot listen for gRPC on {self.host}:{self.requested_port}")
         self.port = port
         await server.start()
         self.server = server
-        log.info("gRPC endpoint (MessagingService v2) on %s", self.address)
+        log.info("gRPC endpoint (MessagingService v2) on %s%s", self.address, " (TLS)" if self.tls else "")
 
     async def shutdown(self) -> None:
         if self.server is not None:
