@@ -22,6 +22,7 @@ import socket
 from typing import TYPE_CHECKING
 
 from pyrmq.auth.config import LOCAL_AUTHENTICATION_METADATA_PROVIDER, LOCAL_AUTHORIZATION_METADATA_PROVIDER
+from pyrmq.grpc.config import DEFAULT_GRPC_PORT
 from pyrmq.startup import run_command, run_servers
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--grpc-port",
         type=int,
-        default=8081,
+        default=DEFAULT_GRPC_PORT,
         help="gRPC endpoint port (grpcServerPort; default 8081, a free port when taken; -1: off)",
     )
     p.add_argument("--cluster", default="DefaultCluster")

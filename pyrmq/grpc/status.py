@@ -54,12 +54,4 @@ def from_error(e: BaseException) -> pb.Status:
     return status(Code.INTERNAL_SERVER_ERROR, f"{type(e).__name__}: {e}")
 
 
-class BrokerRefused(GrpcProxyError):
-    """The broker's remoting answer was not SUCCESS (Java MQBrokerException through buildStatus)."""
-
-    def __init__(self, response_code: int, remark: str | None) -> None:
-        super().__init__(code_of(response_code), remark if remark is not None else str(response_code))
-        self.response_code = response_code
-
-
-__all__ = ["BrokerRefused", "Code", "GrpcProxyError", "code_of", "from_error", "from_response", "ok", "status"]
+__all__ = ["Code", "GrpcProxyError", "code_of", "from_error", "from_response", "ok", "status"]
