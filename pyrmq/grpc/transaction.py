@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,8 +23,10 @@ from pyrmq.grpc.message import to_v2_message
 from pyrmq.grpc.proto import pb, spb
 from pyrmq.grpc.status import Code, GrpcProxyError, ok
 from pyrmq.grpc.validate import validate_topic
-from pyrmq.protocol.codes import RequestCode
+from pyrmq.protocol.bodies.admin import ConsumerRunningInfo
+from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.admin import GetConsumerRunningInfoRequestHeader
 from pyrmq.protocol.headers.transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from pyrmq.store.message import MessageSysFlag, decode_message
 
@@ -60,6 +63,7 @@ class TelemetryChannel:
         self.attrs: dict[str, Any] = {}
         self.transactions = transactions
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.pending: dict[str, asyncio.Future[tuple[int, str, str]]] = {}  # nonce -> the broker's waiting call
 
     def put(self, command: Any) -> None:
         if not self.closed:
@@ -85,9 +89,38 @@ class TelemetryChannel:
         self.send_oneway(cmd)
 
     async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        """The broker asking a client (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY): the Java
-        proxy relays these as thread-stack and verify-message commands; pyrmq does not yet."""
-        raise ConnectionError(f"request {cmd.code} is not relayed to gRPC clients (docs/grpc.md)")
+        """The broker asking the client (GrpcClientChannel#processGetConsumerRunningInfo): running info
+        becomes a PrintThreadStackTraceCommand and the client's thread dump its ``jstack``.
+        CONSUME_MESSAGE_DIRECTLY (the verify-message command) is not relayed yet."""
+        if cmd.code != RequestCode.GET_CONSUMER_RUNNING_INFO:
+            raise ConnectionError(f"request {cmd.code} is not relayed to gRPC clients (docs/grpc.md)")
+        if not GetConsumerRunningInfoRequestHeader.from_command(cmd).jstack_enable:
+            # Java writes nothing and the broker's call times out; here it times out at once
+            raise TimeoutError("a gRPC client reports its running info only with jstackEnable=true")
+        nonce = uuid.uuid4().hex
+        answer: asyncio.Future[tuple[int, str, str]] = asyncio.get_running_loop().create_future()
+        self.pending[nonce] = answer
+        try:
+            self.put(
+                spb.TelemetryCommand(print_thread_stack_trace_command=spb.PrintThreadStackTraceCommand(nonce=nonce))
+            )
+            code, remark, stack = await asyncio.wait_for(answer, timeout)
+        finally:
+            self.pending.pop(nonce, None)
+        body = ConsumerRunningInfo(jstack=stack).encode() if code == ResponseCode.SUCCESS else None
+        return RemotingCommand.response(code, remark, body=body)
+
+    def report_thread_stack(self, status: Any, report: Any) -> None:
+        """ClientActivity#reportThreadStackTrace: the client's answer to a PrintThreadStackTraceCommand."""
+        answer = self.pending.get(report.nonce)
+        if answer is None or answer.done():
+            return
+        if status.code == pb.Code.OK:
+            answer.set_result((ResponseCode.SUCCESS, "", report.thread_stack_trace))
+        elif status.code == pb.Code.VERIFY_FIFO_MESSAGE_UNSUPPORTED:
+            answer.set_result((ResponseCode.NO_PERMISSION, "forbidden to verify message", ""))
+        else:
+            answer.set_result((ResponseCode.SYSTEM_ERROR, "verify message failed", ""))
 
     def close(self) -> None:
         if not self.closed:

@@ -223,7 +223,8 @@ def test_simple_consumer_receives_acks_and_gets_an_unacked_message_again(broker:
             RequestCode.GET_CONSUMER_RUNNING_INFO,
             {"consumerGroup": group, "clientId": consumer.client_id, "jstackEnable": "false"},
         )
-        assert running.code == ResponseCode.SYSTEM_ERROR and "not relayed to gRPC clients" in running.remark
+        # without jstackEnable the Java proxy relays nothing and the call times out (here at once)
+        assert running.code == ResponseCode.CONSUME_MSG_TIMEOUT, running
         for mid, msg in got.items():
             assert msg.body == f"pop {sent[mid]}".encode()
             assert msg.tag == "TagP"
@@ -373,3 +374,59 @@ def test_push_consumer_retries_then_the_message_goes_to_the_dlq(broker: PyrmqBro
     finally:
         producer.shutdown()
         consumer.shutdown()
+
+
+def test_running_info_is_the_clients_thread_dump(broker: PyrmqBroker) -> None:
+    """GET_CONSUMER_RUNNING_INFO with jstackEnable to a gRPC consumer: a PrintThreadStackTraceCommand
+    on its Telemetry stream, its ThreadStackTrace answer as the ConsumerRunningInfo's jstack."""
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as pb
+    from rocketmq.grpc_protocol import service_pb2 as spb
+    from rocketmq.grpc_protocol import service_pb2_grpc
+
+    group, client_id = "GrpcJstackG", "raw-client-1"
+
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(broker.grpc_addr) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            outgoing: asyncio.Queue = asyncio.Queue()
+
+            async def commands():
+                while (item := await outgoing.get()) is not None:
+                    yield item
+
+            call = stub.Telemetry(commands(), metadata=(("x-mq-client-id", client_id), ("x-mq-language", "PYTHON")))
+            subscription = pb.Subscription(
+                group=pb.Resource(name=group),
+                subscriptions=[pb.SubscriptionEntry(topic=pb.Resource(name="GrpcJstackT"))],
+            )
+            await outgoing.put(
+                spb.TelemetryCommand(settings=pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=subscription))
+            )
+            settings = await call.read()
+            assert settings.status.code == pb.Code.OK and settings.settings.subscription.receive_batch_size == 32
+
+            async def ask() -> RemotingCommand:
+                async with RemotingClient() as c:
+                    ext = {"consumerGroup": group, "clientId": client_id, "jstackEnable": "true"}
+                    return await c.invoke(
+                        broker.addr, RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, ext), 15
+                    )
+
+            asking = asyncio.create_task(ask())
+            order = await call.read()
+            nonce = order.print_thread_stack_trace_command.nonce
+            assert nonce
+            await outgoing.put(
+                spb.TelemetryCommand(
+                    status=pb.Status(code=pb.Code.OK),
+                    thread_stack_trace=spb.ThreadStackTrace(nonce=nonce, thread_stack_trace="main: waiting"),
+                )
+            )
+            r = await asking
+            assert r.code == ResponseCode.SUCCESS, r
+            assert json.loads(r.body)["jstack"] == "main: waiting"
+            await outgoing.put(None)
+            call.cancel()
+
+    asyncio.run(scenario())
