@@ -171,8 +171,11 @@ class ClientActivity:
         if which_command == "thread_stack_trace":
             channel.report_thread_stack(command.status, command.thread_stack_trace)
             return None
+        if which_command == "verify_message_result":
+            channel.report_verify_result(command.status, command.verify_message_result)
+            return None
         if which_command != "settings":
-            return None  # a verify result: not asked for (CONSUME_MESSAGE_DIRECTLY is not relayed)
+            return None
         settings = command.settings
         which = settings.WhichOneof("pub_sub")
         if which == "publishing":

@@ -99,6 +99,17 @@ class ConsumerRunningInfo(FastJsonBody):
 
 
 @dataclass(slots=True)
+class ConsumeMessageDirectlyResult(FastJsonBody):
+    """Java remoting/protocol/body/ConsumeMessageDirectlyResult (``consumeResult``: a CMResult name)."""
+
+    order: bool = False
+    auto_commit: bool = True
+    consume_result: str | None = None
+    remark: str | None = None
+    spent_time_mills: int = 0
+
+
+@dataclass(slots=True)
 class ResetOffsetBody(FastJsonBody):
     offset_table: dict[MessageQueue, int] = field(default_factory=dict)
 
