@@ -6,7 +6,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE"
-MODULES=(golden servers tools5 tools4 client5 client4 container)
+MODULES=(golden servers tools5 tools4 client5 client4 container grpcclient proxy)
 
 for tool in java mvn; do
   if ! command -v "$tool" >/dev/null 2>&1; then

@@ -442,6 +442,7 @@ class DLedgerCommitLog(CommitLog):
         dispatch: Callable[[DispatchRequest], None],
         truncate_logic: Callable[[int], None],
         destroy_logic: Callable[[], None],
+        last_queued: tuple[int, int] | None = None,
     ) -> int:
         return self._recover_from_queues(max_phy_offset_of_cq, truncate_logic)
 
@@ -452,6 +453,7 @@ class DLedgerCommitLog(CommitLog):
         dispatch: Callable[[DispatchRequest], None],
         truncate_logic: Callable[[int], None],
         destroy_logic: Callable[[], None],
+        indexed_until: int | None = None,
     ) -> int:
         """After a crash the index may have lost its newest file: dispatch again from the newest
         data file whose first record was stored no later than ``min_timestamp`` (the checkpoint's),

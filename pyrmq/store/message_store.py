@@ -248,12 +248,18 @@ class MessageStore:
 
     def _recover(self, last_exit_ok: bool) -> None:
         max_phy_cq = -1
+        last_cq: ConsumeQueue | None = None
         for cq in self._all_queues():
             cq.recover()
-            max_phy_cq = max(max_phy_cq, cq.max_physic_offset)
+            if cq.max_physic_offset > max_phy_cq:
+                max_phy_cq, last_cq = cq.max_physic_offset, cq
         cl = self.commit_log
         if last_exit_ok:
-            cl.recover_normally(max_phy_cq, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics)
+            last = last_cq.get_last_entry() if last_cq is not None else None
+            last_queued = (last[0], last[1]) if last is not None and last[0] + last[1] == max_phy_cq else None
+            cl.recover_normally(
+                max_phy_cq, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics, last_queued
+            )
         else:
             assert self.checkpoint is not None
             min_ts = (
@@ -262,7 +268,12 @@ class MessageStore:
                 else self.checkpoint.get_min_timestamp()
             )
             cl.recover_abnormally(
-                max_phy_cq, min_ts, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics
+                max_phy_cq,
+                min_ts,
+                self.do_dispatch,
+                self.truncate_dirty_logic_files,
+                self._destroy_logics,
+                self.index_service.get_last_file_end_phy_offset() if self.config.message_index_enable else None,
             )
         if self.checkpoint is not None and cl.confirm_offset >= 0:
             self.checkpoint.confirm_phy_offset = cl.confirm_offset

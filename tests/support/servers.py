@@ -231,6 +231,35 @@ class PyrmqController(_ControllerProps, _ConfiguredServer):
         super().__init__(workdir, start_timeout, **conf)
 
 
+class _ControllerMember:
+    """One member of a controller group of several: it serves on its own peer port, which is
+    fixed before any member starts (every member's controllerDLegerPeers lists them all)."""
+
+    fixed_port: int
+    port: int
+
+    def __init__(self, workdir: Path, self_id: str, port: int, peers: str, **conf):
+        self.fixed_port = port
+        super().__init__(workdir, controllerDLegerPeers=peers, controllerDLegerSelfId=self_id, **conf)  # type: ignore[call-arg]
+
+    def properties(self, port: int) -> dict:
+        self.port = self.fixed_port
+        return super().properties(self.fixed_port)  # type: ignore[misc]
+
+
+class PyrmqControllerMember(_ControllerMember, PyrmqController):
+    """`pyrmq controller` as one member of a group (its events replicated over DLedger)."""
+
+
+class JavaControllerMember(_ControllerMember, JavaController):
+    """ControllerStartup 5.5.0 as one member of a group (Java's DLedgerController)."""
+
+
+def controller_peers(ports: list[int]) -> str:
+    """controllerDLegerPeers of a group on loopback: n0, n1, ... on `ports`."""
+    return ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+
+
 class JavaBroker(_Server):
     """org.apache.rocketmq.broker.BrokerStartup 5.5.0, registered at `namesrv_addr`.
 
@@ -336,3 +365,97 @@ def namesrv_under_test(workdir: Path, **conf) -> _Server:
         conf.pop("brokerChannelExpiredTime", None)  # pyrmq's key; Java's expiry is fixed
         return JavaNamesrv(workdir, **conf)
     return PyrmqNamesrv(workdir, **conf)
+
+
+class JavaLocalProxy(JavaBroker):
+    """org.apache.rocketmq.proxy.ProxyStartup 5.5.0 in local mode (module `proxy`).
+
+    One JVM: the proxy starts a BrokerController from broker.conf (`.addr`, `.port`: its remoting
+    port, registered at `namesrv_addr`) and serves the 5.x SDKs' gRPC on `.grpc_port` (the
+    proxy's own remoting server on another free port). `conf` extends broker.conf, `proxy_conf`
+    rmq-proxy.json (ProxyConfig keys).
+    """
+
+    def __init__(
+        self,
+        namesrv_addr: str,
+        workdir: Path,
+        name: str | None = None,
+        cluster: str = "DefaultCluster",
+        start_timeout: float = 240,
+        proxy_conf: dict | None = None,
+        system_props: dict | None = None,
+        **conf,
+    ):
+        import json
+
+        self.namesrv_addr = namesrv_addr
+        self.workdir = workdir
+        self.home = prepare_home(workdir / "home")
+        self.name = name or f"proxy-broker-{os.getpid()}-{next(_seq)}"
+        self.cluster = cluster
+        self.store_dir = workdir / "store"
+        for attempt in range(3):
+            self.port, self.grpc_port = broker_port(), free_port()
+            broker_conf = {
+                "brokerClusterName": cluster,
+                "brokerName": self.name,
+                "brokerId": 0,
+                "namesrvAddr": namesrv_addr,
+                "listenPort": self.port,
+                "bindAddress": "127.0.0.1",
+                "brokerIP1": "127.0.0.1",
+                "storePathRootDir": self.store_dir,
+                "storePathCommitLog": self.store_dir / "commitlog",
+                "autoCreateTopicEnable": "true",
+                "autoCreateSubscriptionGroup": "true",
+                "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+                "flushDiskType": "ASYNC_FLUSH",
+                **conf,
+            }
+            self.conf_file = write_properties(workdir / f"broker-{self.name}.conf", broker_conf)
+            proxy = {
+                "rocketMQClusterName": cluster,
+                "namesrvAddr": namesrv_addr,
+                "proxyMode": "local",
+                "brokerConfigPath": str(self.conf_file),
+                "grpcServerPort": self.grpc_port,
+                "remotingListenPort": free_port(),
+                "localServeAddr": "127.0.0.1",
+                **(proxy_conf or {}),
+            }
+            proxy_file = workdir / "rmq-proxy.json"
+            proxy_file.write_text(json.dumps(proxy, indent=1))
+            argv = java_argv(
+                "proxy",
+                "org.apache.rocketmq.proxy.ProxyStartup",
+                ["-pc", str(proxy_file), "-pm", "local"],
+                self.home,
+                {
+                    "rmq.logback.configurationFile": "rmq.proxy.logback.xml",
+                    "logback.statusListenerClass": _LOGBACK_QUIET,
+                    "tls.server.mode": "disabled",  # plaintext only: no SSL context to build at start
+                    **(system_props or {}),
+                },
+                heap=["-Xms128m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m"],
+            )
+            self.managed = ManagedProcess(
+                self.name,
+                argv,
+                workdir / f"proxy-{self.name}-{self.grpc_port}.out",
+                env=java_env(self.home),
+                cwd=workdir,
+                extra_logs=[self.home / "logs/rocketmqlogs/proxy.log", self.home / "logs/rocketmqlogs/broker.log"],
+            )
+            try:
+                self.managed.wait_port(self.grpc_port, start_timeout)
+                break
+            except ProcessFailed:
+                self.managed.kill9()
+                if attempt == 2 or not _bind_race(self.managed):
+                    raise
+        self.wait_registered(start_timeout)
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
