@@ -4,7 +4,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYRMQ_PYTHON:-$(command -v python3.11 || command -v python3)}"
 VENV="$ROOT/.venv"
-EXTRAS="${PYRMQ_EXTRAS:-dev,fast,spark,container}"
+EXTRAS="${PYRMQ_EXTRAS:-dev,fast,spark,container,grpc}"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[pyrmq] creating $VENV with $PY" >&2
   "$PY" -m venv "$VENV"

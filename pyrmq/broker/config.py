@@ -26,6 +26,7 @@ from pyrmq.common.constants import RMQ_SYS_TRACE_TOPIC
 from pyrmq.common.files import write_file_atomically
 from pyrmq.common.properties import KeyTable, format_value, properties_text
 from pyrmq.common.settings import KeyedSettings
+from pyrmq.grpc.config import GRPC_CONFIG_KEYS  # the proxy's keys the built-in gRPC endpoint reads
 from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
 
 log = logging.getLogger("pyrmq.broker")
@@ -248,7 +249,9 @@ class BrokerConfig(KeyedSettings):
         return [k for k in unknown if k not in MessageStoreConfig.KEYS]
 
     def is_known(self, key: str) -> bool:
-        return key in BROKER_KEYS or key in MessageStoreConfig.KEYS or key in AUTH_CONFIG_KEYS
+        return (
+            key in BROKER_KEYS or key in MessageStoreConfig.KEYS or key in AUTH_CONFIG_KEYS or key in GRPC_CONFIG_KEYS
+        )
 
     # ----------------------------------------------------------- derived values
 

@@ -18,7 +18,7 @@ import inspect
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyrmq.broker.auth import BrokerAuth
 from pyrmq.broker.broker2client import Broker2Client
@@ -26,7 +26,6 @@ from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager, LmqConsumerOffsetManager
 from pyrmq.broker.controller_api import ControllerApi
-from pyrmq.broker.dledger_role import DLedgerRoleChangeHandler, dledger_config
 from pyrmq.broker.failover import wire_acting_master
 from pyrmq.broker.filter.consumer_filter_manager import ConsumerFilterManager
 from pyrmq.broker.flow_control import build_flow_control, max_bytes_in_flight
@@ -69,7 +68,6 @@ from pyrmq.broker.transaction.check_service import TransactionalMessageCheckServ
 from pyrmq.broker.transaction.transactional_message_service import TransactionalMessageService
 from pyrmq.common.clock import now_ms
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
-from pyrmq.dledger.server import DLedgerServer
 from pyrmq.ha.autoswitch import AutoSwitchHAService
 from pyrmq.ha.autoswitch_client import AutoSwitchHAClient
 from pyrmq.ha.epoch import EpochFileCache
@@ -91,10 +89,13 @@ from pyrmq.remoting.flow_dispatch import FlowDispatcher
 from pyrmq.remoting.server import RemotingServer, water_marks
 from pyrmq.remoting.tls import ServerTls, TlsConfig
 from pyrmq.store import message as m
-from pyrmq.store.dledger_store import DLedgerMessageStore
 from pyrmq.store.message_store import MessageStore, PutMessage
 from pyrmq.store.results import PutMessageResult, PutMessageStatus
 from pyrmq.store.store_config import BrokerRole
+
+if TYPE_CHECKING:  # the Raft stack is imported only by a DLedger broker (start time of the others)
+    from pyrmq.broker.dledger_role import DLedgerRoleChangeHandler
+    from pyrmq.store.dledger_store import DLedgerMessageStore
 
 log = logging.getLogger("pyrmq.broker")
 
@@ -196,15 +197,22 @@ class BrokerController:
         self.producer_manager = ProducerManager(now=clock, channel_expired_timeout_ms=expiry)
         self.rebalance_lock_manager = RebalanceLockManager(now=clock)
         self.config_data_version = DataVersion()
-        dledger = dledger_config(
-            config.all_properties(), self.store_config
-        )  # enableDLegerCommitLog: the commit log is a DLedger member's
-        if dledger is None:
+        dledger_store: DLedgerMessageStore | None = None
+        if str(config.all_properties().get("enableDLegerCommitLog", "false")).strip().lower() == "true":
+            # the commit log is a DLedger member's; the Raft stack is imported only here
+            from pyrmq.broker.dledger_role import dledger_config
+            from pyrmq.dledger.server import DLedgerServer
+            from pyrmq.store.dledger_store import DLedgerMessageStore
+
+            dledger = dledger_config(config.all_properties(), self.store_config)
+            if dledger is not None:
+                dledger_store = DLedgerMessageStore(
+                    self.store_config, DLedgerServer(dledger), on_dispatched=self._on_dispatched, clock=clock
+                )
+        if dledger_store is None:
             self.message_store = MessageStore(self.store_config, on_dispatched=self._on_dispatched, clock=clock)
         else:
-            self.message_store = DLedgerMessageStore(
-                self.store_config, DLedgerServer(dledger), on_dispatched=self._on_dispatched, clock=clock
-            )
+            self.message_store = dledger_store
         self.uniq_id_generator = m.UniqIdGenerator(_ip_bytes(config.broker_ip))
         self.consumer_filter_manager = ConsumerFilterManager(
             os.path.join(cfg_dir, "consumerFilter.json"),
@@ -261,8 +269,10 @@ class BrokerController:
             self.message_store.put_message_hook_list.insert(0, refuse_put_on_slave)
         self.fenced = self.controller_mode
         self.dledger_role_handler: DLedgerRoleChangeHandler | None = None
-        if isinstance(self.message_store, DLedgerMessageStore):  # fenced until DLedger names a role
-            self.dledger_role_handler = DLedgerRoleChangeHandler(self, self.message_store)
+        if dledger_store is not None:  # fenced until DLedger names a role
+            from pyrmq.broker.dledger_role import DLedgerRoleChangeHandler
+
+            self.dledger_role_handler = DLedgerRoleChangeHandler(self, dledger_store)
             self.set_fenced(True)
         self.replicas_manager: ReplicasManager | None = None
         self._slave_sync_task: asyncio.Task | None = None

@@ -4,6 +4,8 @@ Embedded defaults: name server on 9876, broker on 10911 (VIP 10909), store
 under ``./.pyrmq/store`` (``--store DIR``), brokerIP1 127.0.0.1, topic and
 group auto-creation on, Prometheus metrics (metricsExporterType=PROM) on 5557, or
 on a free port when 5557 is taken (``--metrics-port``, 0 for any free port, -1 for none).
+The gRPC endpoint (MessagingService v2 for the 5.x SDKs, docs/grpc.md) on 8081, or on a free
+port when 8081 is taken (``--grpc-port``, -1 for none; off without the ``grpc`` extra).
 Prints the addresses and the metrics URL once ready; SIGTERM/SIGINT stop both cleanly.
 ``--acl`` turns authentication and authorization on with an admin and a normal
 account (written once to ``<store>/../acl/conf/plain_acl.yml`` with random secrets, imported as
@@ -17,9 +19,14 @@ import asyncio
 import logging
 import os
 import socket
+from typing import TYPE_CHECKING
 
 from pyrmq.auth.config import LOCAL_AUTHENTICATION_METADATA_PROVIDER, LOCAL_AUTHORIZATION_METADATA_PROVIDER
+from pyrmq.grpc.config import DEFAULT_GRPC_PORT
 from pyrmq.startup import run_command, run_servers
+
+if TYPE_CHECKING:
+    from pyrmq.grpc.server import GrpcEndpoint
 
 log = logging.getLogger("pyrmq.dev")
 
@@ -43,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=5557,
         help="Prometheus endpoint port (metricsPromExporterPort; default 5557, a free port when taken; -1: off)",
+    )
+    p.add_argument(
+        "--grpc-port",
+        type=int,
+        default=DEFAULT_GRPC_PORT,
+        help="gRPC endpoint port (grpcServerPort; default 8081, a free port when taken; -1: off)",
     )
     p.add_argument("--cluster", default="DefaultCluster")
     p.add_argument("--broker-name", default="broker-a")
@@ -119,12 +132,24 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
             "metricsPromExporterPort": str(_free_or_any(args.host, metrics_port)),
         }
 
+    grpc_port = getattr(args, "grpc_port", -1)  # starters that build their own Namespace leave it off
+    grpc = {}
+    if grpc_port >= 0:
+        from pyrmq.grpc.config import grpc_missing
+
+        missing = grpc_missing()
+        if missing:
+            print(f"{PROG}: gRPC endpoint off: {missing}", flush=True)
+        else:
+            grpc = {"grpcServerPort": str(_free_or_any(args.host, grpc_port, "gRPC"))}
+
     def make_broker() -> BrokerController:
         """After the name server started: its port is known even when 0 was asked."""
         cfg = BrokerConfig.from_properties(
             {
                 **acl_conf,
                 **metrics,
+                **grpc,
                 "brokerClusterName": args.cluster,
                 "brokerName": args.broker_name,
                 "brokerId": "0",
@@ -142,19 +167,28 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
         brokers.append(BrokerController(cfg))
         return brokers[0]
 
+    endpoints: list[GrpcEndpoint] = []
+
+    def make_grpc() -> GrpcEndpoint:
+        from pyrmq.grpc.server import GrpcEndpoint
+
+        endpoints.append(GrpcEndpoint(brokers[0], int(grpc["grpcServerPort"])))
+        return endpoints[0]
+
     return await run_servers(
         PROG,
-        [("name server", lambda: namesrv), ("broker", make_broker)],
+        [("name server", lambda: namesrv), ("broker", make_broker), *([("gRPC endpoint", make_grpc)] if grpc else [])],
         lambda: (
             f"pyrmq dev ready: namesrv {ns_addr()}  broker {brokers[0].broker_addr}  store {store}"
             + (f"  metrics {brokers[0].broker_metrics.url}" if brokers[0].broker_metrics.url else "")
+            + (f"  grpc {endpoints[0].address}" if endpoints else "")
             + (f"\n{acl_lines}" if acl_lines else "")
         ),
         stop,
     )
 
 
-def _free_or_any(host: str, port: int) -> int:
+def _free_or_any(host: str, port: int, what: str = "metrics") -> int:
     """`port` when it can be bound now, else 0 (any free port): a second `pyrmq dev` still starts."""
     if port == 0:
         return 0
@@ -162,7 +196,7 @@ def _free_or_any(host: str, port: int) -> int:
         with socket.create_server((host or "0.0.0.0", port)):
             return port
     except OSError:
-        log.warning("metrics port %d is taken; serving metrics on a free port", port)
+        log.warning("%s port %d is taken; serving %s on a free port", what, port, what)
         return 0
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import Any
 
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.startup import base_parser, load_config, run_command, run_servers
@@ -55,10 +56,27 @@ async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
         print(f"{PROG}: {refusal}", file=sys.stderr)
         return 1
 
+    from pyrmq.grpc.config import grpc_missing, grpc_port_of
+
+    try:
+        grpc_port = grpc_port_of(cfg)  # the proxy's grpcServerPort, when the file sets it
+    except ValueError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    if grpc_port is not None and (missing := grpc_missing()):
+        print(
+            f"{PROG}: grpcServerPort={grpc_port} is set but the gRPC endpoint cannot start: {missing}", file=sys.stderr
+        )
+        return 1
     controller = BrokerController(cfg)
+    servers: list[tuple[str, Any]] = [("broker", lambda: controller)]
+    if grpc_port is not None:
+        from pyrmq.grpc.server import GrpcEndpoint
+
+        servers.append(("gRPC endpoint", lambda: GrpcEndpoint(controller, grpc_port)))
     return await run_servers(
         PROG,
-        [("broker", lambda: controller)],
+        servers,
         lambda: (
             f"The broker[{cfg['brokerName']}, {controller.broker_addr}] boot success. serializeType=JSON and "
             f"name server is {cfg['namesrvAddr']}"

@@ -140,6 +140,10 @@ class BrokerStatsManager:
         self._next_sample = {MINUTE_MS: self.boot_timestamp, HOUR_MS: self.boot_timestamp, DAY_MS: self.boot_timestamp}
         self._samples: deque[tuple[int, int, int, int, int]] = deque(maxlen=TPS_WINDOWS_S[-1] + 1)
         self._last_sample = 0
+        #: topic -> its TOPIC_PUT_NUMS and TOPIC_PUT_SIZE items and whether it is a system topic:
+        #: looked up once per topic, not per put (the send path counts every message)
+        self._put_items: dict[str, tuple[StatsItem, StatsItem, bool]] = {}
+        self._broker_put: StatsItem | None = None  # BROKER_PUT_NUMS, made at the first put
         self.tick()
 
     # ------------------------------------------------------------------ events
@@ -155,12 +159,37 @@ class BrokerStatsManager:
         """A successful send request: TOPIC_PUT_NUMS/SIZE, BROKER_PUT_NUMS, store put counters."""
         self._item(TOPIC_PUT_NUMS, topic).add(msgs, 1)
         self._item(TOPIC_PUT_SIZE, topic).add(size, 1)
+        self._count_put(msgs, size, elapsed_ms, system)
+
+    def on_topic_put(self, topic: str, msgs: int, size: int) -> None:
+        """on_put for the send path (no elapsed time, system-ness from the topic name), with the
+        topic's items looked up once per topic."""
+        per = self._put_items.get(topic)
+        if per is None:
+            per = self._put_items[topic] = (
+                self._item(TOPIC_PUT_NUMS, topic),
+                self._item(TOPIC_PUT_SIZE, topic),
+                is_system_topic(topic),
+            )
+        nums, sizes, system = per
+        nums.value += msgs
+        nums.times += 1
+        sizes.value += size
+        sizes.times += 1
+        self._count_put(msgs, size, 0, system)
+
+    def _count_put(self, msgs: int, size: int, elapsed_ms: int, system: bool) -> None:
         self.put_message_times_total += msgs
         self.put_message_size_total += size
-        self.put_message_entire_time_max = max(self.put_message_entire_time_max, elapsed_ms)
-        self.put_buckets[_bucket(elapsed_ms)] += 1
+        if elapsed_ms > self.put_message_entire_time_max:
+            self.put_message_entire_time_max = elapsed_ms
+        self.put_buckets[_bucket(elapsed_ms) if elapsed_ms > 0 else 0] += 1
         if not system:
-            self._item(BROKER_PUT_NUMS, self.cluster_name).add(msgs, 1)
+            broker = self._broker_put
+            if broker is None:
+                broker = self._broker_put = self._item(BROKER_PUT_NUMS, self.cluster_name)
+            broker.value += msgs
+            broker.times += 1
             self.broker_put_nums += msgs
 
     def on_put_failed(self) -> None:
@@ -181,6 +210,7 @@ class BrokerStatsManager:
         self.get_miss_total += 1
 
     def on_topic_deleted(self, topic: str) -> None:
+        self._put_items.pop(topic, None)
         for name in (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE):
             self.items.get(name, {}).pop(topic, None)
         for name in (GROUP_GET_NUMS, GROUP_GET_SIZE):
@@ -303,7 +333,7 @@ def record_put(stats: BrokerStatsManager, topic: str, result) -> None:
     """Count one send request's PutMessageResult (Java SendMessageProcessor#handlePutMessageResult)."""
     amr = getattr(result, "append_message_result", None)
     if result is not None and amr is not None and result.is_ok():
-        stats.on_put(topic, max(int(amr.msg_num), 1), int(amr.wrote_bytes), 0, system=is_system_topic(topic))
+        stats.on_topic_put(topic, max(amr.msg_num, 1), amr.wrote_bytes)
     else:
         stats.on_put_failed()
 

@@ -81,12 +81,33 @@ def _spread(key: str) -> int:
     return h ^ (h >> 16)  # HashMap#hash
 
 
-def hashmap_order(d: dict[str, V], capacity: int = PROPERTIES_MAP_CAPACITY) -> dict[str, V]:
-    """``d`` re-ordered as a ``new HashMap<>(capacity)`` filled with its items in order iterates."""
+#: (keys in insertion order, capacity) -> the keys in HashMap order; bounded by clearing
+_ORDERS: dict[tuple[tuple[str, ...], int], tuple[str, ...]] = {}
+_ORDERS_MAX = 4096
+
+
+def _hashmap_key_order(keys: tuple[str, ...], capacity: int) -> tuple[str, ...]:
     cap = 1
     while cap < capacity:
         cap <<= 1
-    while len(d) > cap * 3 // 4:  # resize at the 0.75 load factor
+    while len(keys) > cap * 3 // 4:  # resize at the 0.75 load factor
         cap <<= 1
     mask = cap - 1
-    return dict(sorted(d.items(), key=lambda kv: _spread(kv[0]) & mask))  # sorted() is stable
+    return tuple(sorted(keys, key=lambda k: _spread(k) & mask))  # sorted() is stable
+
+
+def hashmap_order(d: dict[str, V], capacity: int = PROPERTIES_MAP_CAPACITY) -> dict[str, V]:
+    """``d`` re-ordered as a ``new HashMap<>(capacity)`` filled with its items in order iterates.
+
+    The order depends only on the keys and their insertion order, and a producer sends the same
+    few property keys in the same order every time: the order is computed once per key sequence
+    (the send path calls this for every message)."""
+    keys = tuple(d)
+    order = _ORDERS.get((keys, capacity))
+    if order is None:
+        if len(_ORDERS) >= _ORDERS_MAX:
+            _ORDERS.clear()
+        order = _ORDERS[keys, capacity] = _hashmap_key_order(keys, capacity)
+    if order == keys:
+        return dict(d)
+    return {k: d[k] for k in order}

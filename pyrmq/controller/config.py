@@ -25,6 +25,7 @@ from typing import Any
 from pyrmq.common.files import write_file_atomically
 from pyrmq.common.properties import KeyTable, properties_text
 from pyrmq.common.settings import KeyedSettings
+from pyrmq.dledger.config import parse_peers
 
 log = logging.getLogger("pyrmq.controller")
 
@@ -185,11 +186,10 @@ class ControllerConfig(KeyedSettings):
         port = self.self_address().rpartition(":")[2]
         if not port.isdigit():
             raise ControllerConfigError(f"controllerDLegerPeers: bad port in {self.self_address()!r}")
-        if len(self.peers()) > 1:
-            raise ControllerConfigError(
-                "a controller group of more than one peer needs replication of the event log, "
-                "which pyrmq does not have yet (see docs/controller.md)"
-            )
+        try:
+            parse_peers(str(self.values["controllerDLegerPeers"]))  # the DLedger group reads them so
+        except ValueError as e:
+            raise ControllerConfigError(f"controllerDLegerPeers: {e}") from None
 
     def serve_port(self) -> int:
         """The port requests are served on: this node's peer port (Java's DLedger RPC server)."""

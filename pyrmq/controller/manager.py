@@ -22,6 +22,7 @@ from typing import Any
 
 from pyrmq.common.clock import now_ms
 from pyrmq.controller.config import ControllerConfig
+from pyrmq.controller.dledger_log import ControllerAppendError, DLedgerEventLog
 from pyrmq.controller.elect_policy import DefaultElectPolicy, ElectPolicy
 from pyrmq.controller.events import ControllerResult
 from pyrmq.controller.heartbeat import BrokerHeartbeatManager
@@ -49,8 +50,14 @@ log = logging.getLogger("pyrmq.controller")
 SCAN_NOT_ACTIVE_INITIAL_DELAY_MS = 2000
 
 
+#: DLedgerController's answer on a member that is not (yet) the serving leader
+NOT_LEADER_REMARK = "The controller is not in leader state"
+
+
 class ControllerManager:
-    """One controller (a group of one). ``await start()`` replays the journal and binds."""
+    """One controller. A group of one keeps its events in the local journal (``await start()``
+    replays it); a group of more peers replicates them through DLedger (``dledger_log``) and
+    serves requests only as the leader."""
 
     def __init__(
         self, config: ControllerConfig, *, clock: Callable[[], int] = now_ms, tls: TlsConfig | None = None
@@ -67,6 +74,8 @@ class ControllerManager:
             self.heartbeat.is_broker_active, self.heartbeat.get_broker_live_info
         )
         self.journal = EventJournal(config.store_path())
+        #: set in start() when controllerDLegerPeers lists more than this node
+        self.dledger: DLedgerEventLog | None = None
         self.server: RemotingServer | None = None
         self.client: RemotingClient | None = None
         self._lock = asyncio.Lock()
@@ -86,6 +95,8 @@ class ControllerManager:
         return await asyncio.shield(task)
 
     async def _run_locked(self, compute: Callable[[], ControllerResult]) -> ControllerResult:
+        if self.dledger is not None:
+            return await self._run_replicated(self.dledger, compute)
         async with self._lock:
             result = compute()
             if result.events:
@@ -93,6 +104,30 @@ class ControllerManager:
                 for event in result.events:
                     self.replicas.apply_event(event)
             return result
+
+    async def _run_replicated(
+        self, dledger: DLedgerEventLog, compute: Callable[[], ControllerResult]
+    ) -> ControllerResult:
+        """DLedgerController's EventScheduler: leader only; the events are applied on commit."""
+        async with self._lock:
+            if not dledger.leader_state:
+                return ControllerResult(code=ResponseCode.CONTROLLER_NOT_LEADER, remark=NOT_LEADER_REMARK)
+            result = compute()
+            try:
+                if result.events:
+                    await dledger.append(result.events)
+                elif self.config["isProcessReadEvent"]:
+                    # DLedger has no read index or lease read: Java proposes an empty entry
+                    await dledger.append([])
+            except ControllerAppendError as e:
+                log.error("Failed to append event to DLedger, the response is %s: %s", result.response, e)
+                return ControllerResult(code=ResponseCode.SYSTEM_ERROR, remark=str(e))
+            return result
+
+    @property
+    def is_leader_state(self) -> bool:
+        """Java Controller#isLeaderState: a group of one always is."""
+        return self.dledger is None or self.dledger.leader_state
 
     def is_alive(self, cluster_name: str | None, broker_name: str, broker_id: int) -> bool:
         return self.heartbeat.is_broker_active(cluster_name, broker_name, broker_id)
@@ -106,11 +141,20 @@ class ControllerManager:
         """DLedgerController#getControllerMetadata: a group of one is always its own leader."""
         peers = self.config.peers()
         self_id = self.config["controllerDLegerSelfId"]
+        leader_id: str | None = self_id
+        leader_addr: str | None = peers[self_id]
+        is_leader = True
+        if self.dledger is not None:
+            leader_id, leader_addr, is_leader = (
+                self.dledger.leader_id,
+                self.dledger.leader_address,
+                self.dledger.is_leader,
+            )
         return GetMetaDataResponseHeader(
             group=self.config["controllerDLegerGroup"],
-            controller_leader_id=self_id,
-            controller_leader_address=peers[self_id],
-            is_leader=True,
+            controller_leader_id=leader_id,
+            controller_leader_address=leader_addr,
+            is_leader=is_leader,
             peers="".join(f"{k}:{v};" for k, v in peers.items()),
         )
 
@@ -126,7 +170,11 @@ class ControllerManager:
             self._spawn(self.on_broker_inactive(identity.cluster_name, identity.broker_name, identity.broker_id))
 
     async def on_broker_inactive(self, cluster_name: str | None, broker_name: str, broker_id: int | None) -> None:
-        """ControllerManager#onBrokerInactive: re-elect only when the master went away."""
+        """ControllerManager#onBrokerInactive: re-elect only when the master went away, and only
+        on the leader (the other members see the same closed connections)."""
+        if not self.is_leader_state:
+            log.warning("The broker with brokerId: %s in broker-set: %s has been inactive", broker_id, broker_name)
+            return
         log.info(
             "Controller Manager received broker inactive event, clusterName: %s, brokerName: %s, brokerId: %s",
             cluster_name,
@@ -226,6 +274,8 @@ class ControllerManager:
     async def _scan_inactive_master_loop(self) -> None:
         while True:
             await asyncio.sleep(max(int(self.config["scanInactiveMasterInterval"]), 1) / 1000)
+            if not self.is_leader_state:
+                continue
             try:
                 for broker_name in self.replicas.scan_need_reelect_broker_sets(self.is_alive):
                     self._spawn(self.on_broker_inactive(None, broker_name, None))
@@ -250,9 +300,11 @@ class ControllerManager:
         return len(records)
 
     async def start(self) -> None:
-        n = await asyncio.to_thread(self.replay)
-        log.info("controller: replayed %d journal records from %s", n, self.journal.path)
-        self.journal.open()
+        replicated = len(self.config.peers()) > 1
+        if not replicated:
+            n = await asyncio.to_thread(self.replay)
+            log.info("controller: replayed %d journal records from %s", n, self.journal.path)
+            self.journal.open()
         # Java's DLedger RPC service writes the peer port into the shared NettyServerConfig,
         # so GET_CONTROLLER_CONFIG shows it as listenPort
         self.config["listenPort"] = self.config.serve_port()
@@ -266,7 +318,20 @@ class ControllerManager:
         for processor in self.processors():
             server.register(processor)
         server.add_close_listener(self.on_channel_close)
-        await server.start()
+        if replicated:
+            # Java's DLedgerController: the DLedger RPCs and the controller's requests share the port
+            self.dledger = DLedgerEventLog(
+                group=self.config["controllerDLegerGroup"],
+                self_id=self.config["controllerDLegerSelfId"],
+                peers=self.config["controllerDLegerPeers"],
+                store_path=self.config.store_path(),
+                data_file_size=int(self.config["mappedFileSize"]),
+                remoting=server,
+                apply=self.replicas.apply_event,
+            )
+            await self.dledger.start()
+        else:
+            await server.start()
         self.server = server
         # Java NettyClientConfig#useTLS's default: tls.enable, else an enforcing server mode
         self.client = RemotingClient(tls=self.tls.outgoing_context())
@@ -283,6 +348,10 @@ class ControllerManager:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        if self.dledger is not None:
+            await self.dledger.close()  # closes the shared server too
+            self.dledger = None
+            self.server = None
         if self.server is not None:
             await self.server.close()
             self.server = None

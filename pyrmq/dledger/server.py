@@ -89,7 +89,11 @@ class DLedgerServer:
     """One member on ``host`` and the port of its own peer address. Not thread-safe: everything
     runs on the event loop it was started on."""
 
-    def __init__(self, config: DLedgerConfig, *, host: str | None = None) -> None:
+    def __init__(
+        self, config: DLedgerConfig, *, host: str | None = None, remoting: RemotingServer | None = None
+    ) -> None:
+        """``remoting``: serve on this server instead of a new one (Java's DLedgerController
+        registers the controller's processors on the DLedger server's port)."""
         self.config = config
         self.peers = config.peer_map()
         self.address = self.peers[config.self_id]
@@ -110,7 +114,7 @@ class DLedgerServer:
             committed_index=self.store.committed_index,
             preferred_leader_ids=config.preferred_leader_ids,
         )
-        self.remoting = RemotingServer(host or addr_host, port, name=f"dledger-{config.self_id}")
+        self.remoting = remoting or RemotingServer(host or addr_host, port, name=f"dledger-{config.self_id}")
         for code in REQUEST_TYPES:
             self.remoting.register_handler(code, self._on_request)
         # the peers' port follows the process's tls.* settings as Java's DLedgerRpcNettyService does
@@ -164,7 +168,9 @@ class DLedgerServer:
         if self._closed:
             return
         await self._stop()
+        pos = self.store.write_pos
         await asyncio.to_thread(fsync_paths, self.store.take_dirty())
+        self.store.flushed_pos = pos
         self.store.persist_checkpoint(self.member.committed_index)
         self.store.close()
 
@@ -414,7 +420,9 @@ class DLedgerServer:
         while True:
             await asyncio.sleep(self.config.flush_interval_ms / 1000)
             try:
+                pos = self.store.write_pos
                 await asyncio.to_thread(fsync_paths, self.store.take_dirty())
+                self.store.flushed_pos = pos
                 if _now() - last_checkpoint >= self.config.checkpoint_interval_ms:
                     last_checkpoint = _now()
                     self.store.persist_checkpoint(self.member.committed_index)

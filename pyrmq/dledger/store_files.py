@@ -355,6 +355,9 @@ class DLedgerStoreWriter:
         self.ledger_end_index = reader.ledger_end_index
         self.ledger_end_term = reader.ledger_end_term
         self.write_pos = reader.write_pos
+        #: the write position the last fsync covered (MmapFileList#getFlushedWhere): what was
+        #: recovered is on disk
+        self.flushed_pos = reader.write_pos
         self.committed_index = reader.committed_index
         self.term = reader.term
         #: run on each leader append (``commitlog_append_hook`` for a commit log)
@@ -538,7 +541,9 @@ class DLedgerStoreWriter:
     def flush(self) -> None:
         """fsync everything written so far (DLedgerMmapFileStore#flush; Java runs it every
         ``flushFileInterval``, after the entries were acknowledged from the page cache)."""
+        pos = self.write_pos
         fsync_paths(self.take_dirty())
+        self.flushed_pos = pos
 
     def set_term(self, state: TermState) -> None:
         self.term = state

@@ -194,6 +194,9 @@ class Channel(asyncio.BufferedProtocol):
         self._writable.set()
         self._closed_event = asyncio.Event()
         self._discard: bytearray | None = None
+        #: frames sent in this loop turn, written together by _flush (one syscall, not one each)
+        self._out: list[bytes | memoryview] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"<Channel {self.local_addr}<->{self.remote_addr}{' closed' if self.closed else ''}>"
@@ -202,6 +205,8 @@ class Channel(asyncio.BufferedProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        with contextlib.suppress(RuntimeError):  # no running loop: send writes at once
+            self._loop = asyncio.get_running_loop()
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -245,6 +250,7 @@ class Channel(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._out.clear()
         self.reading_paused = False
         held, self._held = self._held, deque()
         for _cmd, _at, on_done in held:
@@ -357,12 +363,29 @@ class Channel(asyncio.BufferedProtocol):
             log.debug("%s: dropping %r, connection closed", self, cmd)
             return False
         head, body = encode_parts(cmd)
-        if body is None:
-            transport.write(head)
-        else:
-            transport.writelines((head, body))
-        self.last_activity = time.monotonic()
+        out = self._out
+        if not out:
+            if self._loop is None:
+                transport.writelines((head,) if body is None else (head, body))
+                self.last_activity = time.monotonic()
+                return True
+            # Netty's flush at the end of a read batch: the frames of every answer that is ready in
+            # this loop turn go out in one write at the start of the next one, so a lone answer
+            # waits only for the rest of the turn.
+            self._loop.call_soon(self._flush)
+        out.append(head)
+        if body is not None:
+            out.append(body)
         return True
+
+    def _flush(self) -> None:
+        """Write the frames collected since the last flush (see send); dropped once closing."""
+        out, self._out = self._out, []
+        transport = self.transport
+        if not out or self.closed or transport is None or transport.is_closing():
+            return
+        transport.writelines(out)
+        self.last_activity = time.monotonic()
 
     async def wait_writable(self) -> None:
         """Wait while the transport's write buffer is above its high-water mark."""
@@ -402,9 +425,11 @@ class Channel(asyncio.BufferedProtocol):
     def close(self) -> None:
         """Close the connection; pending invokes fail, close listeners run once."""
         if self.transport is not None and not self.transport.is_closing():
+            self._flush()  # what was sent before the close goes out first, as it did unbatched
             self.transport.close()
 
     def abort(self) -> None:
+        self._out.clear()
         if self.transport is not None:
             self.transport.abort()
 

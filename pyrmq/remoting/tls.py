@@ -42,6 +42,7 @@ __all__ = [
     "TlsConfig",
     "TlsConfigError",
     "TlsMode",
+    "server_pem_pair",
     "set_system_property",
     "system_properties",
 ]
@@ -276,6 +277,37 @@ def _load_key_pair(ctx: ssl.SSLContext, cert_path: str, key_path: str, password:
             ctx.load_cert_chain(cert_path, path, password=once)
     except (OSError, ssl.SSLError) as e:
         raise TlsConfigError(f"{prefix}.certPath={cert_path}: cannot use the certificate with its key: {e}") from None
+
+
+def server_pem_pair(config: TlsConfig) -> tuple[bytes, bytes]:
+    """The server side's (certificate chain, unencrypted PKCS#8 key) as PEM, for servers that take
+    bytes rather than an SSLContext (the gRPC endpoint): test mode's self-signed pair, else
+    tls.server.certPath and tls.server.keyPath (decrypted with tls.server.keyPassword)."""
+    from cryptography.hazmat.primitives import serialization
+
+    cfg = config.with_config_file()
+    if cfg.test_mode_enable:
+        cert_path, key_path = _self_signed_files()
+        return Path(cert_path).read_bytes(), Path(key_path).read_bytes()
+    if not cfg.server_cert_path or not cfg.server_key_path:
+        raise TlsConfigError("tls.server.certPath and tls.server.keyPath are needed when tls.test.mode.enable=false")
+    _load_key_pair(
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER),
+        cfg.server_cert_path,
+        cfg.server_key_path,
+        cfg.server_key_password,
+        "tls.server",
+    )  # the same checks and messages as the remoting ports
+    secret = cfg.server_key_password.encode() if cfg.server_key_password else None
+    key_pem = Path(cfg.server_key_path).read_bytes()
+    try:
+        key = serialization.load_pem_private_key(key_pem, secret)
+    except TypeError:
+        key = serialization.load_pem_private_key(key_pem, None)
+    clear = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return Path(cfg.server_cert_path).read_bytes(), clear
 
 
 @contextlib.contextmanager

@@ -153,6 +153,15 @@ class CommitLog:
     def get_max_offset(self) -> int:
         return self.mapped_file_queue.get_max_offset()
 
+    def get_earliest_record_offset(self) -> int:
+        """Where the first record starts: the min offset here; a DLedger entry's header lies before
+        its record (Java DefaultMessageStore#getEarliestMessageTime adds BODY_OFFSET)."""
+        return self.get_min_offset()
+
+    def get_flushed_where(self) -> int:
+        """The offset up to which the files are on disk (MappedFileQueue#getFlushedWhere)."""
+        return self.mapped_file_queue.flushed_where
+
     def roll_next_file(self, offset: int) -> int:
         size = self.config.mapped_file_size_commit_log
         return offset + size - offset % size
@@ -728,16 +737,23 @@ class CommitLog:
         return dispatch_request_of(msg, self.tags_code(msg.topic, msg.properties, msg.store_timestamp))
 
     # --- recovery --------------------------------------------------------------------------------
-    def _scan(self, index: int, dispatch: Callable[[DispatchRequest], None], dispatch_from: int) -> int:
-        """Scan from file `index` with CRC checks, dispatching records at offsets >= dispatch_from.
-        Returns the end of the last valid record (processOffset)."""
+    def _scan(
+        self,
+        index: int,
+        dispatch: Callable[[DispatchRequest], None],
+        dispatch_from: int,
+        start_pos: int = 0,
+        last_valid: int = -1,
+    ) -> int:
+        """Scan from `start_pos` of file `index` (a record boundary) with CRC checks, dispatching
+        records at offsets >= dispatch_from. `last_valid`: the start of the record before
+        `start_pos`, if any. Returns the end of the last valid record (processOffset)."""
         files = self.mapped_file_queue.mapped_files
         check_crc = self.config.check_crc_on_recover
         mf = files[index]
         buf = memoryview(mf.mm)[: mf.reserved]  # past it: holes, never written (space.backed_prefix)
         process_offset = mf.file_from_offset
-        pos = 0
-        last_valid = -1
+        pos = start_pos
         try:
             while True:
                 req = self.check_message_and_return_size(buf, pos, check_crc)
@@ -778,9 +794,15 @@ class CommitLog:
         dispatch: Callable[[DispatchRequest], None],
         truncate_logic: Callable[[int], None],
         destroy_logic: Callable[[], None],
+        last_queued: tuple[int, int] | None = None,
     ) -> int:
         """Clean shutdown: start at the last file whose start <= the consume queues' max physical
-        offset (Java 5.3.2/5.3.3), dispatch what the queues miss. Returns the recovered max offset."""
+        offset (Java 5.3.2/5.3.3), dispatch what the queues miss. Returns the recovered max offset.
+
+        `last_queued`: (offset, size) of the record ending at that max offset. When the record
+        there matches it, the check starts at it instead of the file's start (Java's accelerated
+        recovery): a clean shutdown dispatched and flushed everything before it, so the cost is
+        the records after it, not the size of the file."""
         files = self.mapped_file_queue.mapped_files
         if not files:
             self._recovered(0)
@@ -791,7 +813,10 @@ class CommitLog:
             if files[i].file_from_offset <= max(max_phy_offset_of_cq, 0):
                 index = i
                 break
-        end = self._scan(index, dispatch, max(max_phy_offset_of_cq, 0))
+        start_pos = 0
+        if last_queued is not None and self._is_record_at(files[index], *last_queued):
+            start_pos = last_queued[0] - files[index].file_from_offset
+        end = self._scan(index, dispatch, max(max_phy_offset_of_cq, 0), start_pos)
         self._finish_recovery(end, max_phy_offset_of_cq, truncate_logic)
         return end
 
@@ -802,9 +827,16 @@ class CommitLog:
         dispatch: Callable[[DispatchRequest], None],
         truncate_logic: Callable[[int], None],
         destroy_logic: Callable[[], None],
+        indexed_until: int | None = None,
     ) -> int:
         """Crash: start at the newest file whose first record is valid and stored no later than the
-        checkpoint's min timestamp, re-dispatch everything from there (CQ/index writes are idempotent)."""
+        checkpoint's min timestamp, re-dispatch from there (CQ/index writes are idempotent).
+
+        Within that file the records the checkpoint covers (stored no later than `min_timestamp`,
+        and below `indexed_until`, where the kept index files end; None: no index to rebuild)
+        are only walked by their headers: their queue entries and index entries were flushed
+        before the checkpoint was. The CRC check and the dispatch start at the first record past
+        them, so the cost follows what was written since the checkpoint."""
         files = self.mapped_file_queue.mapped_files
         if not files:
             self._recovered(0)
@@ -815,9 +847,52 @@ class CommitLog:
             if self._is_mapped_file_matched_recover(files[i], min_timestamp):
                 index = i
                 break
-        end = self._scan(index, dispatch, files[index].file_from_offset)
+        until = (1 << 63) - 1 if indexed_until is None else indexed_until
+        index, pos, last_valid = self._walk_checkpointed(index, min_timestamp, until)
+        end = self._scan(index, dispatch, files[index].file_from_offset + pos, pos, last_valid)
         self._finish_recovery(end, max_phy_offset_of_cq, truncate_logic)
         return end
+
+    def _is_record_at(self, mf: MappedFile, offset: int, size: int) -> bool:
+        """A record of `size` bytes that names itself `offset` starts there (header check only;
+        the scan that starts at it checks its CRC)."""
+        pos = offset - mf.file_from_offset
+        if pos < 0 or size < m.MIN_RECORD_SIZE or pos + size > min(mf.reserved, mf.file_size):
+            return False
+        total, magic = m.peek_total_size_and_magic(mf.mm, pos)
+        if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
+            return False
+        return total == size and m.peek_physical_offset(mf.mm, pos) == offset
+
+    def _walk_checkpointed(self, index: int, min_timestamp: int, until: int) -> tuple[int, int, int]:
+        """Follow record headers from the start of file `index` while the records are below
+        `until` and stored no later than `min_timestamp`; (file index, position, start of the
+        last record passed or -1) where the checked scan goes on. Anything unexpected (a bad
+        magic, a record that does not name its own offset) stops the walk there: the scan
+        then judges it."""
+        files = self.mapped_file_queue.mapped_files
+        last_valid = -1
+        while True:
+            mf = files[index]
+            limit = min(mf.reserved, mf.file_size)
+            mm = mf.mm
+            base = mf.file_from_offset
+            pos = 0
+            while pos + m.MIN_RECORD_SIZE <= limit and base + pos < until:
+                total, magic = m.peek_total_size_and_magic(mm, pos)
+                if magic == m.BLANK_MAGIC_CODE and index + 1 < len(files):
+                    break  # the end of this file: go on in the next
+                if magic != m.MESSAGE_MAGIC_CODE and magic != m.MESSAGE_MAGIC_CODE_V2:
+                    return index, pos, last_valid
+                if total < m.MIN_RECORD_SIZE or pos + total > limit:
+                    return index, pos, last_valid
+                if m.peek_physical_offset(mm, pos) != base + pos or m.peek_store_timestamp(mm, pos) > min_timestamp:
+                    return index, pos, last_valid
+                last_valid = base + pos
+                pos += total
+            else:
+                return index, pos, last_valid
+            index += 1
 
     def _is_mapped_file_matched_recover(self, mf: MappedFile, min_timestamp: int) -> bool:
         if mf.reserved < m.MIN_RECORD_SIZE:

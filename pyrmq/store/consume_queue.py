@@ -183,6 +183,13 @@ class ConsumeQueue:
             index += 1
             n += 1
 
+    def get_last_entry(self) -> tuple[int, int, int] | None:
+        """(commit-log offset, size, tags code) of the last entry, None when empty."""
+        mx = self.get_max_offset_in_queue()
+        if mx <= self.get_min_offset_in_queue():
+            return None
+        return self.get(mx - 1)
+
     def get_last_offset(self) -> int:
         """Commit-log offset of the last entry, -1 when empty."""
         mx = self.get_max_offset_in_queue()

@@ -138,10 +138,20 @@ class DLedgerCommitLog(CommitLog):
     # ------------------------------------------------------------------ offsets
 
     def get_min_offset(self) -> int:
-        """Where the first entry's record starts (0 for an empty ledger)."""
+        """The start of the first data file (Java: its fileFromOffset + startPosition), 0 for an
+        empty ledger; not the first record, which lies BODY_OFFSET further."""
         if self.ledger.begin_index < 0:
             return 0
-        return self.ledger.get(self.ledger.begin_index).pos + BODY_OFFSET
+        pos = self.ledger.get(self.ledger.begin_index).pos
+        return pos - pos % self.ledger.data_file_size
+
+    def get_earliest_record_offset(self) -> int:
+        return self.get_min_offset() + BODY_OFFSET
+
+    def get_flushed_where(self) -> int:
+        """The member's data files are fsynced by its flush loop (Java: dLedgerFileList's
+        flushedWhere), not through the CommitLog's own files."""
+        return self.ledger.flushed_pos
 
     def get_max_offset(self) -> int:
         """The committed position: the end of the last committed entry (Java: getCommittedPos).
@@ -432,6 +442,7 @@ class DLedgerCommitLog(CommitLog):
         dispatch: Callable[[DispatchRequest], None],
         truncate_logic: Callable[[int], None],
         destroy_logic: Callable[[], None],
+        last_queued: tuple[int, int] | None = None,
     ) -> int:
         return self._recover_from_queues(max_phy_offset_of_cq, truncate_logic)
 
@@ -442,6 +453,7 @@ class DLedgerCommitLog(CommitLog):
         dispatch: Callable[[DispatchRequest], None],
         truncate_logic: Callable[[int], None],
         destroy_logic: Callable[[], None],
+        indexed_until: int | None = None,
     ) -> int:
         """After a crash the index may have lost its newest file: dispatch again from the newest
         data file whose first record was stored no later than ``min_timestamp`` (the checkpoint's),

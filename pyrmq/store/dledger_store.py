@@ -32,6 +32,10 @@ class DLedgerMessageStore(MessageStore):
         self.commit_log = self.dledger
         self.reput_message_service.commit_log = self.dledger
 
+    def get_store_path_physic(self) -> str:
+        """The member's data directory (Java: the DLedgerConfig's dataStorePath)."""
+        return self.dledger.ledger.data_path
+
     def _dispatch_committed(self, req: DispatchRequest) -> None:
         """A committed record: consume queue, index, the long-polling wake-up."""
         reput = self.reput_message_service

@@ -404,6 +404,11 @@ class IndexService:
         for f in self.index_file_list:
             f.flush()
 
+    def get_last_file_end_phy_offset(self) -> int:
+        """Where the newest kept file's entries end (0 without files): records below it are
+        indexed, dispatch skips them (build_index)."""
+        return self.index_file_list[-1].end_phy_offset if self.index_file_list else 0
+
     def get_last_file_end_timestamp(self) -> int:
         return self.index_file_list[-1].end_timestamp if self.index_file_list else 0
 

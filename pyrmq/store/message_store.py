@@ -248,12 +248,18 @@ class MessageStore:
 
     def _recover(self, last_exit_ok: bool) -> None:
         max_phy_cq = -1
+        last_cq: ConsumeQueue | None = None
         for cq in self._all_queues():
             cq.recover()
-            max_phy_cq = max(max_phy_cq, cq.max_physic_offset)
+            if cq.max_physic_offset > max_phy_cq:
+                max_phy_cq, last_cq = cq.max_physic_offset, cq
         cl = self.commit_log
         if last_exit_ok:
-            cl.recover_normally(max_phy_cq, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics)
+            last = last_cq.get_last_entry() if last_cq is not None else None
+            last_queued = (last[0], last[1]) if last is not None and last[0] + last[1] == max_phy_cq else None
+            cl.recover_normally(
+                max_phy_cq, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics, last_queued
+            )
         else:
             assert self.checkpoint is not None
             min_ts = (
@@ -262,7 +268,12 @@ class MessageStore:
                 else self.checkpoint.get_min_timestamp()
             )
             cl.recover_abnormally(
-                max_phy_cq, min_ts, self.do_dispatch, self.truncate_dirty_logic_files, self._destroy_logics
+                max_phy_cq,
+                min_ts,
+                self.do_dispatch,
+                self.truncate_dirty_logic_files,
+                self._destroy_logics,
+                self.index_service.get_last_file_end_phy_offset() if self.config.message_index_enable else None,
             )
         if self.checkpoint is not None and cl.confirm_offset >= 0:
             self.checkpoint.confirm_phy_offset = cl.confirm_offset
@@ -657,7 +668,7 @@ class MessageStore:
 
     def get_earliest_message_time_all(self) -> int:
         """Store time of the first record in the commit log, -1 if none."""
-        mn = self.commit_log.get_min_offset()
+        mn = self.commit_log.get_earliest_record_offset()
         return self.commit_log.pickup_store_timestamp(mn, m.MIN_RECORD_SIZE) if mn >= 0 else -1
 
     def flush(self) -> int:
@@ -669,12 +680,16 @@ class MessageStore:
     def get_max_phy_offset(self) -> int:
         return self.commit_log.get_max_offset()
 
+    def get_store_path_physic(self) -> str:
+        """The directory of the commit log's files (Java DefaultMessageStore#getStorePathPhysic)."""
+        return self.config.commit_log_dir
+
     def get_min_phy_offset(self) -> int:
         return self.commit_log.get_min_offset()
 
     def get_flushed_where(self) -> int:
         """The commit log's flushed offset (Java DefaultMessageStore#getFlushedWhere)."""
-        return self.commit_log.mapped_file_queue.flushed_where
+        return self.commit_log.get_flushed_where()
 
     def check_in_mem_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
         """Java DefaultMessageStore#checkInMemByConsumeOffset, simplified: the entry and its record exist."""

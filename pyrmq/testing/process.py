@@ -40,8 +40,10 @@ class _DevBase(abc.ABC):
         namesrv_port: int | None = None,
         broker_port: int | None = None,
         start_timeout: float = 30.0,
+        grpc_port: int | None = None,
     ) -> None:
         self._own_store = store_dir is None
+        self.grpc_port = grpc_port  # None: no gRPC endpoint; 0: a free port picked at start
         self.store_dir = Path(store_dir) if store_dir else None
         self.namesrv_port = namesrv_port
         self.broker_port = broker_port
@@ -74,6 +76,8 @@ class _DevBase(abc.ABC):
         self._fixed_ports = (self.namesrv_port, self.broker_port)
         self.namesrv_port = self._fixed_ports[0] or free_port()
         self.broker_port = self._fixed_ports[1] or free_broker_port()
+        if self.grpc_port == 0:
+            self.grpc_port = free_port()
         return self.store_dir
 
     def _wait_ready(self, alive: Callable[[], bool], log: Callable[[], str]) -> None:
@@ -125,6 +129,8 @@ class PyrmqDevProcess(_DevBase):
                 str(store_dir),
                 "--log-level",
                 self.log_level,
+                "--grpc-port",
+                str(-1 if self.grpc_port is None else self.grpc_port),
             ]
             with open(self.log_path, "ab") as out:
                 self.proc = subprocess.Popen(
@@ -202,6 +208,7 @@ class EmbeddedPyrmqDev(_DevBase):
             cluster="DefaultCluster",
             broker_name="broker-a",
             log_level="WARNING",
+            grpc_port=-1 if self.grpc_port is None else self.grpc_port,
         )
         ready = threading.Event()
         thread = self._thread = threading.Thread(target=self._run, args=(args, ready), name="pyrmq-dev", daemon=True)

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support import java
+from support.failover_load import Measured, measure, run_load
 from support.servers import JavaController, JavaNamesrv, PyrmqController
 
 from pyrmq.protocol.bodies.controller import BrokerReplicasInfo
@@ -43,27 +41,6 @@ DRAIN_MS = 60_000
 PART_BOUND_S = 240  # each group's part, start to end
 
 
-@dataclass
-class Measured:
-    acked: int
-    failed: int
-    kill_to_first_ok: float
-    kill_to_last_failure: float
-    lost: int
-    duplicate_deliveries: int
-    stored_twice: int
-    failed_but_stored: int
-
-    def line(self, group: str) -> str:
-        return (
-            f"{group}: kill -> first SEND_OK on the new master {self.kill_to_first_ok:.2f} s, "
-            f"-> last failed send {self.kill_to_last_failure:.2f} s; {self.acked} SEND_OK, "
-            f"{self.failed} failed sends ({self.failed_but_stored} of them stored and consumed anyway), "
-            f"{self.lost} acknowledged lost, {self.duplicate_deliveries} duplicate deliveries, "
-            f"{self.stored_twice} bodies stored twice"
-        )
-
-
 def _conf(controller: str, name: str) -> dict[str, object]:
     return {
         "name": name,
@@ -74,12 +51,6 @@ def _conf(controller: str, name: str) -> dict[str, object]:
         "allAckInSyncStateSet": "true",
         "slaveReadEnable": "true",
     }
-
-
-def _store_host(offset_msg_id: str) -> str:
-    """The broker address in an offsetMsgId (Java MessageDecoder#createMessageId: IPv4, port, offset)."""
-    raw = bytes.fromhex(offset_msg_id[:16])
-    return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}:{int.from_bytes(raw[4:8], 'big')}"
 
 
 async def _wait_in_sync(controller: str, name: str, master: str, timeout: float = 90) -> None:
@@ -106,81 +77,24 @@ async def _create_topic(topic: str, *brokers: str) -> None:
             assert r.code == ResponseCode.SUCCESS, (addr, r)
 
 
-def _rows(path: Path) -> list[list[str]]:
-    return [ln.split("\t") for ln in path.read_text().splitlines() if ln]
-
-
 def _load_and_kill(namesrv: str, ctrl: str, name: str, master, slave, java_home, out: Path) -> Measured:
     asyncio.run(_wait_in_sync(ctrl, name, master.addr))
     topic = f"FailoverLoad_{name}"
     asyncio.run(_create_topic(topic, master.addr, slave.addr))
-    props = {
-        "namesrv": namesrv,
-        "topic": topic,
-        "group": f"failover_load_{name}",
-        "threads": THREADS,
-        "loadMs": LOAD_MS,
-        "drainMs": DRAIN_MS,
-        "out": out,
-    }
-    argv = java.java_argv(
-        "client5",
-        "org.junit.platform.console.ConsoleLauncher",
-        [
-            "execute",
-            f"--select-method={java.SCENARIO_PACKAGE}.FailoverLoadTest#load",
-            "--disable-banner",
-            "--disable-ansi-colors",
-            "--details=tree",
-            "--fail-if-no-tests",
-        ],
-        java.prepare_home(java_home),
-        props,
-        with_tests=True,
+    run = run_load(
+        namesrv,
+        topic,
+        f"failover_load_{name}",
+        java_home,
+        out,
+        master.kill9,
+        threads=THREADS,
+        load_ms=LOAD_MS,
+        drain_ms=DRAIN_MS,
+        kill_after_s=KILL_AFTER_S,
     )
-    log = out.with_suffix(".log")
-    with log.open("w") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=java.java_env(java_home))
-    try:
-        progress = out / "progress"
-        deadline = time.monotonic() + 60
-        while not (progress.exists() and int(progress.read_text() or 0) > 0):
-            assert proc.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "no SEND_OK within 60 s of load\n" + log.read_text()[-3000:]
-            time.sleep(0.05)
-        time.sleep(KILL_AFTER_S)
-        before_kill = int(progress.read_text())
-        killed_ms = time.time() * 1000
-        master.kill9()
-        rc = proc.wait(timeout=(LOAD_MS + DRAIN_MS) / 1000 + 60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert rc == 0 and (out / "done").exists(), log.read_text()[-5000:]
-
-    acked = _rows(out / "acked.tsv")
-    failed = _rows(out / "failed.tsv")
-    consumed = _rows(out / "consumed.tsv")
-    assert before_kill > 50, f"only {before_kill} SEND_OK before the kill"
-    after = [int(a[3]) for a in acked if int(a[3]) > killed_ms and _store_host(a[1]) == slave.addr]
-    assert after, f"no SEND_OK from the new master {slave.addr}; failures: {failed[-5:]}"
-    bodies = [c[0] for c in consumed]
-    seen = set(bodies)
-    lost = [a for a in acked if a[0] not in seen]
-    copies: dict[str, set[str]] = {}
-    for body, offset_id, _ in consumed:
-        copies.setdefault(body, set()).add(offset_id)
-    return Measured(
-        acked=len(acked),
-        failed=len(failed),
-        kill_to_first_ok=(min(after) - killed_ms) / 1000,
-        kill_to_last_failure=(max((int(f[2]) for f in failed), default=killed_ms) - killed_ms) / 1000,
-        lost=len(lost),
-        duplicate_deliveries=len(bodies) - len(seen),
-        stored_twice=sum(1 for ids in copies.values() if len(ids) > 1),
-        failed_but_stored=sum(1 for f in failed if f[0] in seen),
-    )
+    assert run.before_kill > 50, f"only {run.before_kill} SEND_OK before the kill"
+    return measure(run, [slave.addr])
 
 
 def _check(group: str, measured: Measured, started: float) -> None:

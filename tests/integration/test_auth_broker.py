@@ -144,7 +144,7 @@ def test_dev_acl(tmp_path) -> None:
     passes, an unsigned one is refused, an admin code from the app account too."""
     ns_port, b_port = free_port(), free_port_block((-2, 0))
     argv = [venv_python(), "-m", "pyrmq", "dev", "--acl", "--namesrv-port", str(ns_port)]
-    argv += ["--broker-port", str(b_port), "--store", str(tmp_path / "s")]
+    argv += ["--broker-port", str(b_port), "--store", str(tmp_path / "s"), "--grpc-port", "-1"]
     dev = ManagedProcess("dev-acl", argv, tmp_path / "dev.out", env=dict(os.environ, HOME=str(tmp_path)))
     try:
         dev.wait_line("secretKey=")

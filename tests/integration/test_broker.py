@@ -192,6 +192,8 @@ def test_dev_starts_both_servers(tmp_path):
             str(b_port),
             "--store",
             str(tmp_path / "s"),
+            "--grpc-port",
+            "-1",
         ],
         tmp_path / "dev.out",
         cwd=ROOT,

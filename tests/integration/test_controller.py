@@ -253,7 +253,7 @@ def test_controller_in_namesrv(tmp_path):
     ("conf", "message"),
     [
         ("controllerDLegerSelfId=n0\n", "controllerDLegerPeers of ControllerConfig is null or empty"),
-        ("controllerDLegerPeers=n0-127.0.0.1:1;n1-127.0.0.1:2\ncontrollerDLegerSelfId=n0\n", "more than one peer"),
+        ("controllerDLegerPeers=n0-127.0.0.1:1;n0-127.0.0.1:2\ncontrollerDLegerSelfId=n0\n", "listed twice"),
     ],
 )
 def test_config_that_cannot_run_is_one_line(tmp_path, conf, message):

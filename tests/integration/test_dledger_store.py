@@ -74,6 +74,18 @@ def test_dledger_stores_replicate_fail_over_and_recover(tmp_path: Path) -> None:
             assert bodies(leader) == want
             assert len(leader.query_message(TOPIC, "k7", 4, 0, 2**62).message_buffer_list) == 1
             await until(lambda: all(bodies(s) == want for s in stores.values()), 5, "dispatch on every member")
+            # as Java's brokerStatus shows them: the min offset is the first data file's start, the
+            # earliest message time is read BODY_OFFSET further, the member's fsync is the flush
+            first = leader.get_message("g", TOPIC, 0, 0, 1)
+            stored_at = m.decode_message(first.message_buffer_list[0]).store_timestamp
+            first.release()
+            assert leader.get_min_phy_offset() == 0
+            assert Path(leader.get_store_path_physic()) == tmp_path / leader.dledger.server.config.self_id / (
+                f"dledger-{leader.dledger.server.config.self_id}/data"
+            )
+            assert leader.get_earliest_message_time_all() == stored_at > 0
+            end = leader.get_max_phy_offset()
+            await until(lambda: leader.get_flushed_where() == end, 5, "the member's flush")
             follower = next(s for s in stores.values() if s is not leader)
             refused = await await_put(follower.put_message_async(m.MessageExtBrokerInner(topic=TOPIC, body=b"x")))
             assert refused.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE

@@ -44,6 +44,8 @@ def test_dev_serves_java_named_metrics_that_move_with_the_load(tmp_path):
             "broker-m",
             "--store",
             str(tmp_path / "s"),
+            "--grpc-port",
+            "-1",
         ],
         tmp_path / "dev.out",
         cwd=ROOT,

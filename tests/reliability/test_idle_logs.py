@@ -71,6 +71,7 @@ def test_fresh_idle_dev_logs_no_warning(tmp_path, monkeypatch, warnings_logged):
         ["--namesrv-port", "0", "--broker-port", "0", "--store", str(store), "--cluster", "IdleCluster"]
     )
     args.metrics_port = 0  # the Prometheus exporter on a free port, not 5557
+    args.grpc_port = -1  # no gRPC endpoint (8081 stays free)
     args.broker_properties = {
         "cleanResourceInterval": "200",
         "transactionCheckInterval": "200",

@@ -134,10 +134,9 @@ def cds_flags(module: str, cp: str, main: str) -> list[str]:
     in an mqadmin output a test compares."""
     if os.environ.get("PYRMQ_JAVA_CDS", "1") == "0":
         return []
-    # JDK 17 maps (and dumps) archives for jar-only classpaths: with a non-empty directory on it
-    # (target/classes, test-classes) the dumping JVM ends with "Cannot have non-empty directory in
-    # paths" and exit code 1 after the program ran.
     if any(os.path.isdir(p) and os.listdir(p) for p in cp.split(os.pathsep)):
+        # a dump refuses classes from a directory ("Cannot have non-empty directory in paths"):
+        # the JVM then exits 1 after its work, so JVMs of test-classes scenarios go without
         return []
     key = hashlib.sha256(f"{java_exe()}\0{cp}\0{main}".encode()).hexdigest()[:16]
     folder = JAVA_TESTS / module / "target" / "cds"

@@ -5,7 +5,8 @@ Java broker.conf keys (brokerClusterName, brokerName, brokerId, namesrvAddr,
 listenPort, brokerIP1, storePathRootDir, ...). It has the same shape as
 support.servers.JavaBroker (.addr, .name, .cluster, .store_dir, .stop(),
 .kill9(), .tail()) plus .restart(): stop, then start again on the same port
-and store. restart_broker() gives a JavaBroker the same restart, so one test
+and store. The gRPC endpoint stays off unless `grpc_port=` is given (0: a free
+port), then `.grpc_port`/`.grpc_addr` name it. restart_broker() gives a JavaBroker the same restart, so one test
 body can drive either kind.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from support import probe
 from support.java import java_env
-from support.ports import broker_port
+from support.ports import broker_port, free_port
 from support.procs import ManagedProcess, ProcessFailed, tail_file
 from support.servers import JavaBroker, write_properties
 
@@ -61,8 +62,12 @@ class PyrmqBroker:
         cluster: str = "DefaultCluster",
         start_timeout: float = 30,
         system_props: dict | None = None,
+        grpc_port: int | None = None,
         **conf,
     ):
+        self.grpc_port = (grpc_port or free_port()) if grpc_port is not None else None
+        if self.grpc_port is not None:
+            conf = {"grpcServerPort": self.grpc_port, **conf}
         self.namesrv_addr = namesrv_addr
         self.system_props = system_props or {}  # -D options (tls.*)
         self.workdir = workdir
@@ -123,10 +128,18 @@ class PyrmqBroker:
             cwd=ROOT,
         )
         self.managed.wait_port(self.port, self.start_timeout)
+        if self.grpc_port is not None:
+            self.managed.wait_port(self.grpc_port, self.start_timeout)
 
     @property
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def grpc_addr(self) -> str:
+        if self.grpc_port is None:
+            raise AttributeError("this broker was started without grpc_port=")
+        return f"127.0.0.1:{self.grpc_port}"
 
     @property
     def proc(self):

@@ -231,6 +231,35 @@ class PyrmqController(_ControllerProps, _ConfiguredServer):
         super().__init__(workdir, start_timeout, **conf)
 
 
+class _ControllerMember:
+    """One member of a controller group of several: it serves on its own peer port, which is
+    fixed before any member starts (every member's controllerDLegerPeers lists them all)."""
+
+    fixed_port: int
+    port: int
+
+    def __init__(self, workdir: Path, self_id: str, port: int, peers: str, **conf):
+        self.fixed_port = port
+        super().__init__(workdir, controllerDLegerPeers=peers, controllerDLegerSelfId=self_id, **conf)  # type: ignore[call-arg]
+
+    def properties(self, port: int) -> dict:
+        self.port = self.fixed_port
+        return super().properties(self.fixed_port)  # type: ignore[misc]
+
+
+class PyrmqControllerMember(_ControllerMember, PyrmqController):
+    """`pyrmq controller` as one member of a group (its events replicated over DLedger)."""
+
+
+class JavaControllerMember(_ControllerMember, JavaController):
+    """ControllerStartup 5.5.0 as one member of a group (Java's DLedgerController)."""
+
+
+def controller_peers(ports: list[int]) -> str:
+    """controllerDLegerPeers of a group on loopback: n0, n1, ... on `ports`."""
+    return ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+
+
 class JavaBroker(_Server):
     """org.apache.rocketmq.broker.BrokerStartup 5.5.0, registered at `namesrv_addr`.
 

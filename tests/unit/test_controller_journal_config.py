@@ -153,7 +153,7 @@ def test_file_keys_peer_port_and_store_path(tmp_path):
         ({"controllerDLegerPeers": "n0-127.0.0.1:9878", "controllerDLegerSelfId": "n1"}, "n1 is not in"),
         ({"controllerDLegerPeers": "n0-127.0.0.1:x", "controllerDLegerSelfId": "n0"}, "bad port"),
         ({"controllerDLegerPeers": "bad", "controllerDLegerSelfId": "n0"}, "bad peer"),
-        ({"controllerDLegerPeers": "n0-a:1;n1-a:2", "controllerDLegerSelfId": "n0"}, "more than one peer"),
+        ({"controllerDLegerPeers": "n0-a:1;n0-a:2", "controllerDLegerSelfId": "n0"}, "listed twice"),
         ({"controllerDLegerPeers": "n0-a:1", "controllerDLegerSelfId": "n0", "controllerType": "jRaft"}, "jRaft"),
     ],
 )

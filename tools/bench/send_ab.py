@@ -1,18 +1,24 @@
 """Broker CPU per SEND_MESSAGE_V2 for two source trees, alternating (an A/B of a change).
 
 Usage: tools/bench/send_ab.py TREE_A TREE_B [--count N] [--repeats R]
+       tools/bench/send_ab.py --profile TREE [--count N] [--inflight 16]
 
 Each tree runs `python -m pyrmq dev` (its own code, via cwd and PYTHONPATH) with a fresh store;
 a raw-socket client in this process sends pre-encoded SEND_MESSAGE_V2 frames (1 KiB bodies,
 ROCKETMQ headers) with 1 and 16 requests in flight, and the broker's utime+stime over the timed
 part, divided by the count, is the figure. The client is cheap next to the official JVM tools,
 so the broker's own cost shows with less noise than in broker_bench.py.
+
+--profile runs one tree once with `py-spy record` (next to this interpreter or on PATH) attached
+to the broker for the timed part, and prints the top functions as broker_bench.py --profile does.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -51,7 +57,9 @@ def frame(i):
     return encode(cmd)
 
 
-def run(tree, n, inflight, port):
+def run(tree, n, inflight, port, on_timed=None):
+    """(broker CPU us/msg, msgs/s) over `n` sends with `inflight` in flight; `on_timed(pid)` is
+    called when the timed part starts and its result (a process) is stopped with SIGINT after."""
     store = tempfile.mkdtemp()
     env = dict(os.environ, PYTHONPATH=tree)
     p = subprocess.Popen(
@@ -95,6 +103,7 @@ def run(tree, n, inflight, port):
         for i in range(3000):
             s.sendall(frames[i % 2000])
             recv_one()
+        spy = on_timed(p.pid) if on_timed is not None else None
         c0, t0 = cpu(p.pid), time.perf_counter()
         sent = 0
         for i in range(inflight):
@@ -106,20 +115,51 @@ def run(tree, n, inflight, port):
                 s.sendall(frames[sent % 2000])
                 sent += 1
         c1, t1 = cpu(p.pid), time.perf_counter()
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
         return (c1 - c0) / n * 1e6, n / (t1 - t0)
     finally:
         p.terminate()
         p.wait()
 
 
+def profile(tree: str, n: int, inflight: int, port: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from broker_bench import top_functions
+
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("send_ab: py-spy not found (pip install py-spy next to this interpreter)")
+    out = Path(tempfile.mkdtemp()) / "send_ab-profile.txt"
+
+    def attach(pid):
+        cmd = [spy, "record", "--pid", str(pid), "--rate", "250", "--threads", "--format", "raw", "-o", str(out)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # py-spy attaches
+        return proc
+
+    us, rate = run(tree, n, inflight, port, on_timed=attach)
+    print(f"{tree} inflight={inflight} under py-spy: broker CPU {us:.1f} us/msg, {rate:.0f} msgs/s")
+    print(f"collapsed stacks: {out}")
+    print(top_functions(out))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("trees", nargs=2)
+    ap.add_argument("trees", nargs="*")
     ap.add_argument("--count", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--port", type=int, default=19876)
+    ap.add_argument("--profile", metavar="TREE", help="profile this tree under py-spy instead of an A/B")
+    ap.add_argument("--inflight", type=int, default=16, help="requests in flight for --profile")
     args = ap.parse_args()
     n, port = args.count, args.port
+    if args.profile:
+        profile(args.profile, n, args.inflight, port)
+        return
+    if len(args.trees) != 2:
+        ap.error("two trees to compare (or --profile TREE)")
     for _rep in range(args.repeats):
         for name, tree in ((args.trees[0], args.trees[0]), (args.trees[1], args.trees[1])):
             for inflight in (1, 16):

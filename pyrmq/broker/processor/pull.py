@@ -264,6 +264,11 @@ class PullMessageProcessor:
                 PullRequest(ctx, cmd, h.topic, h.queue_id, h.queue_offset, self.now(), polling_ms, tags_codes)
             )
             response = None
+        # Java tryCommitOffset: the next offset to pull is noted on every pull that got this far
+        # (pullOffsetTable, persisted with the consumer offsets; consumer progress shows it)
+        self.consumer_offset_manager.commit_pull_offset(
+            ctx.channel.remote_addr, h.consumer_group, h.topic, h.queue_id, next_begin
+        )
         # commit offset piggyback (first processing only; masters, and slaves that may act as
         # master: Java 5.x commits on any role since RIP-32)
         if broker_allow_suspend and has_commit and (self.config.is_master or self.config["enableSlaveActingMaster"]):

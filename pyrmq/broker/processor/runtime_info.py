@@ -13,6 +13,7 @@ import shutil
 from typing import TYPE_CHECKING
 
 from pyrmq.protocol.version import MQVersion
+from pyrmq.store.cleanup import disk_partition_space_used_percent
 
 if TYPE_CHECKING:
     from pyrmq.broker.config import BrokerConfig
@@ -44,16 +45,8 @@ def _runtime_text(ms: int) -> str:
 
 
 def _disk_ratio(path: str) -> float:
-    """used/total of the partition holding ``path`` (Java UtilAll#getDiskPartitionSpaceUsedPercent), -1 if missing."""
-    try:
-        if not os.path.exists(path):
-            return -1.0
-        du = shutil.disk_usage(path)
-        if du.total <= 0:
-            return -1.0
-        return (du.total - du.free) / du.total
-    except OSError:
-        return -1.0
+    """UtilAll#getDiskPartitionSpaceUsedPercent (rounded up to whole percent), -1 if ``path`` is missing."""
+    return disk_partition_space_used_percent(path) if os.path.exists(path) else -1.0
 
 
 def build_runtime_info(
@@ -93,7 +86,7 @@ def build_runtime_info(
     out["getTransferredTps"] = transferred  # 5.x spelling
     out["putLatency99"] = "0.00"
     out["putLatency999"] = "0.00"
-    cl_dir = os.path.join(sc.store_path_root_dir, "commitlog")
+    cl_dir = store.get_store_path_physic()
     ratio = _disk_ratio(cl_dir if os.path.exists(cl_dir) else sc.store_path_root_dir)
     out["commitLogDiskRatio"] = double_to_string(ratio)
     out[f"commitLogDiskRatio_{cl_dir}"] = double_to_string(ratio)

@@ -22,7 +22,7 @@ import enum
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self
 
 from pyrmq.common.java_lang import double_to_string
@@ -39,6 +39,8 @@ def camel_case(name: str) -> str:
 
 
 def _parse_java_int(v: str) -> int:
+    if v.isdigit() and v.isascii():  # the common case without the regex (isdigit alone takes "²")
+        return int(v)
     if not _JAVA_INT.fullmatch(v):
         raise ValueError(v)
     return int(v)
@@ -54,12 +56,18 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
+def _parse_java_bool(v: str) -> bool:
+    return v.lower() == "true"
+
+
 class _Field(typing.NamedTuple):
     attr: str
     key: str
     kind: int
     required: bool
     enum_cls: type[enum.Enum] | None
+    #: str -> value, raising ValueError/KeyError for a bad one; None for str fields (kept as is)
+    parse: Callable[[str], Any] | None
 
 
 class RemotingHeader:
@@ -82,29 +90,22 @@ class RemotingHeader:
         if ext is None:
             ext = {}
         kwargs: dict[str, Any] = {}
-        for f in cls._fields_table():
-            v = ext.get(f.key)
+        table = cls.__dict__.get("_header_fields") or cls._fields_table()
+        for attr, wire_key, _kind, required, _enum, parse in table:
+            v = ext.get(wire_key)
             if v is None:
-                if f.required:
-                    raise MissingHeaderField(f.key)
+                if required:
+                    raise MissingHeaderField(wire_key)
                 continue
-            kind = f.kind
-            if kind == _KIND_STR:
-                kwargs[f.attr] = v
+            if parse is None:
+                kwargs[attr] = v
                 continue
             try:
-                if kind == _KIND_INT:
-                    kwargs[f.attr] = _parse_java_int(v)
-                elif kind == _KIND_BOOL:
-                    kwargs[f.attr] = v.lower() == "true"
-                elif kind == _KIND_FLOAT:
-                    kwargs[f.attr] = float(v)
-                else:
-                    kwargs[f.attr] = f.enum_cls[v]  # type: ignore[index]
+                kwargs[attr] = parse(v)
             except (ValueError, KeyError):
                 # Java logs the parse failure and keeps the field's default.
-                if f.required:
-                    raise InvalidParameter(f"the custom field <{f.key}> has an invalid value {v!r}") from None
+                if required:
+                    raise InvalidParameter(f"the custom field <{wire_key}> has an invalid value {v!r}") from None
         return cls(**kwargs)
 
     @classmethod
@@ -155,7 +156,16 @@ def _build_table(cls: type) -> tuple[_Field, ...]:
             raise TypeError(f"{cls.__name__}.{fld.name}: unsupported header field type {tp!r}")
         required = fld.default is dataclasses.MISSING and fld.default_factory is dataclasses.MISSING
         key = fld.metadata.get("key") or camel_case(fld.name)
-        table.append(_Field(fld.name, key, kind, required, enum_cls))
+        parse: Callable[[str], Any] | None = None
+        if kind == _KIND_INT:
+            parse = _parse_java_int
+        elif kind == _KIND_BOOL:
+            parse = _parse_java_bool
+        elif kind == _KIND_FLOAT:
+            parse = float
+        elif enum_cls is not None:
+            parse = enum_cls.__getitem__
+        table.append(_Field(fld.name, key, kind, required, enum_cls, parse))
     return tuple(table)
 
 

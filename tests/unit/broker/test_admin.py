@@ -220,6 +220,8 @@ def test_runtime_info_keys(admin, clock):
     r = call(b, RequestCode.GET_BROKER_RUNTIME_INFO)
     t = orjson.loads(r.body)["table"]
     assert t["earliestMessageTimeStamp"] == "-1" and float(t["commitLogDiskRatio"]) <= 1
+    # UtilAll#getDiskPartitionSpaceUsedPercent: rounded up to whole percent (0.43, not 0.4271...)
+    assert round(float(t["commitLogDiskRatio"]), 2) == float(t["commitLogDiskRatio"]), t["commitLogDiskRatio"]
     for k in ("putTps", "getTotalTps", "getTransferedTps", "getTransferredTps", "getFoundTps", "getMissTps"):
         toks = t[k].split(" ")
         assert len(toks) == 3 and all(float(x) >= 0 for x in toks), (k, t[k])

@@ -132,6 +132,20 @@ def test_commit_offset_piggyback(broker):
     assert broker.c.consumer_offset_manager.query_offset("cg", "PullT", 0) == 1
 
 
+def test_every_pull_notes_its_next_offset_in_the_pull_offset_table(broker):
+    """Java tryCommitOffset: commitPullOffset(nextBeginOffset) on each pull, found or not, with or
+    without the commit flag; the consumer offset itself moves only with the flag."""
+    offsets = broker.c.consumer_offset_manager
+    put(broker, n=3)
+    assert offsets.query_pull_offset("cg", "PullT", 0) == -1
+    pull(broker)
+    assert (offsets.query_pull_offset("cg", "PullT", 0), offsets.query_offset("cg", "PullT", 0)) == (3, -1)
+    r = pull(broker, queue_id=1)  # an empty queue: PULL_NOT_FOUND, next offset 0
+    assert r.code == ResponseCode.PULL_NOT_FOUND
+    assert offsets.query_pull_offset("cg", "PullT", 1) == 0
+    assert offsets.pull_offset_table == {"PullT@cg": {0: 3, 1: 0}}
+
+
 def test_long_poll_answered_when_message_arrives(broker):
     put(broker)
     ch = FakeChannel("127.0.0.1:50001")

@@ -64,3 +64,15 @@ def test_hashmap_order_resizes_past_96_entries():
     assert order == list(hashmap_order(many, 256))  # 97 > 0.75 * 128: the table doubled
     fewer = dict(list(many.items())[:96])
     assert list(hashmap_order(fewer)) != list(hashmap_order(fewer, 256))  # 96 still fit 128 buckets
+
+
+def test_hashmap_order_keeps_insertion_order_within_a_bucket_on_every_call():
+    # K3 and K20 share a bucket of HashMap(128): the first inserted comes first, whatever was asked
+    # before (the order is remembered per key sequence, not per key set)
+    for _ in range(2):
+        assert list(hashmap_order({"K3": "a", "K20": "b", "A": "c"})).index("K3") < list(
+            hashmap_order({"K3": "a", "K20": "b", "A": "c"})
+        ).index("K20")
+        flipped = hashmap_order({"K20": "b", "K3": "a", "A": "c"})
+        assert list(flipped).index("K20") < list(flipped).index("K3")
+        assert flipped == {"K20": "b", "K3": "a", "A": "c"}

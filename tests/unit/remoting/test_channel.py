@@ -18,11 +18,16 @@ class MemoryTransport(asyncio.Transport):
         super().__init__()
         self.out = bytearray()
         self.closing = False
+        self.writes = 0  # write/writelines calls: one per flush of the channel
 
     def write(self, data) -> None:
+        assert not self.closing, "write after close"
+        self.writes += 1
         self.out += data
 
     def writelines(self, parts) -> None:
+        assert not self.closing, "write after close"
+        self.writes += 1
         for p in parts:
             self.out += p
 
@@ -168,3 +173,60 @@ def test_unsupported_code_answered_every_time_and_logged_once_per_code(caplog):
         assert any("request type 9999" in m for m in logged) and any("request type 9998" in m for m in logged)
 
     asyncio.run(t())
+
+
+def test_answers_ready_in_one_loop_turn_go_out_in_one_write():
+    """Responses finished in the same loop turn are written together (one syscall, not one each);
+    a lone response is written at the start of the next turn, in order, bodies included."""
+
+    async def t():
+        ch, tr = make_channel()
+        reqs = [RemotingCommand(code=RequestCode.GET_BROKER_CLUSTER_INFO, opaque=i) for i in range(1, 6)]
+        feed(ch, b"".join(encode(r) for r in reqs))
+        await settle()
+        got = FrameDecoder().feed(bytes(tr.out))
+        assert [r.opaque for r in got] == [1, 2, 3, 4, 5]
+        assert tr.writes == 1
+        ch.send(RemotingCommand.response(remark="lone", body=b"payload"))
+        assert tr.writes == 1  # not yet: the rest of this turn may add more
+        await asyncio.sleep(0)
+        assert tr.writes == 2
+        lone = FrameDecoder().feed(bytes(tr.out))[-1]
+        assert (lone.remark, lone.body) == ("lone", b"payload")
+
+    asyncio.run(t())
+
+
+def test_close_writes_what_was_sent_before_it():
+    """An answer sent just before close (a refusal, say) still goes out, before the close."""
+
+    async def t():
+        ch, tr = make_channel()
+        assert ch.send(RemotingCommand.response(remark="bye"))
+        ch.close()
+        assert tr.closing
+        assert FrameDecoder().feed(bytes(tr.out))[0].remark == "bye"
+        await settle()  # the flush scheduled by send finds the transport closing: nothing more
+        assert tr.writes == 1
+        assert not ch.send(RemotingCommand.response(remark="late"))
+
+    asyncio.run(t())
+
+
+def test_abort_and_connection_lost_drop_unwritten_frames():
+    async def t():
+        ch, tr = make_channel()
+        ch.send(RemotingCommand.response(remark="x"))
+        ch.connection_lost(None)
+        await settle()
+        assert tr.writes == 0 and tr.out == b""
+
+    asyncio.run(t())
+
+
+def test_send_without_a_running_loop_writes_at_once():
+    ch = Channel(endpoint=None, table=ProcessorTable())
+    tr = MemoryTransport()
+    ch.connection_made(tr)
+    assert ch.send(RemotingCommand.response(remark="sync"))
+    assert FrameDecoder().feed(bytes(tr.out))[0].remark == "sync"
