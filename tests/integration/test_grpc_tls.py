@@ -86,6 +86,16 @@ def test_permissive_mode_serves_tls_and_plaintext_on_one_port() -> None:
                     assert endpoint._peer_of(inner) == client != inner and client.startswith("127.0.0.1:")
                 async with grpc.aio.insecure_channel(addr) as channel:
                     assert (await _query_route(channel)).status.code == pb.Code.TOPIC_NOT_FOUND
+            # a client that leaves at once; one that speaks neither TLS nor HTTP/2: grpcio closes
+            # the inner connection and the splice closes the client's (EOF within the timeout)
+            _, quiet = await asyncio.open_connection("127.0.0.1", endpoint.port)
+            quiet.close()
+            reader, writer = await asyncio.open_connection("127.0.0.1", endpoint.port)
+            writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            await asyncio.wait_for(reader.read(), 5)
+            writer.close()
+            async with grpc.aio.insecure_channel(addr) as channel:  # still serving
+                assert (await _query_route(channel)).status.code == pb.Code.TOPIC_NOT_FOUND
             # the splice forgets a connection once it closes
             for _ in range(50):
                 if not endpoint.listener._splices:
