@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 
 from pyrmq.remoting.tls import HANDSHAKE_MAGIC
 
@@ -26,7 +27,7 @@ CHUNK = 64 * 1024
 def _addr(sockname: object) -> str:
     """``host:port`` as grpcio's ``context.peer()`` names it (IPv6 in brackets)."""
     if isinstance(sockname, tuple) and len(sockname) >= 2:
-        host = str(sockname[0])
+        host = str(sockname[0]).removeprefix("::ffff:")  # an IPv4 client on a dual-stack socket
         return f"[{host}]:{sockname[1]}" if ":" in host else f"{host}:{sockname[1]}"
     return str(sockname)
 
@@ -54,7 +55,18 @@ class SniffingListener:
         self._peers: dict[str, str] = {}  # the inner connection's local address -> the client's
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._accepted, self.host, self.requested_port)
+        if ":" in self.host:  # IPv6: dual-stack as grpcio binds "[::]" (asyncio would set IPV6_V6ONLY)
+            sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                sock.bind((self.host, self.requested_port))
+            except OSError:
+                sock.close()
+                raise
+            self._server = await asyncio.start_server(self._accepted, sock=sock)
+        else:
+            self._server = await asyncio.start_server(self._accepted, self.host, self.requested_port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -77,6 +89,8 @@ class SniffingListener:
         self._splices.add(task)
         try:
             await self._splice(reader, writer)
+        except asyncio.CancelledError:  # close(): ends here, as a cancelled handler is logged as an error
+            pass
         finally:
             self._splices.discard(task)
             writer.close()
