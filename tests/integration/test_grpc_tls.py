@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import ssl
 import time
 from pathlib import Path
@@ -66,8 +67,9 @@ def test_enforcing_mode_serves_tls_only() -> None:
     asyncio.run(scenario())
 
 
-def test_permissive_mode_serves_tls_and_plaintext_on_one_port() -> None:
-    """The first byte picks the inner port (a ClientHello: TLS); RPCs see the client's own address."""
+def test_permissive_mode_serves_tls_and_plaintext_on_one_port(caplog: pytest.LogCaptureFixture) -> None:
+    """The first byte picks the inner port (a ClientHello: TLS); RPCs see the client's own address;
+    a shutdown with a connection still open logs no error."""
 
     async def scenario() -> None:
         endpoint = GrpcEndpoint(_controller(TlsMode.PERMISSIVE), 0)
@@ -102,10 +104,14 @@ def test_permissive_mode_serves_tls_and_plaintext_on_one_port() -> None:
                     break
                 await asyncio.sleep(0.05)
             assert not endpoint.listener._splices and not endpoint.listener._peers
+            _, silent = await asyncio.open_connection("127.0.0.1", endpoint.port)  # open at shutdown
+            await asyncio.sleep(0.05)
         finally:
             await endpoint.shutdown()
+        silent.close()
 
     asyncio.run(scenario())
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_disabled_mode_serves_plaintext_only() -> None:
