@@ -140,6 +140,11 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
             self.acts.clients.stream_closed(channel)
 
 
+def _log_tls_failure(future: asyncio.Future[int]) -> None:
+    if not future.cancelled() and (e := future.exception()) is not None:
+        log.error("gRPC endpoint: TLS cannot be served (plaintext still is): %s: %s", type(e).__name__, e)
+
+
 class GrpcEndpoint:
     """A server for ``pyrmq.startup.run_servers``: start() binds, shutdown() stops with a short grace."""
 
@@ -200,6 +205,7 @@ class GrpcEndpoint:
         await server.start()
         self.server = server
         self._tls_port = asyncio.ensure_future(self._start_tls_server(servicer, tls))
+        self._tls_port.add_done_callback(_log_tls_failure)
         try:
             if not tls.test_mode_enable:
                 await asyncio.shield(self._tls_port)
