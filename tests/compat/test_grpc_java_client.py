@@ -5,8 +5,8 @@ has its own topic and group) and prints one JSON line per observation; each test
 on one step, so a run tells exactly which steps a server passes:
 
 - simple: Producer sends with tag, keys and a user property; SimpleConsumer receives, acks all
-  but one; the one not acked comes back (deliveryAttempt 2) after its invisible duration (10 s,
-  the Java proxy's minimum for ReceiveMessage).
+  but two; one comes back (deliveryAttempt 2) after its invisible duration (10 s, the Java
+  proxy's minimum for ReceiveMessage), the other after ChangeInvisibleDuration gave it 2 s.
 - fifo: one message group, received in send order (FIFO topic, orderly group).
 - delay: deliveryTimestamp 3 s ahead (DELAY topic), not received before.
 - tx: transactional producer: committed, rolled back, and left open; the broker's check-back
@@ -204,13 +204,17 @@ def test_send_receive_ack_redeliver(events):
         assert got["body"] == e["body"] and got["tag"] == "TagA", got
         assert set(got["keys"].split(",")) == {f"key-{i}", f"k2-{i}"}, got
         assert got["props"].get("color") == f"c{i}", got
-    withheld = of(evs, "withheld")
-    assert len(withheld) == 1 and withheld[0]["id"] == sent[-1]["id"]
-    again = [e for e in of(evs, "received") if e["attempt"] > 1]
-    # Only the message not acked comes back, once, after its invisible duration.
-    assert [e["id"] for e in again] == [sent[-1]["id"]], again
-    assert again[0]["attempt"] == 2
-    assert again[0]["now"] - withheld[0]["now"] >= INVISIBLE_MS - 2000, (again, withheld)
+    (withheld,) = of(evs, "withheld")
+    (changed,) = of(evs, "changed")
+    assert withheld["id"] == sent[-1]["id"] and changed["id"] == sent[-2]["id"]
+    again = {e["id"]: e for e in of(evs, "received") if e["attempt"] > 1}
+    # Only the two not acked come back, once each: one after its invisible duration, the other
+    # after the 2 s ChangeInvisibleDuration gave it.
+    assert sorted(again) == sorted([withheld["id"], changed["id"]]), again
+    assert len([e for e in of(evs, "received") if e["attempt"] > 1]) == 2, evs
+    assert again[withheld["id"]]["attempt"] == 2 and again[changed["id"]]["attempt"] == 2, again
+    assert again[withheld["id"]]["now"] - withheld["now"] >= INVISIBLE_MS - 2000, (again, withheld)
+    assert again[changed["id"]]["now"] - changed["now"] >= 1000, (again, changed)
     assert {e["id"] for e in of(evs, "acked")} == {e["id"] for e in sent}
 
 

@@ -44,6 +44,7 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
 public final class GrpcScenarios {
     static final ClientServiceProvider PROVIDER = ClientServiceProvider.loadService();
     static final Duration INVISIBLE = Duration.ofSeconds(10); // the Java proxy's minimum for receive
+    static final Duration CHANGED_INVISIBLE = Duration.ofSeconds(2); // ChangeInvisibleDuration has no minimum
 
     final ClientConfiguration config;
     final String prefix;
@@ -144,7 +145,10 @@ public final class GrpcScenarios {
         return System.currentTimeMillis() + stepTimeoutMs;
     }
 
-    /** Send with tag, keys and properties; receive; ack all but the last; it comes back. */
+    /**
+     * Send with tag, keys and properties; receive; ack all but the last two: one is left to its
+     * invisible duration, the other's is changed to 2 s; both come back and are acked then.
+     */
     void simple(String step) throws Exception {
         String topic = topic(step);
         try (Producer p = producer(topic); SimpleConsumer c = simpleConsumer(step, topic)) {
@@ -158,10 +162,10 @@ public final class GrpcScenarios {
                 sent(step, r, b);
             }
             String kept = ids.get(ids.size() - 1);
+            String changed = ids.get(ids.size() - 2);
             Set<String> acked = new HashSet<>();
             long end = deadline();
-            boolean redelivered = false;
-            while (System.currentTimeMillis() < end && !redelivered) {
+            while (System.currentTimeMillis() < end && !(acked.contains(kept) && acked.contains(changed))) {
                 for (MessageView v : c.receive(16, INVISIBLE)) {
                     received(step, v);
                     String id = v.getMessageId().toString();
@@ -169,12 +173,14 @@ public final class GrpcScenarios {
                         emit(step, "withheld", "id", id, "now", System.currentTimeMillis());
                         continue;
                     }
+                    if (id.equals(changed) && v.getDeliveryAttempt() == 1) {
+                        c.changeInvisibleDuration(v, CHANGED_INVISIBLE);
+                        emit(step, "changed", "id", id, "now", System.currentTimeMillis());
+                        continue;
+                    }
                     c.ack(v);
                     acked.add(id);
                     emit(step, "acked", "id", id);
-                    if (id.equals(kept)) {
-                        redelivered = true;
-                    }
                 }
             }
         }
