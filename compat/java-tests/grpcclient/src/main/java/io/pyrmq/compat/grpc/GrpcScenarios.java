@@ -86,6 +86,7 @@ public final class GrpcScenarios {
                 case "delay": delay(step); break;
                 case "tx": tx(step); break;
                 case "push": push(step); break;
+                case "dlq": dlq(step); break;
                 case "send": sendOnly(step); break;
                 case "recv": recvOnly(step); break;
                 default: throw new IllegalArgumentException("unknown step " + step);
@@ -299,6 +300,36 @@ public final class GrpcScenarios {
                 sent(step, p.send(message(topic, b).setTag("P").build()), b);
             }
             done.await(stepTimeoutMs, TimeUnit.MILLISECONDS);
+        } finally {
+            c.close();
+        }
+    }
+
+    /**
+     * PushConsumer of a group with retryMaxTimes 1 that fails every delivery: two deliveries, then
+     * the message is in the group's %DLQ% topic (pytest reads it there with a remoting consumer).
+     */
+    void dlq(String step) throws Exception {
+        String topic = topic(step);
+        AtomicInteger deliveries = new AtomicInteger();
+        PushConsumer c = PROVIDER.newPushConsumerBuilder()
+            .setClientConfiguration(config)
+            .setConsumerGroup(group(step))
+            .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
+            .setMessageListener(v -> {
+                deliveries.incrementAndGet();
+                received(step, v);
+                return ConsumeResult.FAILURE;
+            })
+            .build();
+        try (Producer p = producer(topic)) {
+            String b = step + "-0";
+            sent(step, p.send(message(topic, b).setTag("Q").build()), b);
+            long end = deadline();
+            while (System.currentTimeMillis() < end && deliveries.get() < 2) {
+                Thread.sleep(100);
+            }
+            Thread.sleep(3000); // a third delivery would come now
         } finally {
             c.close();
         }
