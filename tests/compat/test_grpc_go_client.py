@@ -25,8 +25,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from support.servers import JavaLocalProxy
-
 from compat.test_grpc_java_client import (
     BROKER_CONF,
     INVISIBLE_MS,
@@ -35,6 +33,7 @@ from compat.test_grpc_java_client import (
     of,
     step_events,
 )
+from support.servers import JavaLocalProxy
 
 pytestmark = [pytest.mark.compat, pytest.mark.go, pytest.mark.java]
 
