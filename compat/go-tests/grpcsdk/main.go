@@ -114,7 +114,7 @@ func (s *stepCtx) receive(c rmq.SimpleConsumer, handle func(*rmq.MessageView) (b
 		cancel()
 		if err != nil {
 			last = err
-			if !strings.Contains(err.Error(), "40401") && !strings.Contains(strings.ToLower(err.Error()), "not found") {
+			if !strings.Contains(err.Error(), "MESSAGE_NOT_FOUND") {
 				emit(s.name, "receiveError", map[string]any{"err": err.Error()})
 				time.Sleep(200 * time.Millisecond)
 			}
