@@ -31,7 +31,7 @@ from pyrmq.common.constants import (
 )
 from pyrmq.metrics.exposition import write_text
 from pyrmq.metrics.http import MetricsHttpServer
-from pyrmq.metrics.registry import Counter, InstrumentType, Meter, Observation
+from pyrmq.metrics.registry import Counter, InstrumentType, Labels, Meter, Observation, label_key
 from pyrmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from pyrmq.protocol.version import version_desc
 
@@ -104,6 +104,7 @@ _DELAY_PROPERTIES = (
     _MC.TIMER_DELAY_MS,
 )
 _NEVER = 2**63 - 1  # Java Long.MAX_VALUE: "no timestamp"
+_LABEL_CACHE_MAX = 4096  # label sets kept per cache; cleared when full
 
 
 def processor_of(code: int) -> str:
@@ -169,6 +170,9 @@ class BrokerMetricsManager:
         if exporter not in ("PROM", "DISABLE"):
             log.warning("metricsExporterType=%s is not implemented by pyrmq (PROM is); metrics are off", exporter)
         self.labels = self._base_labels()
+        #: label keys of the per-message series, made once per label set (send and rpc hot path)
+        self._put_labels: dict[tuple[str, str], Labels] = {}
+        self._rpc_labels: dict[tuple[int, int, bool, str], Labels] = {}
         self.meter = Meter(METER_NAME)
         m = self.meter
         on = self.enabled
@@ -307,7 +311,14 @@ class BrokerMetricsManager:
         """A successful send (SendMessageProcessor#handlePutMessageResult); retry/DLQ topics not counted."""
         if self.messages_in is None or is_retry_or_dlq_topic(topic) or msg_num <= 0:
             return
-        labels = self._with(topic=topic, message_type=message_type(properties), is_system=is_system_topic(topic))
+        mtype = message_type(properties)
+        labels = self._put_labels.get((topic, mtype))
+        if labels is None:
+            if len(self._put_labels) >= _LABEL_CACHE_MAX:
+                self._put_labels.clear()
+            labels = self._put_labels[topic, mtype] = label_key(
+                self._with(topic=topic, message_type=mtype, is_system=is_system_topic(topic))
+            )
         self.messages_in.add(msg_num, labels)
         assert self.throughput_in is not None and self.message_size is not None
         self.throughput_in.add(wrote_bytes, labels)
@@ -409,13 +420,19 @@ class BrokerMetricsManager:
         """The remoting layer's hook (NettyRemotingAbstract#writeResponse)."""
         if self.rpc_latency is None:
             return
-        labels = self._with(
-            protocol_type="remoting",
-            is_long_polling=long_polling,
-            request_code=_code_desc(RequestCode, request_code),
-            response_code=_code_desc(ResponseCode, response_code),
-            result=result,
-        )
+        labels = self._rpc_labels.get((request_code, response_code, long_polling, result))
+        if labels is None:
+            if len(self._rpc_labels) >= _LABEL_CACHE_MAX:
+                self._rpc_labels.clear()
+            labels = self._rpc_labels[request_code, response_code, long_polling, result] = label_key(
+                self._with(
+                    protocol_type="remoting",
+                    is_long_polling=long_polling,
+                    request_code=_code_desc(RequestCode, request_code),
+                    response_code=_code_desc(ResponseCode, response_code),
+                    result=result,
+                )
+            )
         self.rpc_latency.record(elapsed_ms, labels)
 
     def watch(self, table: ProcessorTable) -> None:

@@ -167,8 +167,15 @@ class ClientActivity:
 
     async def telemetry(self, ctx: Any, command: Any, channel: Any) -> Any | None:
         """One command of the stream; the answer to a Settings command is the merged Settings."""
-        if command.WhichOneof("command") != "settings":
-            return None  # thread stack traces and verify results are reports, unanswered
+        which_command = command.WhichOneof("command")
+        if which_command == "thread_stack_trace":
+            channel.report_thread_stack(command.status, command.thread_stack_trace)
+            return None
+        if which_command == "verify_message_result":
+            channel.report_verify_result(command.status, command.verify_message_result)
+            return None
+        if which_command != "settings":
+            return None
         settings = command.settings
         which = settings.WhichOneof("pub_sub")
         if which == "publishing":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,12 +23,21 @@ from pyrmq.grpc.message import to_v2_message
 from pyrmq.grpc.proto import pb, spb
 from pyrmq.grpc.status import Code, GrpcProxyError, ok
 from pyrmq.grpc.validate import validate_topic
-from pyrmq.protocol.codes import RequestCode
+from pyrmq.protocol.bodies.admin import ConsumeMessageDirectlyResult, ConsumerRunningInfo
+from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.admin import GetConsumerRunningInfoRequestHeader
 from pyrmq.protocol.headers.transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from pyrmq.store.message import MessageSysFlag, decode_message
 
 log = logging.getLogger("pyrmq.grpc")
+
+#: status of a VerifyMessageResult -> CMResult (ClientActivity#buildConsumeMessageDirectlyResult)
+_CONSUME_RESULTS = {
+    pb.Code.OK: "CR_SUCCESS",
+    pb.Code.FAILED_TO_CONSUME_MESSAGE: "CR_LATER",
+    pb.Code.MESSAGE_CORRUPTED: "CR_RETURN_NULL",
+}
 
 MAX_TRANSACTION_DATA = 100_000  # remembered half messages; the oldest are forgotten first
 
@@ -60,6 +70,7 @@ class TelemetryChannel:
         self.attrs: dict[str, Any] = {}
         self.transactions = transactions
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.pending: dict[str, asyncio.Future[tuple[int, str, bytes | None]]] = {}  # nonce -> a waiting call
 
     def put(self, command: Any) -> None:
         if not self.closed:
@@ -85,9 +96,61 @@ class TelemetryChannel:
         self.send_oneway(cmd)
 
     async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        """The broker asking a client (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY): the Java
-        proxy relays these as thread-stack and verify-message commands; pyrmq does not yet."""
-        raise ConnectionError(f"request {cmd.code} is not relayed to gRPC clients (docs/grpc.md)")
+        """The broker asking the client (GrpcClientChannel): running info becomes a
+        PrintThreadStackTraceCommand, CONSUME_MESSAGE_DIRECTLY a VerifyMessageCommand; the client's
+        answer (by nonce) becomes the remoting response."""
+        if cmd.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            if not GetConsumerRunningInfoRequestHeader.from_command(cmd).jstack_enable:
+                # Java writes nothing and the broker's call times out; here it times out at once
+                raise TimeoutError("a gRPC client reports its running info only with jstackEnable=true")
+            return await self._relay(
+                lambda nonce: spb.TelemetryCommand(
+                    print_thread_stack_trace_command=spb.PrintThreadStackTraceCommand(nonce=nonce)
+                ),
+                timeout,
+            )
+        if cmd.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            msg = decode_message(cmd.body or b"")
+            message = to_v2_message(msg, pb.Resource(name=msg.topic), None)
+            return await self._relay(
+                lambda nonce: spb.TelemetryCommand(
+                    verify_message_command=spb.VerifyMessageCommand(nonce=nonce, message=message)
+                ),
+                timeout,
+            )
+        raise ConnectionError(f"request {cmd.code} is not relayed to gRPC clients")
+
+    async def _relay(self, command: Any, timeout: float) -> RemotingCommand:
+        nonce = uuid.uuid4().hex
+        answer: asyncio.Future[tuple[int, str, bytes | None]] = asyncio.get_running_loop().create_future()
+        self.pending[nonce] = answer
+        try:
+            self.put(command(nonce))
+            code, remark, body = await asyncio.wait_for(answer, timeout)
+        finally:
+            self.pending.pop(nonce, None)
+        return RemotingCommand.response(code, remark, body=body)
+
+    def _answer(self, nonce: str, result: tuple[int, str, bytes | None]) -> None:
+        answer = self.pending.get(nonce)
+        if answer is not None and not answer.done():
+            answer.set_result(result)
+
+    def report_thread_stack(self, status: Any, report: Any) -> None:
+        """ClientActivity#reportThreadStackTrace."""
+        if status.code == pb.Code.OK:
+            body = ConsumerRunningInfo(jstack=report.thread_stack_trace).encode()
+            self._answer(report.nonce, (ResponseCode.SUCCESS, "", body))
+        elif status.code == pb.Code.VERIFY_FIFO_MESSAGE_UNSUPPORTED:
+            self._answer(report.nonce, (ResponseCode.NO_PERMISSION, "forbidden to verify message", None))
+        else:
+            self._answer(report.nonce, (ResponseCode.SYSTEM_ERROR, "verify message failed", None))
+
+    def report_verify_result(self, status: Any, report: Any) -> None:
+        """ClientActivity#reportVerifyMessageResult + buildConsumeMessageDirectlyResult."""
+        consume_result = _CONSUME_RESULTS.get(status.code)
+        result = ConsumeMessageDirectlyResult(consume_result=consume_result, remark="from gRPC client")
+        self._answer(report.nonce, (ResponseCode.SUCCESS, "", result.encode()))
 
     def close(self) -> None:
         if not self.closed:

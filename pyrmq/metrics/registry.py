@@ -21,9 +21,12 @@ __all__ = ["Counter", "Gauge", "Histogram", "InstrumentType", "Labels", "Meter",
 Labels = tuple[tuple[str, str], ...]
 
 
-def label_key(labels: Mapping[str, object]) -> Labels:
-    """Sorted (name, value) pairs; a bool is written as Java's Attributes write it."""
-    return tuple(sorted((k, _label_value(v)) for k, v in labels.items()))
+def label_key(labels: Mapping[str, object] | Labels) -> Labels:
+    """Sorted (name, value) pairs; a bool is written as Java's Attributes write it. A tuple is
+    taken as such a key already (a hot caller makes it once per label set and keeps it)."""
+    if type(labels) is tuple:
+        return labels
+    return tuple(sorted((k, _label_value(v)) for k, v in labels.items()))  # type: ignore[union-attr]
 
 
 def _label_value(v: object) -> str:
@@ -52,7 +55,7 @@ class Counter(_Instrument):
     values: dict[Labels, float] = field(default_factory=dict)
     type = InstrumentType.COUNTER
 
-    def add(self, amount: float, labels: Mapping[str, object]) -> None:
+    def add(self, amount: float, labels: Mapping[str, object] | Labels) -> None:
         if amount < 0:
             return  # OpenTelemetry drops negative counter increments
         key = label_key(labels)
@@ -77,7 +80,7 @@ class Histogram(_Instrument):
     points: dict[Labels, HistogramPoint] = field(default_factory=dict)
     type = InstrumentType.HISTOGRAM
 
-    def record(self, value: float, labels: Mapping[str, object]) -> None:
+    def record(self, value: float, labels: Mapping[str, object] | Labels) -> None:
         key = label_key(labels)
         p = self.points.get(key)
         if p is None:

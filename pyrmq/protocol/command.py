@@ -342,6 +342,21 @@ def _decode_json_header(header: memoryview | bytes) -> RemotingCommand:
 # ROCKETMQ header (serialize type 1): RocketMQSerializable.
 
 
+#: ext field key -> its int16 length + UTF-8 bytes: the keys of a protocol are a few constants
+_KEY_PARTS: dict[str, bytes] = {}
+_KEY_PARTS_MAX = 1024
+
+
+def _key_part(k: str) -> bytes:
+    kb = k.encode("utf-8", "replace")
+    if len(kb) > 0x7FFF:
+        raise ValueError(f"ext field key longer than 32767 bytes: {k[:40]!r}...")
+    part = _SHORT.pack(len(kb)) + kb
+    if len(_KEY_PARTS) < _KEY_PARTS_MAX:
+        _KEY_PARTS[k] = part
+    return part
+
+
 def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     try:
         fixed = _RMQ_FIXED.pack(cmd.code, cmd.language & 0xFF, cmd.version, cmd.opaque, cmd.flag)
@@ -361,17 +376,16 @@ def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     if ef:
         map_at = len(out)
         out += b"\x00\x00\x00\x00"
+        key_parts = _KEY_PARTS
+        pack_int = _INT32.pack
         for k, v in ef.items():
             if k is None:
                 continue  # Java skips null keys
-            kb = k.encode("utf-8", "replace")
+            kp = key_parts.get(k) or _key_part(k)
             # None (Java null, decoded from a zero-length value) is written with length 0
             vb = b"" if v is None else (v if type(v) is str else _wire_str(v)).encode("utf-8", "replace")
-            if len(kb) > 0x7FFF:
-                raise ValueError(f"ext field key longer than 32767 bytes: {k[:40]!r}...")
-            out += _SHORT.pack(len(kb))
-            out += kb
-            out += _INT32.pack(len(vb))
+            out += kp
+            out += pack_int(len(vb))
             out += vb
         _INT32.pack_into(out, map_at, len(out) - map_at - 4)
     else:
@@ -403,23 +417,25 @@ def _decode_rocketmq_header(view: memoryview) -> RemotingCommand:
             raise RemotingProtocolError(f"ROCKETMQ header: extFields length {elen} exceeds header length {hlen}")
         ext_fields = {}
         end = pos + elen
+        unpack_short, unpack_int = _SHORT.unpack_from, _INT32.unpack_from
         while pos < end:
             if pos + 2 > hlen:
                 raise RemotingProtocolError("ROCKETMQ header: truncated ext field key length")
-            (klen,) = _SHORT.unpack_from(h, pos)
+            (klen,) = unpack_short(h, pos)
             pos += 2
             if klen < 0 or klen > elen or pos + klen + 4 > hlen:
                 raise RemotingProtocolError(f"ROCKETMQ header: bad ext field key length {klen}")
-            key = h[pos : pos + klen].decode("utf-8", "replace")
-            pos += klen
-            (vlen,) = _INT32.unpack_from(h, pos)
-            pos += 4
-            if vlen < 0 or vlen > elen or pos + vlen > hlen:
+            key_at, key_end = pos, pos + klen
+            (vlen,) = unpack_int(h, key_end)
+            value_at = key_end + 4
+            if vlen < 0 or vlen > elen or value_at + vlen > hlen:
                 raise RemotingProtocolError(f"ROCKETMQ header: bad ext field value length {vlen}")
+            pos = value_at + vlen
             # A zero-length value is Java's null: kept as None (a later duplicate
             # wins, HashMap.put) and re-encoded with length 0, so frames round-trip.
-            ext_fields[key] = h[pos : pos + vlen].decode("utf-8", "replace") if vlen else None  # type: ignore[assignment]
-            pos += vlen
+            ext_fields[h[key_at:key_end].decode("utf-8", "replace")] = (
+                h[value_at:pos].decode("utf-8", "replace") if vlen else None  # type: ignore[assignment]
+            )
     return RemotingCommand(
         code=code,
         language=language,

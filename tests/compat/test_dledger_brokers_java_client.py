@@ -14,8 +14,10 @@ getBrokerConfig of the new master read as a Java DLedger master's.
 
 `broker_kind` "pyrmq": pyrmq name server and brokers (the default run). "java": the Java 5.5.0 name
 server and three Java brokers with a small heap, the reference run (PYRMQ_COMPAT_REFERENCE=1):
-the same assertions hold for both. "mixed" (opt-in too): one Java broker (n0) and two pyrmq
-brokers in one DLedger group at the pyrmq name server.
+the same assertions hold for both. "mixed-java-master" and "mixed-pyrmq-master" (opt-in too): one
+Java broker (n0) and two pyrmq brokers in one DLedger group at the pyrmq name server, the first
+master (preferredLeaderId) the Java one or a pyrmq one; "mixed-java-successor": a pyrmq broker and
+two Java brokers, the pyrmq master killed and a Java broker its successor.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from pyrmq.protocol.codes import RequestCode, ResponseCode
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
 CLUSTER = "DlClientCluster"
-NAME = "dl-client"
+NAME = "dl-client"  # + the broker kind: one broker name per group at a shared name server
 IDS = ("n0", "n1", "n2")
 THREADS = 2
 KILL_AFTER_S = 3.0  # seconds of load (from the first SEND_OK) before the master is killed
@@ -45,17 +47,17 @@ LOAD_MS = 16_000  # the failover (about 8 s with DLedger's default timers) lies 
 DRAIN_MS = 30_000
 
 
-def _broker_addrs(namesrv: str) -> dict[int, str]:
+def _broker_addrs(namesrv: str, name: str) -> dict[int, str]:
     r = probe.cluster_info(namesrv)
     assert r.code == ResponseCode.SUCCESS, r
-    data = (ClusterInfo.decode(r.body).broker_addr_table or {}).get(NAME)
+    data = (ClusterInfo.decode(r.body).broker_addr_table or {}).get(name)
     return dict(data.broker_addrs) if data is not None else {}
 
 
-def _wait_table(namesrv: str, ok, timeout: float) -> dict[int, str]:
-    """The brokerId -> address table of NAME at the name server, once `ok(table)`."""
+def _wait_table(namesrv: str, name: str, ok, timeout: float) -> dict[int, str]:
+    """The brokerId -> address table of `name` at the name server, once `ok(table)`."""
     deadline = time.monotonic() + timeout
-    while not ok(table := _broker_addrs(namesrv)):
+    while not ok(table := _broker_addrs(namesrv, name)):
         assert time.monotonic() < deadline, f"name server table never as expected: {table}"
         time.sleep(0.2)
     return table
@@ -90,12 +92,12 @@ def _mqadmin(namesrv: str, workdir: Path, master: str, topic: str) -> list[str]:
     return [(out / f"{i}.out").read_text() for i in range(len(lines))]
 
 
-def _cluster_rows(text: str) -> dict[str, str]:
-    """clusterList: address -> BID for NAME's rows (cluster, name, BID, address, version, ...)."""
+def _cluster_rows(text: str, name: str) -> dict[str, str]:
+    """clusterList: address -> BID for `name`'s rows (cluster, name, BID, address, version, ...)."""
     rows = {}
     for line in text.splitlines():
         cols = line.split()
-        if len(cols) >= 4 and cols[0] == CLUSTER and cols[1] == NAME:
+        if len(cols) >= 4 and cols[0] == CLUSTER and cols[1] == name:
             rows[cols[3]] = cols[2]
     return rows
 
@@ -107,39 +109,62 @@ def _route_addrs(text: str) -> dict[str, str]:
     return dict(re.findall(r'"?(\d+)"?\s*:\s*"([^"]+)"', found.group(1)))
 
 
-#: the kind of each member, n0 n1 n2 (mixed: a Java 5.5.0 broker and two pyrmq brokers, one group)
-KINDS = {"pyrmq": ("pyrmq",) * 3, "java": ("java",) * 3, "mixed": ("java", "pyrmq", "pyrmq")}
+MIXED = ("java", "pyrmq", "pyrmq")
+#: the kind of each member, n0 n1 n2, and the preferredLeaderId (the first master, the one killed)
+KINDS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "pyrmq": (("pyrmq",) * 3, None),
+    "java": (("java",) * 3, None),
+    "mixed-java-master": (MIXED, "n0"),
+    "mixed-pyrmq-master": (MIXED, "n1"),
+    # a pyrmq master killed, a Java broker the new master over a ledger pyrmq wrote
+    "mixed-java-successor": (("pyrmq", "java", "java"), "n0"),
+}
 
 
-@pytest.mark.parametrize("broker_kind", ["pyrmq", "java", pytest.param("mixed", marks=pytest.mark.reference)])
+@pytest.mark.parametrize(
+    "broker_kind",
+    [
+        "pyrmq",
+        "java",
+        pytest.param("mixed-java-master", marks=pytest.mark.reference),
+        pytest.param("mixed-pyrmq-master", marks=pytest.mark.reference),
+        pytest.param("mixed-java-successor", marks=pytest.mark.reference),
+    ],
+)
 def test_official_client_keeps_every_acknowledged_send_over_a_dledger_failover(
     broker_kind, java_harness, request, java_home, tmp_path
 ):
     started = time.monotonic()
     ns = request.getfixturevalue("java_namesrv" if broker_kind == "java" else "pyrmq_namesrv")
-    kinds = dict(zip(IDS, KINDS[broker_kind], strict=True))
+    member_kinds, preferred = KINDS[broker_kind]
+    kinds = dict(zip(IDS, member_kinds, strict=True))
+    extra = {"preferredLeaderId": preferred} if preferred else {}
     factories = {k: request.getfixturevalue(f"{k}_broker") for k in set(kinds.values())}
+    name = f"{NAME}-{broker_kind}"
     peers = ";".join(f"{i}-127.0.0.1:{free_port()}" for i in IDS)
 
     def start(self_id: str):
         return factories[kinds[self_id]](
             ns.addr,
             fresh=True,
-            name=NAME,
+            name=name,
             cluster=CLUSTER,
             start_timeout=90,
             enableDLegerCommitLog="true",
-            dLegerGroup=NAME,
+            dLegerGroup=name,
             dLegerPeers=peers,
             dLegerSelfId=self_id,
             mappedFileSizeCommitLog=16 * 1024 * 1024,
+            **extra,
         )
 
     # A member registers only once the group has a leader: all three start together.
     with ThreadPoolExecutor(len(IDS)) as pool:
         brokers = dict(zip(IDS, pool.map(start, IDS), strict=True))
+    request.addfinalizer(lambda: [b.stop() for b in brokers.values()])  # not at module end: heaps
     addrs = {i: b.addr for i, b in brokers.items()}
-    table = _wait_table(ns.addr, lambda t: len(t) == 3 and t.get(0) in addrs.values(), 60)
+    first = [addrs[preferred]] if preferred else list(addrs.values())
+    table = _wait_table(ns.addr, name, lambda t: len(t) == 3 and t.get(0) in first, 60)
     leader = next(i for i, a in addrs.items() if a == table[0])
     assert table == {0: addrs[leader]} | {int(i[1:]) + 1: a for i, a in addrs.items() if i != leader}
 
@@ -163,12 +188,12 @@ def test_official_client_keeps_every_acknowledged_send_over_a_dledger_failover(
     print("\n" + measured.line(f"DLedger group of three {broker_kind} brokers, master SIGKILLed"))
     assert measured.lost == 0, measured
 
-    table = _wait_table(ns.addr, lambda t: len(t) == 2 and t.get(0) in survivors.values(), 30)
+    table = _wait_table(ns.addr, name, lambda t: len(t) == 2 and t.get(0) in survivors.values(), 30)
     new_leader = next(i for i, a in survivors.items() if a == table[0])
     follower = next(i for i in survivors if i != new_leader)
     expected = {addrs[new_leader]: "0", addrs[follower]: str(int(follower[1:]) + 1)}
     cluster, status, route, broker_config = _mqadmin(ns.addr, tmp_path / "mqadmin", addrs[new_leader], topic)
-    assert _cluster_rows(cluster) == expected, cluster
+    assert _cluster_rows(cluster, name) == expected, cluster
     assert {v: k for k, v in _route_addrs(route).items()} == expected, route
     # brokerStatus of the new master as a Java DLedger master shows it: active, the commit log's
     # min offset the first data file's start, its disk ratio keyed by the member's data directory,

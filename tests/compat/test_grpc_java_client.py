@@ -13,6 +13,9 @@ on one step, so a run tells exactly which steps a server passes:
   reaches the SDK's TransactionChecker, which commits (TRANSACTION topic). Delivery is at least
   once: the Java broker sometimes checks a committed half message too (and delivers it twice).
 - push: PushConsumer fails each message once; the redelivery succeeds.
+- send / recv, across protocols: what the SDK sends is consumed by the official 5.5.0 remoting
+  push consumer, and what the 5.5.0 remoting producer sends is received by the SDK's
+  SimpleConsumer (StoreScenarioTest send/consume in client5, run while the SDK's JVM runs).
 
 The reference side ("java", opt-in PYRMQ_COMPAT_REFERENCE=1) is the Java proxy 5.5.0 in local
 mode (support.servers.JavaLocalProxy: ProxyStartup with a BrokerController in the same JVM)
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from support import java
@@ -33,8 +37,16 @@ from support.servers import JavaLocalProxy
 pytestmark = [pytest.mark.compat, pytest.mark.java]
 
 BROKER = "grpc-java"
-STEPS = ("simple", "fifo", "delay", "tx", "push")
-TOPIC_TYPES = {"simple": "NORMAL", "fifo": "FIFO", "delay": "DELAY", "tx": "TRANSACTION", "push": "NORMAL"}
+STEPS = ("simple", "fifo", "delay", "tx", "push", "send", "recv")
+TOPIC_TYPES = {
+    "simple": "NORMAL",
+    "fifo": "FIFO",
+    "delay": "DELAY",
+    "tx": "TRANSACTION",
+    "push": "NORMAL",
+    "send": "NORMAL",
+    "recv": "NORMAL",
+}
 COUNT = 3
 INVISIBLE_MS = 10_000
 # Check-back once a second, for half messages older than 3 s (Java: 30 s and 6 s).
@@ -120,14 +132,53 @@ def run_scenarios(endpoint: str, prefix: str, steps, home, timeout: float = RUN_
     return events
 
 
+def remoting_case(method: str, spec: dict, ns_addr: str, wd) -> list[dict] | str:
+    """StoreScenarioTest#<method> with the 5.5.0 remoting client: its JSON lines, or the failure."""
+    wd.mkdir(parents=True, exist_ok=True)
+    (wd / f"{method}.json").write_text(json.dumps(spec))
+    out = wd / f"{method}.out"
+    props = {"namesrv": ns_addr, "spec": wd / f"{method}.json", "out": out}
+    try:
+        java.run_junit("5.5.0", "StoreScenarioTest", method, props=props, home=java.prepare_home(wd / method))
+    except java.JUnitFailed as e:
+        return str(e)[-4000:]
+    return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+
+
 @pytest.fixture(scope="module")
 def events(server, tmp_path_factory):
+    """The SDK's JVM, with the two remoting JVMs of the cross-protocol check beside it (they
+    wait for their messages, so the three overlap instead of adding up)."""
     ns, broker = server
     wd = tmp_path_factory.mktemp("grpc-java-run")
     prefix = f"GJ{uuid.uuid4().hex[:6]}"
     create_resources(ns, broker, prefix, wd / "admin")
     home = java.prepare_home(wd / "home")
-    return run_scenarios(broker.grpc_addr, prefix, STEPS, home)
+    remoting_send = {
+        "group": f"{prefix}-rp",
+        "sends": [
+            {
+                "messages": [
+                    {
+                        "topic": f"{prefix}-recv",
+                        "tags": "R",
+                        "keys": [f"rk-{i}"],
+                        "props": {"color": f"r{i}"},
+                        "bodyHex": f"recv-{i}".encode().hex(),
+                    }
+                ]
+            }
+            for i in range(COUNT)
+        ],
+    }
+    remoting_consume = {"group": f"{prefix}-rc", "topics": [f"{prefix}-send"], "expect": COUNT, "timeoutSec": 90}
+    with ThreadPoolExecutor(2) as pool:
+        sent = pool.submit(remoting_case, "send", remoting_send, ns.addr, wd / "remoting")
+        consumed = pool.submit(remoting_case, "consume", remoting_consume, ns.addr, wd / "remoting")
+        evs = run_scenarios(broker.grpc_addr, prefix, STEPS, home)
+        evs["_remoting_send"] = sent.result()  # type: ignore[assignment]
+        evs["_remoting_consume"] = consumed.result()  # type: ignore[assignment]
+    return evs
 
 
 def step_events(events, step: str) -> list[dict]:
@@ -201,3 +252,28 @@ def test_push_consumer_retry(events):
     assert {e["id"] for e in of(evs, "consumed")} == sent, evs
     retried = [e for e in of(evs, "received") if e["attempt"] == 2]
     assert {e["id"] for e in retried} == sent, evs
+
+
+def test_grpc_sent_remoting_consumed(events):
+    """What the SDK sent (tag, keys, user property) as the 5.5.0 remoting push consumer sees it."""
+    sent = of(step_events(events, "send"), "sent")
+    got = events["_remoting_consume"]
+    assert isinstance(got, list), got
+    assert sorted(bytes.fromhex(m["bodyHex"]).decode() for m in got) == sorted(e["body"] for e in sent), got
+    assert {m["msgId"] for m in got} == {e["id"] for e in sent}, got
+    for m in got:
+        i = int(bytes.fromhex(m["bodyHex"]).decode().rsplit("-", 1)[1])
+        assert m["tags"] == "X" and m["keys"] == f"key-{i}", m
+        assert m["properties"]["color"] == f"c{i}", m
+
+
+def test_remoting_sent_grpc_received(events):
+    """What the 5.5.0 remoting producer sent as the SDK's SimpleConsumer sees it."""
+    sent = events["_remoting_send"]
+    assert isinstance(sent, list) and len(sent) == COUNT, sent
+    got = of(step_events(events, "recv"), "received")
+    assert {e["id"] for e in got} == {r["msgId"] for r in sent}, (got, sent)
+    for e in got:
+        i = int(e["body"].rsplit("-", 1)[1])
+        assert e["body"] == f"recv-{i}" and e["tag"] == "R" and e["keys"] == f"rk-{i}", e
+        assert e["props"].get("color") == f"r{i}", e

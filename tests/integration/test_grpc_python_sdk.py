@@ -16,12 +16,12 @@ import time
 import pytest
 import rocketmq  # the grpc extra (tools/test installs it): missing, the test fails, never skips
 from support.pyrmq_proc import PyrmqBroker
-from support.requests import pull
+from support.requests import pull, send_v2
 from support.servers import PyrmqNamesrv
 
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
-from pyrmq.protocol.headers.broker import CreateTopicRequestHeader
+from pyrmq.protocol.headers.broker import CreateTopicRequestHeader, SendMessageResponseHeader
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
 
@@ -223,7 +223,8 @@ def test_simple_consumer_receives_acks_and_gets_an_unacked_message_again(broker:
             RequestCode.GET_CONSUMER_RUNNING_INFO,
             {"consumerGroup": group, "clientId": consumer.client_id, "jstackEnable": "false"},
         )
-        assert running.code == ResponseCode.SYSTEM_ERROR and "not relayed to gRPC clients" in running.remark
+        # without jstackEnable the Java proxy relays nothing and the call times out (here at once)
+        assert running.code == ResponseCode.CONSUME_MSG_TIMEOUT, running
         for mid, msg in got.items():
             assert msg.body == f"pop {sent[mid]}".encode()
             assert msg.tag == "TagP"
@@ -373,3 +374,78 @@ def test_push_consumer_retries_then_the_message_goes_to_the_dlq(broker: PyrmqBro
     finally:
         producer.shutdown()
         consumer.shutdown()
+
+
+def test_running_info_and_verify_message_over_telemetry(broker: PyrmqBroker) -> None:
+    """GET_CONSUMER_RUNNING_INFO with jstackEnable to a gRPC consumer: a PrintThreadStackTraceCommand
+    on its Telemetry stream, its ThreadStackTrace answer as the ConsumerRunningInfo's jstack;
+    CONSUME_MESSAGE_DIRECTLY: a VerifyMessageCommand with the stored message, the client's
+    VerifyMessageResult as a ConsumeMessageDirectlyResult."""
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as pb
+    from rocketmq.grpc_protocol import service_pb2 as spb
+    from rocketmq.grpc_protocol import service_pb2_grpc
+
+    group, client_id, topic = "GrpcJstackG", "raw-client-1", "GrpcJstackT"
+    _create_topic(broker.addr, topic, 1)
+
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(broker.grpc_addr) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            outgoing: asyncio.Queue = asyncio.Queue()
+
+            async def commands():
+                while (item := await outgoing.get()) is not None:
+                    yield item
+
+            call = stub.Telemetry(commands(), metadata=(("x-mq-client-id", client_id), ("x-mq-language", "PYTHON")))
+            subscription = pb.Subscription(
+                group=pb.Resource(name=group),
+                subscriptions=[pb.SubscriptionEntry(topic=pb.Resource(name="GrpcJstackT"))],
+            )
+            await outgoing.put(
+                spb.TelemetryCommand(settings=pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=subscription))
+            )
+            settings = await call.read()
+            assert settings.status.code == pb.Code.OK and settings.settings.subscription.receive_batch_size == 32
+
+            async def ask(code: int, ext: dict[str, str]) -> RemotingCommand:
+                async with RemotingClient() as c:
+                    return await c.invoke(broker.addr, RemotingCommand.request(code, ext), 15)
+
+            ext = {"consumerGroup": group, "clientId": client_id, "jstackEnable": "true"}
+            asking = asyncio.create_task(ask(RequestCode.GET_CONSUMER_RUNNING_INFO, ext))
+            order = await call.read()
+            nonce = order.print_thread_stack_trace_command.nonce
+            assert nonce
+            await outgoing.put(
+                spb.TelemetryCommand(
+                    status=pb.Status(code=pb.Code.OK),
+                    thread_stack_trace=spb.ThreadStackTrace(nonce=nonce, thread_stack_trace="main: waiting"),
+                )
+            )
+            r = await asking
+            assert r.code == ResponseCode.SUCCESS, r
+            assert json.loads(r.body)["jstack"] == "main: waiting"
+
+            async with RemotingClient() as c:
+                sent = await c.invoke(broker.addr, send_v2(topic, broker.name, b"verify me"), 5)
+            offset_msg_id = SendMessageResponseHeader.from_command(sent).msg_id
+            ext = {"consumerGroup": group, "clientId": client_id, "msgId": offset_msg_id, "topic": topic}
+            asking = asyncio.create_task(ask(RequestCode.CONSUME_MESSAGE_DIRECTLY, ext))
+            verify = (await call.read()).verify_message_command
+            assert verify.message.body == b"verify me" and verify.message.topic.name == topic
+            await outgoing.put(
+                spb.TelemetryCommand(
+                    status=pb.Status(code=pb.Code.FAILED_TO_CONSUME_MESSAGE),
+                    verify_message_result=spb.VerifyMessageResult(nonce=verify.nonce),
+                )
+            )
+            r = await asking
+            assert r.code == ResponseCode.SUCCESS, r
+            result = json.loads(r.body)
+            assert (result["consumeResult"], result["remark"]) == ("CR_LATER", "from gRPC client")
+            await outgoing.put(None)
+            call.cancel()
+
+    asyncio.run(scenario())

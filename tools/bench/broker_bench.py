@@ -73,6 +73,8 @@ BATCH_LINE = re.compile(
     r"Send TPS: (\d+) \| Send MPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.]+|NaN) \| "
     r"Average Message RT\(ms\):\s*([\d.]+|NaN) \| Send Failed: (\d+) \| Send Message Failed: (\d+)"
 )
+#: AsyncProducer.java's addition to the stats line (the official tools print no percentile)
+P99_FIELD = re.compile(r"P99 RT\(ms\):\s*([\d.]+|NaN)")
 CONSUME_LINE = re.compile(
     r"Consume TPS: (\d+) \| AVG\(B2C\) RT\(ms\):\s*([\d.]+|NaN) \| AVG\(S2C\) RT\(ms\):\s*([\d.]+|NaN) \| "
     r"MAX\(B2C\) RT\(ms\): (\d+) \| MAX\(S2C\) RT\(ms\): (\d+) \| Consume Fail: (\d+)"
@@ -248,6 +250,7 @@ class Result:
     tps: float = 0.0  # messages per second (batch: MPS)
     avg_rt_ms: float = 0.0  # per request (batch: per batch); consume: born-to-consume
     max_rt_ms: int = 0
+    p99_rt_ms: float | None = None  # async only: from AsyncProducer.java, over the same window
     failed: int = 0
     extra: dict = field(default_factory=dict)
     broker_cpu_us_per_msg: float = 0.0
@@ -314,6 +317,9 @@ def run_scenario(
         if g:
             res.tps, res.max_rt_ms, res.avg_rt_ms = float(g[0]), int(g[1]), float(g[2])
             res.failed = int(g[3]) + int(g[4])
+            p99 = last_match(log, P99_FIELD) if scenario == "async" else None
+            if p99:
+                res.p99_rt_ms = float(p99[0])
     if not g:
         print(f"  !! no stats line in {log}", file=sys.stderr)
     # broker CPU per message over the tools' window, with the tool's rate as the message count
@@ -358,6 +364,15 @@ def summarize(results: list[Result]) -> str:
             f"| {rng('pyrmq', 'avg_rt_ms', '{:.2f}')} | {rng('java', 'avg_rt_ms', '{:.2f}')} "
             f"| {rng('pyrmq', 'max_rt_ms')} | {rng('java', 'max_rt_ms')} "
             f"| {rng('pyrmq', 'broker_cpu_us_per_msg')} / {rng('java', 'broker_cpu_us_per_msg')} |"
+        )
+    if "async" in by:
+        d = by["async"]
+        rows.append("")
+        rows.append(
+            "p99 RT ms, async (AsyncProducer.java; the official tools print avg and max only): "
+            + ", ".join(
+                f"{kind} rep {rep} {r.p99_rt_ms}" for (kind, rep), r in sorted(d.items()) if r.p99_rt_ms is not None
+            )
         )
     rss = {}
     for r in results:
@@ -523,7 +538,9 @@ def main() -> int:
                         results.append(res)
                         print(
                             f"rep {rep} {sc:8s} {kind:5s} {res.tps:8.0f} msgs/s avg {res.avg_rt_ms:7.2f} ms "
-                            f"max {res.max_rt_ms:5d} ms failed {res.failed} cpu {res.broker_cpu_us_per_msg} us/msg "
+                            f"max {res.max_rt_ms:5d} ms "
+                            + (f"p99 {res.p99_rt_ms} ms " if res.p99_rt_ms is not None else "")
+                            + f"failed {res.failed} cpu {res.broker_cpu_us_per_msg} us/msg "
                             f"rss {res.rss_kib.get('VmRSS', 0) // 1024} MiB {res.extra or ''}",
                             flush=True,
                         )

@@ -85,6 +85,31 @@ class ProducerTableInfo(FastJsonBody):
 
 
 @dataclass(slots=True)
+class ConsumerRunningInfo(FastJsonBody):
+    """Java remoting/protocol/body/ConsumerRunningInfo, as the gRPC endpoint relays it (Java's
+    GrpcClientChannel): the client's thread dump in ``jstack``, the tables empty."""
+
+    properties: dict[str, str] = field(default_factory=dict)
+    subscription_set: list[SubscriptionData] = field(default_factory=list)
+    mq_table: dict[str, Any] = field(default_factory=dict)
+    mq_pop_table: dict[str, Any] = field(default_factory=dict)
+    status_table: dict[str, Any] = field(default_factory=dict)
+    user_consumer_info: dict[str, str] = field(default_factory=dict)
+    jstack: str | None = None
+
+
+@dataclass(slots=True)
+class ConsumeMessageDirectlyResult(FastJsonBody):
+    """Java remoting/protocol/body/ConsumeMessageDirectlyResult (``consumeResult``: a CMResult name)."""
+
+    order: bool = False
+    auto_commit: bool = True
+    consume_result: str | None = None
+    remark: str | None = None
+    spent_time_mills: int = 0
+
+
+@dataclass(slots=True)
 class ResetOffsetBody(FastJsonBody):
     offset_table: dict[MessageQueue, int] = field(default_factory=dict)
 

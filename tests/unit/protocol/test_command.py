@@ -191,6 +191,12 @@ def test_rocketmq_duplicates_later_wins_and_empty_is_null():
     assert cmd.ext("b") is None
 
 
+def test_rocketmq_strings_are_utf8_with_replacement():
+    h = rmq_header(remark="ré".encode(), entries=[(b"k", b"v" * 128), ("clé".encode(), b"\xff")])
+    cmd = decode_frame(frame_of(h, 1)[4:])
+    assert (cmd.remark, cmd.ext_fields) == ("ré", {"k": "v" * 128, "clé": "\ufffd"})
+
+
 def test_rocketmq_empty_remark_is_null_and_empty_map_is_none():
     cmd = RemotingCommand(code=1, remark="", ext_fields={}, serialize_type=SerializeType.ROCKETMQ)
     back = decode_frame(encode(cmd)[4:])
