@@ -15,7 +15,7 @@ on one step, so a run tells exactly which steps a server passes:
 - push: PushConsumer fails each message once; the redelivery succeeds.
 - send / recv, across protocols: what the SDK sends is consumed by the official 5.5.0 remoting
   push consumer, and what the 5.5.0 remoting producer sends is received by the SDK's
-  SimpleConsumer (StoreScenarioTest send/consume in client5, run while the SDK's JVM runs).
+  SimpleConsumer (StoreScenarioTest send/consume in client5, before and after the SDK's JVM).
 
 The reference side ("java", opt-in PYRMQ_COMPAT_REFERENCE=1) is the Java proxy 5.5.0 in local
 mode (support.servers.JavaLocalProxy: ProxyStartup with a BrokerController in the same JVM)
@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from support import java
@@ -147,8 +146,8 @@ def remoting_case(method: str, spec: dict, ns_addr: str, wd) -> list[dict] | str
 
 @pytest.fixture(scope="module")
 def events(server, tmp_path_factory):
-    """The SDK's JVM, with the two remoting JVMs of the cross-protocol check beside it (they
-    wait for their messages, so the three overlap instead of adding up)."""
+    """The remoting producer of the cross-protocol check, the SDK's JVM, then the remoting
+    consumer reading what the SDK sent."""
     ns, broker = server
     wd = tmp_path_factory.mktemp("grpc-java-run")
     prefix = f"GJ{uuid.uuid4().hex[:6]}"
@@ -172,12 +171,12 @@ def events(server, tmp_path_factory):
         ],
     }
     remoting_consume = {"group": f"{prefix}-rc", "topics": [f"{prefix}-send"], "expect": COUNT, "timeoutSec": 90}
-    with ThreadPoolExecutor(2) as pool:
-        sent = pool.submit(remoting_case, "send", remoting_send, ns.addr, wd / "remoting")
-        consumed = pool.submit(remoting_case, "consume", remoting_consume, ns.addr, wd / "remoting")
-        evs = run_scenarios(broker.grpc_addr, prefix, STEPS, home)
-        evs["_remoting_send"] = sent.result()  # type: ignore[assignment]
-        evs["_remoting_consume"] = consumed.result()  # type: ignore[assignment]
+    # One after the other: beside the SDK's fourteen clients on two busy cores, the name server
+    # (pyrmq's and Java's alike) missed the remoting clients' 3 s timeouts.
+    sent = remoting_case("send", remoting_send, ns.addr, wd / "remoting")
+    evs = run_scenarios(broker.grpc_addr, prefix, STEPS, home)
+    evs["_remoting_send"] = sent  # type: ignore[assignment]
+    evs["_remoting_consume"] = remoting_case("consume", remoting_consume, ns.addr, wd / "remoting")  # type: ignore[assignment]
     return evs
 
 
@@ -230,9 +229,9 @@ def test_delay_delivery_timestamp(events):
     got = of(evs, "received")
     assert [e["body"] for e in got] == [sent["body"]], got
     assert got[0]["deliveryTs"] == sent["deliverAt"], got
-    # Held back, and not handed out before its time (client and server share the clock), less
-    # the timer's precision: Java rounds deliverMs down to a timerPrecisionMs (1 s) slot.
-    assert got[0]["now"] - sent["now"] >= 1500, (got, sent)
+    # Held back, not handed out before its time (client and server share the clock) less the
+    # timer's precision: Java rounds deliverMs down to a timerPrecisionMs (1 s) slot. deliverAt
+    # was 3 s after the send began, so this still means held back at least 2 s.
     assert got[0]["now"] >= sent["deliverAt"] - TIMER_PRECISION_MS, (got, sent)
 
 
