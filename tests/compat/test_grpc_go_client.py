@@ -10,8 +10,8 @@ the same shape as the Java SDK's GrpcScenarios; each test here asserts on one st
 - fifo: one message group, received in send order (FIFO topic, orderly group).
 - delay: delivery timestamp 3 s ahead (DELAY topic), not received before.
 
-The SDK dials TLS unless told otherwise; pyrmq serves plaintext gRPC, so the program sets the SDK's
-own switch `golang.EnableSsl = false` (the same switch as its env var `rocketmq.client.enableSsl`).
+The SDK runs with its defaults: it dials TLS (its switch `golang.EnableSsl`, env var
+`rocketmq.client.enableSsl`, default true), which both servers' default permissive ports take.
 The reference side ("java", opt-in PYRMQ_COMPAT_REFERENCE=1) is the Java proxy 5.5.0 in local mode
 with the Java NameServer, as in test_grpc_java_client; topics and groups are made the same way.
 """

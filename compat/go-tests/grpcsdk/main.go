@@ -32,7 +32,7 @@ var (
 	await       = flag.Duration("await", 3*time.Second, "long-polling await duration of Receive")
 	stepTimeout = flag.Duration("step-timeout", 60*time.Second, "time limit of one step")
 	delay       = flag.Duration("delay", 3*time.Second, "how far ahead the delay step's delivery timestamp is")
-	ssl         = flag.Bool("ssl", false, "dial the endpoint with TLS (pyrmq serves plaintext gRPC by default)")
+	plaintext   = flag.Bool("plaintext", false, "dial without TLS (the SDK's default, rocketmq.client.enableSsl, is TLS on)")
 )
 
 var outMu sync.Mutex
@@ -248,7 +248,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: grpcsdk [flags] ENDPOINT PREFIX STEP...")
 		os.Exit(2)
 	}
-	rmq.EnableSsl = *ssl
+	if *plaintext {
+		rmq.EnableSsl = false
+	}
 	endpoint, prefix, names := flag.Arg(0), flag.Arg(1), flag.Args()[2:]
 	var topics []string
 	for _, name := range names {
