@@ -1,7 +1,8 @@
 """The official 5.x gRPC SDK for Java (rocketmq-client-java) against pyrmq's gRPC endpoint (issue 15).
 
 compat/java-tests/grpcclient/GrpcScenarios runs every step concurrently in one JVM (each step
-has its own topic and group) and prints one JSON line per observation; each test here asserts
+has its own topic and group; the SDK's default configuration, SSL on, against each server's
+default permissive port) and prints one JSON line per observation; each test here asserts
 on one step, so a run tells exactly which steps a server passes:
 
 - simple: Producer sends with tag, keys and a user property; SimpleConsumer receives, acks all

@@ -18,6 +18,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
@@ -52,11 +53,15 @@ public final class GrpcScenarios {
     final long stepTimeoutMs = Long.getLong("stepTimeoutMs", 60000);
 
     GrpcScenarios(String endpoint, String prefix) {
-        this.config = ClientConfiguration.newBuilder()
+        // the SDK's own default (SSL on, any server certificate trusted), as a stock application
+        // has it; -Dplaintext=true switches SSL off
+        ClientConfigurationBuilder builder = ClientConfiguration.newBuilder()
             .setEndpoints(endpoint)
-            .enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(10))
-            .build();
+            .setRequestTimeout(Duration.ofSeconds(10));
+        if (Boolean.getBoolean("plaintext")) {
+            builder.enableSsl(false);
+        }
+        this.config = builder.build();
         this.prefix = prefix;
     }
 
