@@ -18,8 +18,9 @@ import grpc
 from pyrmq.grpc import activities
 from pyrmq.grpc.context import GrpcContext
 from pyrmq.grpc.proto import spb, spb_grpc
+from pyrmq.grpc.splice import INNER_HOST, SniffingListener
 from pyrmq.grpc.status import from_error
-from pyrmq.remoting.tls import TlsMode, server_pem_pair
+from pyrmq.remoting.tls import TlsConfig, TlsMode, server_pem_pair
 
 log = logging.getLogger("pyrmq.grpc")
 
@@ -44,13 +45,19 @@ _DECODE_FILTER = _MalformedRequestFilter()
 class MessagingServicer(spb_grpc.MessagingServiceServicer):
     """MessagingService v2: every unary RPC answers a Status, never an exception."""
 
-    def __init__(self, acts: activities.Activities) -> None:
+    def __init__(self, acts: activities.Activities, peer_of: Callable[[str], str] = str) -> None:
         self.acts = acts
+        self.peer_of = peer_of  # the client's address behind permissive mode's splice
+
+    def _context(self, ctx: Any) -> GrpcContext:
+        gctx = GrpcContext.of(ctx)
+        gctx.remote_addr = self.peer_of(gctx.remote_addr)
+        return gctx
 
     async def _unary(
         self, fn: Callable[[GrpcContext, Any], Awaitable[Any]], response_cls: Any, request: Any, ctx: Any
     ) -> Any:
-        gctx = GrpcContext.of(ctx)
+        gctx = self._context(ctx)
         try:
             return await fn(gctx, request)
         except Exception as e:  # Java: ResponseBuilder#buildStatus(Throwable) in the activity's future
@@ -89,7 +96,7 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
         )
 
     async def ReceiveMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
-        gctx = GrpcContext.of(context)
+        gctx = self._context(context)
         try:
             async for response in self.acts.receive_message(gctx, request):
                 yield response
@@ -103,7 +110,7 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
 
     async def Telemetry(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
         """Replies to the client's commands and the broker's check requests share the stream."""
-        gctx = GrpcContext.of(context)
+        gctx = self._context(context)
         channel = self.acts.open_stream(gctx)
         failed: list[activities.GrpcProxyError] = []
 
@@ -133,6 +140,11 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
             self.acts.clients.stream_closed(channel)
 
 
+def _log_tls_failure(future: asyncio.Future[int]) -> None:
+    if not future.cancelled() and (e := future.exception()) is not None:
+        log.error("gRPC endpoint: TLS cannot be served (plaintext still is): %s: %s", type(e).__name__, e)
+
+
 class GrpcEndpoint:
     """A server for ``pyrmq.startup.run_servers``: start() binds, shutdown() stops with a short grace."""
 
@@ -142,37 +154,92 @@ class GrpcEndpoint:
         self.requested_port = port
         self.port = port
         self.server: grpc.aio.Server | None = None
-        self.tls = False
+        self.listener: SniffingListener | None = None  # permissive mode's public port
+        self.tls_server: grpc.aio.Server | None = None  # permissive mode's inner TLS server
+        self._tls_port: asyncio.Future[int] | None = None  # ... and its port, once it serves
+        self.mode = TlsMode.DISABLED
+        self.tls = False  # serves TLS (enforcing: only TLS; permissive: TLS and plaintext)
 
     @property
     def address(self) -> str:
         host = self.controller.config.broker_ip if self.host in ("0.0.0.0", "::", "") else self.host
         return f"{host}:{self.port}"
 
+    def _new_server(self, servicer: MessagingServicer) -> grpc.aio.Server:
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", GRPC_MAX_INBOUND_MESSAGE_SIZE)])
+        spb_grpc.add_MessagingServiceServicer_to_server(servicer, server)
+        return server
+
     async def start(self) -> None:
         logging.getLogger("grpc._cython.cygrpc").addFilter(_DECODE_FILTER)  # once: a set of filters
-        server = grpc.aio.server(options=[("grpc.max_receive_message_length", GRPC_MAX_INBOUND_MESSAGE_SIZE)])
-        acts = activities.Activities(self.controller, lambda: self.address)
-        spb_grpc.add_MessagingServiceServicer_to_server(MessagingServicer(acts), server)
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        servicer = MessagingServicer(activities.Activities(self.controller, lambda: self.address), self._peer_of)
         tls = self.controller.tls.with_config_file()
-        self.tls = tls.server_mode is TlsMode.ENFORCING  # PERMISSIVE (plaintext and TLS): see docs/grpc.md
-        if self.tls:
-            cert, key = server_pem_pair(tls)
-            port = server.add_secure_port(f"{host}:{self.requested_port}", grpc.ssl_server_credentials([(key, cert)]))
+        self.mode = tls.server_mode
+        self.tls = self.mode is not TlsMode.DISABLED
+        if self.mode is TlsMode.PERMISSIVE:
+            await self._start_permissive(servicer, tls)
         else:
-            port = server.add_insecure_port(f"{host}:{self.requested_port}")
-        if port == 0:
-            raise OSError(f"cannot listen for gRPC on {self.host}:{self.requested_port}")
-        self.port = port
+            server = self._new_server(servicer)
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            address = f"{host}:{self.requested_port}"
+            if self.tls:
+                cert, key = await asyncio.to_thread(server_pem_pair, tls)  # test mode makes an RSA key
+                port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
+            else:
+                port = server.add_insecure_port(address)
+            if port == 0:
+                raise OSError(f"cannot listen for gRPC on {self.host}:{self.requested_port}")
+            await server.start()
+            self.server = server
+            self.port = port
+        log.info("gRPC endpoint (MessagingService v2) on %s (TLS %s)", self.address, self.mode)
+
+    async def _start_permissive(self, servicer: MessagingServicer, tls: TlsConfig) -> None:
+        """Both on one port, as the Java proxy (splice.py): a plaintext grpcio server now, the TLS
+        one once its key is ready (test mode's is made off the loop, as the remoting ports do;
+        configured files are read before the port opens, so a bad one fails the start)."""
+        server = self._new_server(servicer)
+        plain_port = server.add_insecure_port(f"{INNER_HOST}:0")
+        if plain_port == 0:
+            raise OSError(f"cannot listen for gRPC on {INNER_HOST}")
         await server.start()
         self.server = server
-        log.info("gRPC endpoint (MessagingService v2) on %s%s", self.address, " (TLS)" if self.tls else "")
+        self._tls_port = asyncio.ensure_future(self._start_tls_server(servicer, tls))
+        self._tls_port.add_done_callback(_log_tls_failure)
+        try:
+            if not tls.test_mode_enable:
+                await asyncio.shield(self._tls_port)
+            self.listener = SniffingListener(self.host, self.requested_port, self._tls_port, plain_port)
+            self.port = await self.listener.start()
+        except BaseException:
+            await self.shutdown()
+            raise
+
+    async def _start_tls_server(self, servicer: MessagingServicer, tls: TlsConfig) -> int:
+        cert, key = await asyncio.to_thread(server_pem_pair, tls)
+        server = self._new_server(servicer)
+        port = server.add_secure_port(f"{INNER_HOST}:0", grpc.ssl_server_credentials([(key, cert)]))
+        if port == 0:
+            raise OSError(f"cannot listen for gRPC with TLS on {INNER_HOST}")
+        await server.start()
+        self.tls_server = server
+        return port
+
+    def _peer_of(self, inner: str) -> str:
+        return self.listener.peer_of(inner) if self.listener is not None else inner
 
     async def shutdown(self) -> None:
-        if self.server is not None:
-            await self.server.stop(grace=1.0)
-            self.server = None
+        if self.listener is not None:
+            await self.listener.close()
+            self.listener = None
+        if self._tls_port is not None:
+            self._tls_port.cancel()
+            await asyncio.gather(self._tls_port, return_exceptions=True)
+            self._tls_port = None
+        for server in (self.tls_server, self.server):
+            if server is not None:
+                await server.stop(grace=1.0)
+        self.server = self.tls_server = None
 
 
 __all__ = ["GrpcEndpoint", "MessagingServicer"]

@@ -105,6 +105,12 @@ class MessageStoreConfig:
     enable_lmq: bool = False
     enable_multi_dispatch: bool = False
     max_lmq_consume_queue_num: int = 20000
+    # DLedger commit log (pyrmq/broker/dledger_role.py, docs/dledger.md); null in Java unless set
+    d_leger_group: str | None = None
+    d_leger_peers: str | None = None
+    d_leger_self_id: str | None = None
+    preferred_leader_id: str | None = None
+    store_path_d_ledger_commit_log: str | None = None
 
     @property
     def epoch_file_path(self) -> str:

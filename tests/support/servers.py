@@ -434,7 +434,6 @@ class JavaLocalProxy(JavaBroker):
                 {
                     "rmq.logback.configurationFile": "rmq.proxy.logback.xml",
                     "logback.statusListenerClass": _LOGBACK_QUIET,
-                    "tls.server.mode": "disabled",  # plaintext only: no SSL context to build at start
                     **(system_props or {}),
                 },
                 heap=["-Xms128m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m"],

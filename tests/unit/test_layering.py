@@ -55,6 +55,9 @@ RULES: dict[str, tuple[str, ...]] = {
     # sans-IO users, ACLs and signatures: the broker and the tools build on it
     "auth": ("asyncio", "pyrmq.remoting", "pyrmq.store", "pyrmq.ha", *_ABOVE_STORE),
     # metrics instruments, the Prometheus text writer and its HTTP endpoint: common only
+    # the gRPC endpoint (the Java proxy's local mode): beside remoting, turning each call into a broker
+    # request; it uses the broker's client tables, the broker starts it
+    "grpc": ("pyrmq.namesrv", "pyrmq.controller", "pyrmq.admin", "pyrmq.spark", "pyrmq.testing", "pyrmq.cli"),
     "metrics": ("pyrmq.protocol", "pyrmq.remoting", "pyrmq.store", "pyrmq.ha", *_ABOVE_STORE),
 }
 

@@ -45,5 +45,9 @@ def test_slave_ids_and_the_start_refusal(tmp_path) -> None:
     assert [slave_id(i) for i in ("n0", "n1", "n12")] == [1, 2, 13]
     broken = BrokerConfig.from_properties({"storePathRootDir": str(tmp_path), "enableDLegerCommitLog": "true"})
     assert broken.check_supported() == "enableDLegerCommitLog=true needs dLegerGroup, dLegerPeers and dLegerSelfId"
-    good = BrokerConfig.from_properties({"storePathRootDir": str(tmp_path), **props()})
+    good = BrokerConfig.from_properties({"storePathRootDir": str(tmp_path), **props(preferredLeaderId="n0")})
     assert good.check_supported() is None
+    # MessageStoreConfig's keys, not "unknown to the broker"; listed by getBrokerConfig only when set
+    assert good.unknown_keys() == []
+    assert (good.store.d_leger_self_id, good.store.preferred_leader_id) == ("n1", "n0")
+    assert "dLegerGroup" not in BrokerConfig.from_properties({"storePathRootDir": str(tmp_path)}).all_properties()

@@ -18,6 +18,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
@@ -44,6 +45,7 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
 public final class GrpcScenarios {
     static final ClientServiceProvider PROVIDER = ClientServiceProvider.loadService();
     static final Duration INVISIBLE = Duration.ofSeconds(10); // the Java proxy's minimum for receive
+    static final Duration CHANGED_INVISIBLE = Duration.ofSeconds(2); // ChangeInvisibleDuration has no minimum
 
     final ClientConfiguration config;
     final String prefix;
@@ -51,11 +53,15 @@ public final class GrpcScenarios {
     final long stepTimeoutMs = Long.getLong("stepTimeoutMs", 60000);
 
     GrpcScenarios(String endpoint, String prefix) {
-        this.config = ClientConfiguration.newBuilder()
+        // the SDK's own default (SSL on, any server certificate trusted), as a stock application
+        // has it; -Dplaintext=true switches SSL off
+        ClientConfigurationBuilder builder = ClientConfiguration.newBuilder()
             .setEndpoints(endpoint)
-            .enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(10))
-            .build();
+            .setRequestTimeout(Duration.ofSeconds(10));
+        if (Boolean.getBoolean("plaintext")) {
+            builder.enableSsl(false);
+        }
+        this.config = builder.build();
         this.prefix = prefix;
     }
 
@@ -85,6 +91,7 @@ public final class GrpcScenarios {
                 case "delay": delay(step); break;
                 case "tx": tx(step); break;
                 case "push": push(step); break;
+                case "dlq": dlq(step); break;
                 case "send": sendOnly(step); break;
                 case "recv": recvOnly(step); break;
                 default: throw new IllegalArgumentException("unknown step " + step);
@@ -144,7 +151,10 @@ public final class GrpcScenarios {
         return System.currentTimeMillis() + stepTimeoutMs;
     }
 
-    /** Send with tag, keys and properties; receive; ack all but the last; it comes back. */
+    /**
+     * Send with tag, keys and properties; receive; ack all but the last two: one is left to its
+     * invisible duration, the other's is changed to 2 s; both come back and are acked then.
+     */
     void simple(String step) throws Exception {
         String topic = topic(step);
         try (Producer p = producer(topic); SimpleConsumer c = simpleConsumer(step, topic)) {
@@ -158,10 +168,10 @@ public final class GrpcScenarios {
                 sent(step, r, b);
             }
             String kept = ids.get(ids.size() - 1);
+            String changed = ids.get(ids.size() - 2);
             Set<String> acked = new HashSet<>();
             long end = deadline();
-            boolean redelivered = false;
-            while (System.currentTimeMillis() < end && !redelivered) {
+            while (System.currentTimeMillis() < end && !(acked.contains(kept) && acked.contains(changed))) {
                 for (MessageView v : c.receive(16, INVISIBLE)) {
                     received(step, v);
                     String id = v.getMessageId().toString();
@@ -169,12 +179,14 @@ public final class GrpcScenarios {
                         emit(step, "withheld", "id", id, "now", System.currentTimeMillis());
                         continue;
                     }
+                    if (id.equals(changed) && v.getDeliveryAttempt() == 1) {
+                        c.changeInvisibleDuration(v, CHANGED_INVISIBLE);
+                        emit(step, "changed", "id", id, "now", System.currentTimeMillis());
+                        continue;
+                    }
                     c.ack(v);
                     acked.add(id);
                     emit(step, "acked", "id", id);
-                    if (id.equals(kept)) {
-                        redelivered = true;
-                    }
                 }
             }
         }
@@ -293,6 +305,36 @@ public final class GrpcScenarios {
                 sent(step, p.send(message(topic, b).setTag("P").build()), b);
             }
             done.await(stepTimeoutMs, TimeUnit.MILLISECONDS);
+        } finally {
+            c.close();
+        }
+    }
+
+    /**
+     * PushConsumer of a group with retryMaxTimes 1 that fails every delivery: two deliveries, then
+     * the message is in the group's %DLQ% topic (pytest reads it there with a remoting consumer).
+     */
+    void dlq(String step) throws Exception {
+        String topic = topic(step);
+        AtomicInteger deliveries = new AtomicInteger();
+        PushConsumer c = PROVIDER.newPushConsumerBuilder()
+            .setClientConfiguration(config)
+            .setConsumerGroup(group(step))
+            .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
+            .setMessageListener(v -> {
+                deliveries.incrementAndGet();
+                received(step, v);
+                return ConsumeResult.FAILURE;
+            })
+            .build();
+        try (Producer p = producer(topic)) {
+            String b = step + "-0";
+            sent(step, p.send(message(topic, b).setTag("Q").build()), b);
+            long end = deadline();
+            while (System.currentTimeMillis() < end && deliveries.get() < 2) {
+                Thread.sleep(100);
+            }
+            Thread.sleep(3000); // a third delivery would come now
         } finally {
             c.close();
         }

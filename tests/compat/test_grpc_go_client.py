@@ -1,0 +1,143 @@
+"""The official 5.x gRPC SDK for Go (rocketmq-clients golang/v5 v5.1.4) against pyrmq's gRPC endpoint
+(issue 15).
+
+compat/go-tests/grpcsdk (bin/grpcsdk, built by compat/go-tests/build.sh) runs every step concurrently
+in one process (each step has its own topic and group) and prints one JSON line per observation, in
+the same shape as the Java SDK's GrpcScenarios; each test here asserts on one step:
+
+- simple: Producer sends with tag, keys and a user property; SimpleConsumer receives, acks all but
+  one; the one not acked comes back (deliveryAttempt 2) after its invisible duration (10 s).
+- fifo: one message group, received in send order (FIFO topic, orderly group).
+- delay: delivery timestamp 3 s ahead (DELAY topic), not received before.
+
+The SDK dials TLS unless told otherwise; pyrmq serves plaintext gRPC, so the program sets the SDK's
+own switch `golang.EnableSsl = false` (the same switch as its env var `rocketmq.client.enableSsl`).
+The reference side ("java", opt-in PYRMQ_COMPAT_REFERENCE=1) is the Java proxy 5.5.0 in local mode
+with the Java NameServer, as in test_grpc_java_client; topics and groups are made the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from compat.test_grpc_java_client import (
+    BROKER_CONF,
+    INVISIBLE_MS,
+    TIMER_PRECISION_MS,
+    create_resources,
+    of,
+    step_events,
+)
+from support.servers import JavaLocalProxy
+
+pytestmark = [pytest.mark.compat, pytest.mark.go, pytest.mark.java]
+
+GO_TESTS = Path(__file__).resolve().parents[2] / "compat" / "go-tests"
+BINARY = GO_TESTS / "bin" / "grpcsdk"
+STEPS = ("simple", "fifo", "delay")
+COUNT = 3
+RUN_TIMEOUT = 120
+
+
+@pytest.fixture(scope="module", params=["pyrmq", "java"])
+def broker_kind(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def grpcsdk() -> Path:
+    """bin/grpcsdk, built (or confirmed up to date) by compat/go-tests/build.sh; no Go fails here."""
+    r = subprocess.run([str(GO_TESTS / "build.sh")], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"compat/go-tests/build.sh exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
+    assert os.access(BINARY, os.X_OK), f"{BINARY} missing after build.sh"
+    return BINARY
+
+
+@pytest.fixture(scope="module")
+def server(broker_kind, request, java_harness, tmp_path_factory):
+    """(name server, broker) with a gRPC endpoint at broker.grpc_addr."""
+    if broker_kind == "pyrmq":
+        ns = request.getfixturevalue("pyrmq_namesrv")
+        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name="grpc-go", grpc_port=0, **BROKER_CONF)
+        yield ns, broker
+        return
+    ns = request.getfixturevalue("java_namesrv")
+    broker = JavaLocalProxy(ns.addr, tmp_path_factory.mktemp("go-proxy"), name="grpc-go", **BROKER_CONF)
+    yield ns, broker
+    if getattr(request.module, "_compat_failed", False):
+        print(f"\n{broker!r}\n{broker.tail(60)}")
+    broker.stop()
+
+
+def run_scenarios(binary: Path, endpoint: str, prefix: str, workdir: Path) -> dict[str, list[dict]]:
+    """Run bin/grpcsdk once; its events grouped by step (the whole output under "_out")."""
+    argv = [str(binary), f"-count={COUNT}", f"-invisible={INVISIBLE_MS}ms", "-step-timeout=60s", endpoint, prefix]
+    env = {**os.environ, "HOME": str(workdir), "rocketmq.client.logRoot": str(workdir / "logs")}
+    r = subprocess.run(
+        [*argv, *STEPS], capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env, stdin=subprocess.DEVNULL
+    )
+    out = workdir / "grpcsdk.out"
+    out.write_text(f"exit {r.returncode}\n--- stdout ---\n{r.stdout}\n--- stderr ---\n{r.stderr}")
+    events: dict[str, list[dict]] = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("@@ "):
+            ev = json.loads(line[3:])
+            events.setdefault(ev["step"], []).append(ev)
+    events["_out"] = [{"exit": r.returncode, "output": str(out), "stderr": r.stderr[-3000:]}]
+    return events
+
+
+@pytest.fixture(scope="module")
+def events(grpcsdk, server, tmp_path_factory):
+    ns, broker = server
+    wd = tmp_path_factory.mktemp("grpc-go-run")
+    prefix = f"GG{uuid.uuid4().hex[:6]}"
+    create_resources(ns, broker, prefix, wd / "admin")
+    return run_scenarios(grpcsdk, broker.grpc_addr, prefix, wd)
+
+
+def test_send_receive_ack_redeliver(events):
+    evs = step_events(events, "simple")
+    sent = of(evs, "sent")
+    assert len(sent) == COUNT and all(e["id"] for e in sent)
+    first = {e["id"]: e for e in of(evs, "received") if e["attempt"] == 1}
+    assert set(first) == {e["id"] for e in sent}, evs
+    for e in sent:
+        got = first[e["id"]]
+        i = int(e["body"].rsplit("-", 1)[1])
+        assert got["body"] == e["body"] and got["tag"] == "TagA", got
+        assert set(got["keys"].split(",")) == {f"key-{i}", f"k2-{i}"}, got
+        assert got["props"].get("color") == f"c{i}", got
+    withheld = of(evs, "withheld")
+    assert len(withheld) == 1 and withheld[0]["id"] == sent[-1]["id"]
+    again = [e for e in of(evs, "received") if e["attempt"] > 1]
+    # Only the message not acked comes back, once, after its invisible duration.
+    assert [e["id"] for e in again] == [sent[-1]["id"]], again
+    assert again[0]["attempt"] == 2
+    assert again[0]["now"] - withheld[0]["now"] >= INVISIBLE_MS - 2000, (again, withheld)
+    assert {e["id"] for e in of(evs, "acked")} == {e["id"] for e in sent}
+
+
+def test_fifo_message_group_in_order(events):
+    evs = step_events(events, "fifo")
+    sent = [e["body"] for e in of(evs, "sent")]
+    got = of(evs, "received")
+    assert len(sent) == 2 * COUNT
+    assert [e["body"] for e in got] == sent, got
+    assert {e["group"] for e in got} == {"mg-1"}
+
+
+def test_delay_delivery_timestamp(events):
+    evs = step_events(events, "delay")
+    (sent,) = of(evs, "sent")
+    got = of(evs, "received")
+    assert [e["body"] for e in got] == [sent["body"]], got
+    assert got[0]["deliveryTs"] == sent["deliverAt"], got
+    # Held back, and not handed out before its time, less the timer's precision (1 s slots).
+    assert got[0]["now"] - sent["now"] >= 1500, (got, sent)
+    assert got[0]["now"] >= sent["deliverAt"] - TIMER_PRECISION_MS, (got, sent)
