@@ -4,6 +4,7 @@ to stdout (flushed) only after the store acknowledged it. Killed with SIGKILL at
 from __future__ import annotations
 
 import sys
+import time
 
 from pyrmq.store.message import MessageExtBrokerInner
 from pyrmq.store.message_store import MessageStore
@@ -40,6 +41,10 @@ def main() -> None:
             out.write(f"{i}\n")
         out.flush()
         i += 1
+        if i % 20 == 0:
+            # at most ~20,000 puts a second: an ASYNC_FLUSH writer would otherwise add ~100,000 a
+            # round and each round's check re-reads the whole store (kills still land mid-put)
+            time.sleep(0.001)
 
 
 if __name__ == "__main__":
