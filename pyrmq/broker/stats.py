@@ -155,15 +155,10 @@ class BrokerStatsManager:
             it = table[key] = StatsItem()
         return it
 
-    def on_put(self, topic: str, msgs: int, size: int, elapsed_ms: int = 0, *, system: bool = False) -> None:
-        """A successful send request: TOPIC_PUT_NUMS/SIZE, BROKER_PUT_NUMS, store put counters."""
-        self._item(TOPIC_PUT_NUMS, topic).add(msgs, 1)
-        self._item(TOPIC_PUT_SIZE, topic).add(size, 1)
-        self._count_put(msgs, size, elapsed_ms, system)
-
     def on_topic_put(self, topic: str, msgs: int, size: int) -> None:
-        """on_put for the send path (no elapsed time, system-ness from the topic name), with the
-        topic's items looked up once per topic."""
+        """A successful send request: TOPIC_PUT_NUMS/SIZE, BROKER_PUT_NUMS, store put counters.
+        The topic's items are looked up once per topic (the send path counts every message); no
+        elapsed time is measured, so the put time stays in the first bucket, as before."""
         per = self._put_items.get(topic)
         if per is None:
             per = self._put_items[topic] = (
@@ -176,14 +171,9 @@ class BrokerStatsManager:
         nums.times += 1
         sizes.value += size
         sizes.times += 1
-        self._count_put(msgs, size, 0, system)
-
-    def _count_put(self, msgs: int, size: int, elapsed_ms: int, system: bool) -> None:
         self.put_message_times_total += msgs
         self.put_message_size_total += size
-        if elapsed_ms > self.put_message_entire_time_max:
-            self.put_message_entire_time_max = elapsed_ms
-        self.put_buckets[_bucket(elapsed_ms) if elapsed_ms > 0 else 0] += 1
+        self.put_buckets[0] += 1
         if not system:
             broker = self._broker_put
             if broker is None:
