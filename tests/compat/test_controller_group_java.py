@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from compat.test_controller_java import _wait
 from support import probe
 from support.ports import free_port
 from support.requests import send_v2
@@ -53,16 +54,6 @@ BROKER_CONF = {
     "brokerHeartbeatInterval": 1000,
     "haSendHeartbeatInterval": 1000,
 }
-
-
-def _wait(cond, what: str, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def _leader(members: list) -> object | None:

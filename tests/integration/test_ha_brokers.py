@@ -21,6 +21,7 @@ from support.procs import ManagedProcess
 from support.pyrmq_proc import venv_python
 from support.requests import pull, send_v2
 from support.servers import write_properties
+from support.stores import commit_log_files, wait_identical_commit_logs
 
 from pyrmq.broker.processor import REJECT_REQUEST_REMARK
 from pyrmq.protocol.bodies.admin import HARuntimeInfo
@@ -264,18 +265,10 @@ def _used(store: Path) -> int:
 
 
 def _assert_identical(m_store: Path, s_store: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        names = sorted(os.listdir(s_store / "commitlog")) if (s_store / "commitlog").is_dir() else []
-        # bytes read afresh each time: filecmp caches a verdict by (size, mtime), and writes
-        # through a mapping leave both as they were, so a first "differ" would stick
-        same = names == sorted(os.listdir(m_store / "commitlog")) and all(
-            (m_store / "commitlog" / n).read_bytes() == (s_store / "commitlog" / n).read_bytes() for n in names
-        )
-        if same:
-            return
-        assert time.monotonic() < deadline, f"slave files {names} never matched the master's"
-        time.sleep(0.2)
+    """The shared poll (bytes read afresh each time: filecmp caches a verdict by size and mtime,
+    which writes through a mapping leave as they were), and the same file names on both sides."""
+    got = wait_identical_commit_logs(m_store, s_store, timeout)
+    assert sorted(got) == sorted(commit_log_files(m_store)), (sorted(got), sorted(commit_log_files(m_store)))
 
 
 def test_slave_killed_mid_transfer_resumes_byte_for_byte(tmp_path):

@@ -47,7 +47,9 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def request(addr: str, code: int, ext_fields: dict[str, str] | None = None, timeout: float = 5.0) -> Reply:
+def request(
+    addr: str, code: int, ext_fields: dict[str, str] | None = None, timeout: float = 5.0, body: bytes = b""
+) -> Reply:
     host, port = addr.rsplit(":", 1)
     opaque = next(_opaque)
     header = json.dumps(
@@ -62,7 +64,7 @@ def request(addr: str, code: int, ext_fields: dict[str, str] | None = None, time
         },
         separators=(",", ":"),
     ).encode()
-    frame = struct.pack(">ii", 4 + len(header), len(header)) + header
+    frame = struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body
     with socket.create_connection((host, int(port)), timeout=timeout) as s:
         s.settimeout(timeout)
         s.sendall(frame)

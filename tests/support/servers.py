@@ -260,6 +260,28 @@ def controller_peers(ports: list[int]) -> str:
     return ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
 
 
+def _java_broker_conf(broker: JavaBroker, namesrv_addr: str, conf: dict) -> dict:
+    """broker.conf of a small Java test broker (JavaBroker, and the one JavaLocalProxy runs)."""
+    return {
+        "brokerClusterName": broker.cluster,
+        "brokerName": broker.name,
+        "brokerId": 0,
+        "namesrvAddr": namesrv_addr,
+        "listenPort": broker.port,
+        "bindAddress": "127.0.0.1",
+        "brokerIP1": "127.0.0.1",
+        "storePathRootDir": broker.store_dir,
+        "storePathCommitLog": broker.store_dir / "commitlog",
+        "autoCreateTopicEnable": "true",
+        "autoCreateSubscriptionGroup": "true",
+        "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+        "mappedFileSizeConsumeQueue": 300000 * 20 // 100,
+        "flushDiskType": "ASYNC_FLUSH",
+        "deleteWhen": "04",
+        **conf,
+    }
+
+
 class JavaBroker(_Server):
     """org.apache.rocketmq.broker.BrokerStartup 5.5.0, registered at `namesrv_addr`.
 
@@ -287,24 +309,7 @@ class JavaBroker(_Server):
         self.store_dir = Path(store_dir) if store_dir else workdir / "store"
         for attempt in range(3):
             self.port = broker_port()
-            props = {
-                "brokerClusterName": cluster,
-                "brokerName": self.name,
-                "brokerId": 0,
-                "namesrvAddr": namesrv_addr,
-                "listenPort": self.port,
-                "bindAddress": "127.0.0.1",
-                "brokerIP1": "127.0.0.1",
-                "storePathRootDir": self.store_dir,
-                "storePathCommitLog": self.store_dir / "commitlog",
-                "autoCreateTopicEnable": "true",
-                "autoCreateSubscriptionGroup": "true",
-                "mappedFileSizeCommitLog": 16 * 1024 * 1024,
-                "mappedFileSizeConsumeQueue": 300000 * 20 // 100,
-                "flushDiskType": "ASYNC_FLUSH",
-                "deleteWhen": "04",
-                **conf,
-            }
+            props = _java_broker_conf(self, namesrv_addr, conf)
             cfg = write_properties(workdir / f"broker-{self.name}.conf", props)
             self.conf_file = cfg
             argv = java_argv(
@@ -397,22 +402,7 @@ class JavaLocalProxy(JavaBroker):
         self.store_dir = workdir / "store"
         for attempt in range(3):
             self.port, self.grpc_port = broker_port(), free_port()
-            broker_conf = {
-                "brokerClusterName": cluster,
-                "brokerName": self.name,
-                "brokerId": 0,
-                "namesrvAddr": namesrv_addr,
-                "listenPort": self.port,
-                "bindAddress": "127.0.0.1",
-                "brokerIP1": "127.0.0.1",
-                "storePathRootDir": self.store_dir,
-                "storePathCommitLog": self.store_dir / "commitlog",
-                "autoCreateTopicEnable": "true",
-                "autoCreateSubscriptionGroup": "true",
-                "mappedFileSizeCommitLog": 16 * 1024 * 1024,
-                "flushDiskType": "ASYNC_FLUSH",
-                **conf,
-            }
+            broker_conf = _java_broker_conf(self, namesrv_addr, conf)
             self.conf_file = write_properties(workdir / f"broker-{self.name}.conf", broker_conf)
             proxy = {
                 "rocketMQClusterName": cluster,

@@ -27,12 +27,10 @@ import argparse
 import compileall
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import socket
 import statistics
-import struct
 import subprocess
 import sys
 import time
@@ -42,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support import java as sj  # noqa: E402
+from support import probe  # noqa: E402
 from support.ports import broker_port  # noqa: E402
 from support.procs import ManagedProcess  # noqa: E402
 from support.servers import PyrmqNamesrv, write_properties  # noqa: E402
@@ -147,53 +146,22 @@ def start_broker(
 def send_frame(port: int, topic: str, timeout: float = 5.0) -> int:
     """One SEND_MESSAGE (v1 header) straight to the broker; the response code."""
     opaque = next(_opaque)
-    header = json.dumps(
-        {
-            "code": SEND_MESSAGE,
-            "extFields": {
-                "producerGroup": "RestartBenchGroup",
-                "topic": topic,
-                "defaultTopic": "TBW102",
-                "defaultTopicQueueNums": "4",
-                "queueId": "0",
-                "sysFlag": "0",
-                "bornTimestamp": str(int(time.time() * 1000)),
-                "flag": "0",
-                "properties": f"UNIQ_KEY\x01RESTARTFIRST{opaque:08d}\x02WAIT\x01true\x02",
-                "reconsumeTimes": "0",
-                "unitMode": "false",
-                "batch": "false",
-            },
-            "flag": 0,
-            "language": "JAVA",
-            "opaque": opaque,
-            "serializeTypeCurrentRPC": "JSON",
-            "version": 479,
-        },
-        separators=(",", ":"),
-    ).encode()
-    body = b"first message after a restart"
-    frame = struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.settimeout(timeout)
-        s.sendall(frame)
-        while True:
-            (length,) = struct.unpack(">i", _recv(s, 4))
-            rest = _recv(s, length)
-            hlen = struct.unpack_from(">i", rest)[0] & 0xFFFFFF
-            h = json.loads(rest[4 : 4 + hlen])
-            if h.get("opaque") == opaque:
-                return int(h["code"])
-
-
-def _recv(s: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return bytes(buf)
+    ext_fields = {
+        "producerGroup": "RestartBenchGroup",
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "defaultTopicQueueNums": "4",
+        "queueId": "0",
+        "sysFlag": "0",
+        "bornTimestamp": str(int(time.time() * 1000)),
+        "flag": "0",
+        "properties": f"UNIQ_KEY\x01RESTARTFIRST{opaque:08d}\x02WAIT\x01true\x02",
+        "reconsumeTimes": "0",
+        "unitMode": "false",
+        "batch": "false",
+    }
+    reply = probe.request(f"127.0.0.1:{port}", SEND_MESSAGE, ext_fields, timeout, body=b"first message after a restart")
+    return int(reply.code)
 
 
 def accepting(port: int) -> bool:
