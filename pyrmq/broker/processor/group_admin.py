@@ -1,7 +1,7 @@
 """Admin codes about consumer/producer groups: configs, consume stats, connections, reset offsets.
 
 Java: ``broker/processor/AdminBrokerProcessor`` (updateAndCreateSubscriptionGroup[List],
-getAllSubscriptionGroup, deleteSubscriptionGroup, getConsumeStats, getProducerConnectionList,
+getAllSubscriptionGroup, getSubscriptionGroup, deleteSubscriptionGroup, getConsumeStats, getProducerConnectionList,
 getAllProducerInfo, queryTopicConsumeByWho, queryTopicsByConsumer,
 querySubscriptionByConsumer, resetOffset/resetOffsetInner, fetchAllConsumeStatsInBroker,
 cloneGroupOffset) and ``client/net/Broker2Client#resetOffset`` (client-side reset).
@@ -37,6 +37,7 @@ from pyrmq.protocol.headers.admin import (
     GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
     QuerySubscriptionByConsumerRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     QueryTopicsByConsumerRequestHeader,
@@ -140,6 +141,16 @@ class GroupAdminProcessor:
         sgm = self.subscription_group_manager
         w = SubscriptionGroupWrapper(dict(sgm.table), sgm.forbidden_table, sgm.data_version)
         return cmd.make_response(ResponseCode.SUCCESS, None, {"totalGroupNum": str(len(sgm.table))}, w.encode())
+
+    @handles(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG)
+    async def get_subscription_group(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
+        """One group's config (mqadmin and the dashboard ask a broker for one group); like Java's
+        findSubscriptionGroupConfig, an unknown group is auto-created when autoCreateSubscriptionGroup."""
+        h = GetSubscriptionGroupConfigRequestHeader.from_ext_fields(cmd.ext_fields)
+        cfg = self.subscription_group_manager.find_subscription_group_config(h.group)
+        if cfg is None:
+            raise SubscriptionGroupNotExist("No group in this broker")
+        return cmd.make_response(ResponseCode.SUCCESS, None, None, cfg.encode())
 
     @handles(RequestCode.DELETE_SUBSCRIPTIONGROUP)
     async def delete_subscription_group(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:

@@ -23,6 +23,11 @@ class DeleteSubscriptionGroupRequestHeader(RemotingHeader):
 
 
 @dataclass(slots=True)
+class GetSubscriptionGroupConfigRequestHeader(RemotingHeader):
+    group: str
+
+
+@dataclass(slots=True)
 class GetTopicStatsInfoRequestHeader(RemotingHeader):
     topic: str
 

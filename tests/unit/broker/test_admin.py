@@ -120,6 +120,27 @@ def test_subscription_group_create_list_delete_with_offsets(admin):
     assert b.c.consumer_offset_manager.query_offset("G1", "AT", 0) == 5
 
 
+def test_get_one_subscription_group_config(admin):
+    """GET_SUBSCRIPTIONGROUP_CONFIG (the dashboard's group config and state reads): the stored config
+    as flat JSON; an unknown group is auto-created like Java's findSubscriptionGroupConfig, or
+    SUBSCRIPTION_GROUP_NOT_EXIST when autoCreateSubscriptionGroup is off."""
+    b = admin()
+    body = b'{"groupName":"G2","consumeMessageOrderly":true,"retryMaxTimes":3,"retryQueueNums":2}'
+    assert call(b, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body).code == ResponseCode.SUCCESS
+    r = call(b, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": "G2"})
+    got = orjson.loads(r.body)
+    assert r.code == ResponseCode.SUCCESS and got["groupName"] == "G2" and got["retryMaxTimes"] == 3
+    assert got["consumeMessageOrderly"] is True and got["retryQueueNums"] == 2
+    r = call(b, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": "Fresh"})
+    assert r.code == ResponseCode.SUCCESS and orjson.loads(r.body)["retryMaxTimes"] == 16
+    assert "Fresh" in b.c.subscription_group_manager.table
+    off = admin(autoCreateSubscriptionGroup="false")
+    r = call(off, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": "Missing"})
+    assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST and r.remark == "No group in this broker"
+    r = call(off, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {})
+    assert r.code != ResponseCode.SUCCESS and r.remark == "the custom field <group> is null"
+
+
 def test_topic_stats_consume_stats_and_server_side_reset(admin):
     b = admin()
     create_topic(b, "AT", 2)
