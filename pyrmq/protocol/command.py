@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from pyrmq._speedups import pick
 from pyrmq.protocol.codes import LanguageCode, ResponseCode, SerializeType
 from pyrmq.protocol.errors import RemotingProtocolError
 from pyrmq.protocol.version import PYRMQ_VERSION
@@ -446,6 +447,11 @@ def _decode_rocketmq_header(view: memoryview) -> RemotingCommand:
         ext_fields=ext_fields,
         serialize_type=SerializeType.ROCKETMQ,
     )
+
+
+# the compiled twins (pyrmq/_speedups) when built; the functions above are the reference
+_encode_rocketmq_header = pick(_encode_rocketmq_header)
+_decode_rocketmq_header = pick(_decode_rocketmq_header)
 
 
 # ---------------------------------------------------------------------------

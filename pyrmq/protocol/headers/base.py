@@ -25,6 +25,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self
 
+from pyrmq._speedups import pick
 from pyrmq.common.java_lang import double_to_string
 from pyrmq.protocol.errors import InvalidParameter, MissingHeaderField
 
@@ -44,6 +45,9 @@ def _parse_java_int(v: str) -> int:
     if not _JAVA_INT.fullmatch(v):
         raise ValueError(v)
     return int(v)
+
+
+_parse_java_int = pick(_parse_java_int)  # the compiled twin (pyrmq/_speedups) when built
 
 
 def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
@@ -89,24 +93,8 @@ class RemotingHeader:
         """Decode from a command's ext_fields (None behaves as empty)."""
         if ext is None:
             ext = {}
-        kwargs: dict[str, Any] = {}
         table = cls.__dict__.get("_header_fields") or cls._fields_table()
-        for attr, wire_key, _kind, required, _enum, parse in table:
-            v = ext.get(wire_key)
-            if v is None:
-                if required:
-                    raise MissingHeaderField(wire_key)
-                continue
-            if parse is None:
-                kwargs[attr] = v
-                continue
-            try:
-                kwargs[attr] = parse(v)
-            except (ValueError, KeyError):
-                # Java logs the parse failure and keeps the field's default.
-                if required:
-                    raise InvalidParameter(f"the custom field <{wire_key}> has an invalid value {v!r}") from None
-        return cls(**kwargs)
+        return cls(**_header_kwargs(table, ext))
 
     @classmethod
     def from_command(cls, cmd: Any) -> Self:
@@ -132,6 +120,30 @@ class RemotingHeader:
             else:
                 out[f.key] = v.name
         return out
+
+
+def _header_kwargs(table: tuple[_Field, ...], ext: Mapping[str, str]) -> dict[str, Any]:
+    """The constructor arguments of a header with field table ``table`` read from ``ext``."""
+    kwargs: dict[str, Any] = {}
+    for attr, wire_key, _kind, required, _enum, parse in table:
+        v = ext.get(wire_key)
+        if v is None:
+            if required:
+                raise MissingHeaderField(wire_key)
+            continue
+        if parse is None:
+            kwargs[attr] = v
+            continue
+        try:
+            kwargs[attr] = parse(v)
+        except (ValueError, KeyError):
+            # Java logs the parse failure and keeps the field's default.
+            if required:
+                raise InvalidParameter(f"the custom field <{wire_key}> has an invalid value {v!r}") from None
+    return kwargs
+
+
+_header_kwargs = pick(_header_kwargs)  # the compiled twin (pyrmq/_speedups) when built
 
 
 def _build_table(cls: type) -> tuple[_Field, ...]:

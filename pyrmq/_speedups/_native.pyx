@@ -1,0 +1,324 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled twins of pyrmq's hot codec functions; the Python functions named in each docstring
+are the reference. Every function here returns exactly what its reference returns. Anything
+unusual (a bad length, an out-of-range number, a type other than the common one, a lone
+surrogate) goes to the reference, which then produces the result or raises its own error: the
+error paths have one definition, in Python."""
+
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+
+cdef object _references = None
+cdef object _RemotingCommand = None
+cdef object _ROCKETMQ = None
+
+
+cdef object _ref(str name):
+    global _references
+    if _references is None:
+        from pyrmq._speedups import REFERENCES
+        _references = REFERENCES
+    return _references[name]
+
+
+cdef inline uint32_t _u32(const unsigned char* p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
+
+
+cdef inline int32_t _i32(const unsigned char* p) noexcept nogil:
+    return <int32_t>_u32(p)
+
+
+cdef inline int16_t _i16(const unsigned char* p) noexcept nogil:
+    return <int16_t>((<uint16_t>p[0] << 8) | <uint16_t>p[1])
+
+
+cdef inline void _put32(unsigned char* p, uint32_t v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+cdef inline void _put16(unsigned char* p, uint16_t v) noexcept nogil:
+    p[0] = (v >> 8) & 0xFF
+    p[1] = v & 0xFF
+
+
+# --- pyrmq.common.java_lang.java_string_hash -------------------------------------------------------
+
+
+def java_string_hash(s):
+    """Reference: pyrmq.common.java_lang.java_string_hash (String#hashCode over UTF-16 units)."""
+    if type(s) is not str:
+        return _ref("java_string_hash")(s)
+    cdef uint32_t h = 0, u
+    cdef Py_UCS4 c
+    for c in <str>s:
+        u = <uint32_t>c
+        if u < 0x10000:
+            if 0xD800 <= u <= 0xDFFF:  # a lone surrogate: the reference's UTF-16 encoding raises
+                return _ref("java_string_hash")(s)
+            h = h * 31 + u
+        else:
+            u -= 0x10000
+            h = h * 31 + (0xD800 + (u >> 10))
+            h = h * 31 + (0xDC00 + (u & 0x3FF))
+    return <int32_t>h
+
+
+# --- pyrmq.protocol.headers.base._parse_java_int and _header_kwargs ---------------------------------
+
+
+cdef object _parse_int_fast(object v):
+    """[+-]?[0-9]+ of at most 18 characters as an int; None for anything else."""
+    cdef str s = <str>v
+    cdef Py_ssize_t n = len(s), i = 0
+    cdef Py_UCS4 c
+    cdef int64_t acc = 0
+    cdef bint neg = False
+    if n == 0 or n > 18:
+        return None
+    c = s[0]
+    if c == u'+' or c == u'-':
+        if n == 1:
+            return None
+        neg = c == u'-'
+        i = 1
+    while i < n:
+        c = s[i]
+        if c < u'0' or c > u'9':
+            return None
+        acc = acc * 10 + (<int64_t>c - 48)
+        i += 1
+    return -acc if neg else acc
+
+
+def parse_java_int(v):
+    """Reference: pyrmq.protocol.headers.base._parse_java_int."""
+    if type(v) is str:
+        r = _parse_int_fast(v)
+        if r is not None:
+            return r
+    return _ref("parse_java_int")(v)
+
+
+def header_kwargs(tuple table, ext):
+    """Reference: pyrmq.protocol.headers.base._header_kwargs (a typed header's fields from
+    ext_fields); a missing or bad required field is left to the reference, which raises."""
+    cdef dict kwargs = {}
+    cdef tuple f
+    cdef PyObject* p
+    if type(ext) is not dict:
+        return _ref("header_kwargs")(table, ext)
+    for fo in table:
+        if not isinstance(fo, tuple) or len(<tuple>fo) != 6:  # a _Field (a NamedTuple) is a tuple
+            return _ref("header_kwargs")(table, ext)
+        f = <tuple>fo
+        p = PyDict_GetItem(<dict>ext, f[1])
+        if p == NULL or <object>p is None:
+            if f[3]:
+                return _ref("header_kwargs")(table, ext)
+            continue
+        v = <object>p
+        parse = f[5]
+        if parse is None:
+            kwargs[f[0]] = v
+            continue
+        if parse is parse_java_int and type(v) is str:
+            r = _parse_int_fast(v)
+            if r is not None:
+                kwargs[f[0]] = r
+                continue
+        try:
+            kwargs[f[0]] = parse(v)
+        except (ValueError, KeyError):
+            if f[3]:
+                return _ref("header_kwargs")(table, ext)
+    return kwargs
+
+
+# --- pyrmq.protocol.command: the ROCKETMQ header codec ---------------------------------------------
+
+
+cdef inline object _utf8(const unsigned char* p, Py_ssize_t n):
+    return PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
+
+
+def decode_rocketmq_header(view):
+    """Reference: pyrmq.protocol.command._decode_rocketmq_header."""
+    global _RemotingCommand, _ROCKETMQ
+    if type(view) is not memoryview:
+        return _ref("decode_rocketmq_header")(view)
+    cdef bytes hb = view.tobytes()
+    cdef const unsigned char* h = <const unsigned char*>PyBytes_AS_STRING(hb)
+    cdef Py_ssize_t hlen = PyBytes_GET_SIZE(hb)
+    cdef Py_ssize_t pos, end, key_at, value_at
+    cdef int64_t rlen, elen, klen, vlen
+    cdef dict ext_fields
+    if hlen < 21:
+        return _ref("decode_rocketmq_header")(view)
+    pos = 13
+    rlen = _i32(h + pos)
+    pos += 4
+    remark = None
+    if rlen != 0:
+        if rlen < 0 or rlen > hlen or pos + rlen + 4 > hlen:
+            return _ref("decode_rocketmq_header")(view)
+        remark = _utf8(h + pos, rlen)
+        pos += rlen
+    elen = _i32(h + pos)
+    pos += 4
+    ext = None
+    if elen > 0:
+        if elen > hlen or pos + elen > hlen:
+            return _ref("decode_rocketmq_header")(view)
+        ext_fields = {}
+        end = pos + elen
+        while pos < end:
+            if pos + 2 > hlen:
+                return _ref("decode_rocketmq_header")(view)
+            klen = _i16(h + pos)
+            pos += 2
+            if klen < 0 or klen > elen or pos + klen + 4 > hlen:
+                return _ref("decode_rocketmq_header")(view)
+            key_at = pos
+            vlen = _i32(h + pos + klen)
+            value_at = pos + klen + 4
+            if vlen < 0 or vlen > elen or value_at + vlen > hlen:
+                return _ref("decode_rocketmq_header")(view)
+            pos = value_at + vlen
+            ext_fields[_utf8(h + key_at, klen)] = _utf8(h + value_at, vlen) if vlen else None
+        ext = ext_fields
+    if _RemotingCommand is None:
+        from pyrmq.protocol.codes import SerializeType
+        from pyrmq.protocol.command import RemotingCommand
+
+        _RemotingCommand = RemotingCommand
+        _ROCKETMQ = SerializeType.ROCKETMQ
+    # RemotingCommand's field order: code language version opaque flag remark ext_fields body serialize_type
+    return _RemotingCommand(_i16(h), h[2], _i16(h + 3), _i32(h + 5), _i32(h + 9), remark, ext, None, _ROCKETMQ)
+
+
+#: ext field key -> its int16 length + UTF-8 bytes (keys are a protocol's few constants)
+cdef dict _key_parts = {}
+
+
+cdef bint _int_in(object v, int64_t lo, int64_t hi):
+    if not isinstance(v, int):
+        return False
+    if not (lo <= v <= hi):
+        return False
+    return True
+
+
+def encode_rocketmq_header(cmd):
+    """Reference: pyrmq.protocol.command._encode_rocketmq_header."""
+    code = cmd.code
+    version = cmd.version
+    opaque = cmd.opaque
+    flag = cmd.flag
+    lang = cmd.language
+    if not (
+        _int_in(code, -32768, 32767)
+        and _int_in(version, -32768, 32767)
+        and _int_in(opaque, -2147483648, 2147483647)
+        and _int_in(flag, -2147483648, 2147483647)
+        and isinstance(lang, int)
+    ):
+        return _ref("encode_rocketmq_header")(cmd)
+    remark = cmd.remark
+    cdef bytes rb = None
+    if remark:
+        if type(remark) is not str:
+            return _ref("encode_rocketmq_header")(cmd)
+        rb = (<str>remark).encode("utf-8", "replace")
+    ef = cmd.ext_fields
+    cdef list parts = []
+    cdef Py_ssize_t total = 13 + 4 + 4, ef_len = 0, n
+    cdef bytes kp, vb
+    if ef:
+        if type(ef) is not dict:
+            return _ref("encode_rocketmq_header")(cmd)
+        for k, v in (<dict>ef).items():
+            if k is None:
+                continue
+            if type(k) is not str:
+                return _ref("encode_rocketmq_header")(cmd)
+            p = PyDict_GetItem(_key_parts, k)
+            if p != NULL:
+                kp = <bytes><object>p
+            else:
+                kb = (<str>k).encode("utf-8", "replace")
+                if len(kb) > 0x7FFF:
+                    return _ref("encode_rocketmq_header")(cmd)
+                kp = bytes((len(kb) >> 8, len(kb) & 0xFF)) + kb
+                if len(_key_parts) < 1024:
+                    _key_parts[k] = kp
+            if v is None:
+                vb = b""
+            elif type(v) is str:
+                vb = (<str>v).encode("utf-8", "replace")
+            else:
+                return _ref("encode_rocketmq_header")(cmd)
+            parts.append(kp)
+            parts.append(vb)
+            ef_len += PyBytes_GET_SIZE(kp) + 4 + PyBytes_GET_SIZE(vb)
+    if rb is not None:
+        total += PyBytes_GET_SIZE(rb)
+    total += ef_len
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
+    cdef unsigned char* o = <unsigned char*>PyBytes_AS_STRING(out)
+    _put16(o, <uint16_t><int64_t>code)
+    o[2] = <uint8_t>(<int64_t>(lang & 0xFF))
+    _put16(o + 3, <uint16_t><int64_t>version)
+    _put32(o + 5, <uint32_t><int64_t>opaque)
+    _put32(o + 9, <uint32_t><int64_t>flag)
+    cdef Py_ssize_t pos = 13, i
+    if rb is None:
+        _put32(o + pos, 0)
+        pos += 4
+    else:
+        n = PyBytes_GET_SIZE(rb)
+        _put32(o + pos, <uint32_t>n)
+        memcpy(o + pos + 4, PyBytes_AS_STRING(rb), n)
+        pos += 4 + n
+    _put32(o + pos, <uint32_t>ef_len)
+    pos += 4
+    for i in range(0, len(parts), 2):
+        kp = <bytes>parts[i]
+        vb = <bytes>parts[i + 1]
+        n = PyBytes_GET_SIZE(kp)
+        memcpy(o + pos, PyBytes_AS_STRING(kp), n)
+        pos += n
+        n = PyBytes_GET_SIZE(vb)
+        _put32(o + pos, <uint32_t>n)
+        memcpy(o + pos + 4, PyBytes_AS_STRING(vb), n)
+        pos += 4 + n
+    return out
+
+
+# --- pyrmq.store.message.message_properties_to_string ----------------------------------------------
+
+
+def message_properties_to_string(properties):
+    """Reference: pyrmq.store.message.message_properties_to_string ('k\\x01v\\x02' per pair)."""
+    if not properties:
+        return ""
+    if type(properties) is not dict:
+        return _ref("message_properties_to_string")(properties)
+    cdef list parts = []
+    for k, v in (<dict>properties).items():
+        if v is None:
+            continue
+        if type(k) is not str or type(v) is not str:
+            return _ref("message_properties_to_string")(properties)
+        parts.append(k)
+        parts.append(u"\x01")
+        parts.append(v)
+        parts.append(u"\x02")
+    return u"".join(parts)

@@ -1,0 +1,361 @@
+"""The compiled codec functions (pyrmq/_speedups/_native.pyx) against their Python references.
+
+Each compiled function must return the same value, the same bytes and raise the same exception
+(type and message) as the Python function it replaces, on well-formed and malformed input.
+tools/test sets PYRMQ_REQUIRE_SPEEDUPS=1, so a suite run where the extension did not build fails
+here instead of quietly testing the pure-Python path twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import importlib
+import os
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pyrmq.common.java_lang
+import pyrmq.protocol.command as command
+import pyrmq.protocol.headers.base as base
+import pyrmq.store.message as message
+from pyrmq import _speedups
+from pyrmq.protocol.codes import SerializeType
+from pyrmq.protocol.command import RemotingCommand
+
+REQUIRED = os.environ.get("PYRMQ_REQUIRE_SPEEDUPS", "") not in ("", "0")
+PURE = os.environ.get("PYRMQ_PURE", "") not in ("", "0")
+
+
+def _native() -> ModuleType | None:
+    try:
+        return importlib.import_module("pyrmq._speedups._native")
+    except ImportError:
+        return None
+
+
+NATIVE = _native()
+
+needs_native = pytest.mark.skipif(
+    NATIVE is None and not REQUIRED, reason="the extension is not built (pure-Python install)"
+)
+PROFILE = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_extension_built_when_required() -> None:
+    """Fails when tools/test expects the compiled path (PYRMQ_REQUIRE_SPEEDUPS=1) and it is absent."""
+    if REQUIRED:
+        assert NATIVE is not None, "PYRMQ_REQUIRE_SPEEDUPS=1 but pyrmq._speedups._native did not build"
+        assert PURE or _speedups.active(), _speedups.describe()
+    expect_compiled = NATIVE is not None and not PURE
+    assert _speedups.active() is expect_compiled
+    assert ("compiled" in _speedups.describe()) is expect_compiled
+
+
+def test_selection_points_every_module_at_one_implementation() -> None:
+    picked = {
+        "java_string_hash": pyrmq.common.java_lang.java_string_hash,
+        "parse_java_int": base._parse_java_int,
+        "header_kwargs": base._header_kwargs,
+        "encode_rocketmq_header": command._encode_rocketmq_header,
+        "decode_rocketmq_header": command._decode_rocketmq_header,
+        "message_properties_to_string": message.message_properties_to_string,
+    }
+    assert set(picked) <= set(_speedups.REFERENCES)
+    for name, fn in picked.items():
+        if _speedups.active():
+            assert NATIVE is not None
+            assert fn is getattr(NATIVE, name), name
+        else:
+            assert fn is _speedups.reference(name), name
+
+
+def test_pure_switch_selects_the_references() -> None:
+    code = (
+        "import pyrmq.protocol.command as c, pyrmq._speedups as s; "
+        "print(s.active(), c._decode_rocketmq_header is s.reference('decode_rocketmq_header'), s.describe())"
+    )
+    env = {**os.environ, "PYRMQ_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.startswith("False True codec speed-ups: pure Python (PYRMQ_PURE is set)"), out
+
+
+# --- the comparison -------------------------------------------------------------------------------
+
+
+def _outcome(fn: Callable[..., Any], *args: Any) -> tuple[Any, ...]:
+    try:
+        r = fn(*args)
+    except Exception as e:
+        return ("raised", type(e), str(e))
+    return ("returned", type(r), r, repr(r))
+
+
+def same(name: str, *args: Any) -> Any:
+    """Call the compiled function and its reference on the same arguments; both outcomes agree."""
+    assert NATIVE is not None, "the extension is required but not built"
+    ref = _outcome(_speedups.reference(name), *args)
+    got = _outcome(getattr(NATIVE, name), *args)
+    assert got == ref, (name, args)
+    return ref
+
+
+# --- java_string_hash ------------------------------------------------------------------------------
+
+ANY_CHAR = st.characters(codec=None, exclude_categories=())  # lone surrogates included
+
+
+@needs_native
+@PROFILE
+@given(st.one_of(st.text(), st.text(alphabet=ANY_CHAR), st.text(min_size=250, max_size=700)))
+def test_java_string_hash(s: str) -> None:
+    same("java_string_hash", s)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "s",
+    ["", "a", "TopicTest#KEY", "é", "中文", "😀", "a😀b", "\ud800", "x\udfff", "k" * 256, "k" * 257, "😀" * 300],
+)
+def test_java_string_hash_cases(s: str) -> None:
+    same("java_string_hash", s)
+    assert NATIVE is not None
+    if s not in ("\ud800", "x\udfff"):
+        assert -(2**31) <= NATIVE.java_string_hash(s) < 2**31
+
+
+@needs_native
+def test_java_string_hash_known_values() -> None:
+    assert NATIVE is not None
+    assert NATIVE.java_string_hash("abc") == 96354  # "abc".hashCode() in Java
+    assert NATIVE.java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE
+
+
+@needs_native
+@pytest.mark.parametrize("v", [None, b"abc", 5])
+def test_java_string_hash_wrong_types(v: Any) -> None:
+    assert same("java_string_hash", v)[0] == "raised"
+
+
+# --- _parse_java_int and _header_kwargs ------------------------------------------------------------
+
+INT_EDGES = [
+    "", "+", "-", "+-1", "--1", "0", "-0", "+0", "007", "2147483647", "2147483648", "-2147483649",
+    "9" * 18, "-" + "9" * 17, "-" + "9" * 18, "9" * 19, "9" * 40, "1_000", " 1", "1 ", "1\n", "0x1F",
+    "٣", "²", "１", "1.0", "1e3", "\x00", "+" + "9" * 17,
+]  # fmt: skip
+
+
+@needs_native
+@pytest.mark.parametrize("v", [*INT_EDGES, None, 5, b"12"])
+def test_parse_java_int_cases(v: Any) -> None:
+    same("parse_java_int", v)
+
+
+@needs_native
+@PROFILE
+@given(st.one_of(st.from_regex(r"[+-]?[0-9]{1,30}", fullmatch=True), st.text(max_size=25)))
+def test_parse_java_int(v: str) -> None:
+    same("parse_java_int", v)
+
+
+class _Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+@dataclasses.dataclass(slots=True)
+class _AllKinds(base.RemotingHeader):
+    topic: str
+    queue_id: int
+    mode: _Color
+    flag: int | None = None
+    ratio: float | None = None
+    unit_mode: bool | None = None
+    color: _Color | None = None
+    name: str | None = base.key("n", default=None)
+
+
+_KEYS = ["topic", "queueId", "mode", "flag", "ratio", "unitMode", "color", "n", "other"]
+_VALUES = st.one_of(
+    st.none(),
+    st.sampled_from(["1", "-7", "x", "", "RED", "BLUE", "red", "true", "TRUE", "1.5", "NaN", "9" * 30, "+3"]),
+    st.text(max_size=8),
+)
+
+
+@needs_native
+@PROFILE
+@given(st.dictionaries(st.sampled_from(_KEYS), _VALUES))
+def test_header_kwargs(ext: dict[str, str]) -> None:
+    table = _AllKinds._fields_table()
+    r = same("header_kwargs", table, ext)
+    if r[0] == "returned":
+        assert _AllKinds.from_ext_fields(ext) == _AllKinds(**r[2])
+
+
+@needs_native
+def test_header_kwargs_errors_and_mappings() -> None:
+    table = _AllKinds._fields_table()
+    ok = {"topic": "T", "queueId": "3", "mode": "RED"}
+    assert same("header_kwargs", table, ok)[2] == {"topic": "T", "queue_id": 3, "mode": _Color.RED}
+    assert same("header_kwargs", table, {"queueId": "3", "mode": "RED"})[0] == "raised"  # missing topic
+    assert same("header_kwargs", table, {**ok, "queueId": "3x"})[0] == "raised"  # bad required int
+    assert same("header_kwargs", table, {**ok, "mode": "GREEN"})[0] == "raised"  # bad required enum
+    assert same("header_kwargs", table, {**ok, "flag": "bad", "color": "GREEN"})[0] == "returned"
+    same("header_kwargs", table, dict(ok).items().mapping)  # a mapping that is not a dict
+
+
+# --- the ROCKETMQ header codec ---------------------------------------------------------------------
+
+_I16 = st.integers(-(2**15), 2**15 - 1)
+_I32 = st.integers(-(2**31), 2**31 - 1)
+_TEXT = st.one_of(st.text(max_size=20), st.text(alphabet=ANY_CHAR, max_size=6))
+_EXT = st.dictionaries(_TEXT, st.one_of(st.none(), _TEXT), max_size=8)
+
+
+@st.composite
+def commands(draw: st.DrawFn, wide: bool = False) -> RemotingCommand:
+    i16 = st.one_of(_I16, st.integers(-(2**40), 2**40)) if wide else _I16
+    i32 = st.one_of(_I32, st.integers(-(2**70), 2**70)) if wide else _I32
+    return RemotingCommand(
+        code=draw(i16),
+        language=draw(st.integers(0, 300) if wide else st.integers(0, 255)),
+        version=draw(i16),
+        opaque=draw(i32),
+        flag=draw(i32),
+        remark=draw(st.one_of(st.none(), _TEXT)),
+        ext_fields=draw(st.one_of(st.none(), _EXT)),
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+@needs_native
+@PROFILE
+@given(commands(wide=True))
+def test_encode_rocketmq_header(cmd: RemotingCommand) -> None:
+    same("encode_rocketmq_header", cmd)
+
+
+@needs_native
+def test_encode_rocketmq_header_odd_values() -> None:
+    base_cmd = RemotingCommand(code=10, serialize_type=SerializeType.ROCKETMQ)
+    odd: list[dict[str, Any]] = [
+        {"ext_fields": {"a": 1, "b": True, "c": False, "d": 2.5}},  # Java's String.valueOf
+        {"ext_fields": {None: "x", "k": "v"}},  # null keys are skipped
+        {"ext_fields": {7: "x"}},
+        {"ext_fields": {"k" * 40000: "v"}},  # a key longer than the int16 length
+        {"ext_fields": {"k\ud800": "v\udfff"}},  # lone surrogates -> '?'
+        {"remark": b"bytes"},
+        {"remark": ""},
+        {"code": 2**15},
+        {"opaque": -(2**31) - 1},
+        {"flag": "1"},
+        {"language": None},
+        {"version": True},
+        {"code": SerializeType.JSON},
+    ]
+    for change in odd:
+        same("encode_rocketmq_header", dataclasses.replace(base_cmd, **change))
+
+
+def _header_bytes(cmd: RemotingCommand) -> bytes:
+    encoded: bytes = _speedups.reference("encode_rocketmq_header")(cmd)
+    return encoded
+
+
+@needs_native
+@PROFILE
+@given(commands(), st.data())
+def test_decode_rocketmq_header(cmd: RemotingCommand, data: st.DataObject) -> None:
+    h = _header_bytes(cmd)
+    same("decode_rocketmq_header", memoryview(h))
+    cut = data.draw(st.integers(0, len(h)))
+    same("decode_rocketmq_header", memoryview(h[:cut]))  # truncated
+    if h:
+        at = data.draw(st.integers(0, len(h) - 1))
+        flipped = bytearray(h)
+        flipped[at] = data.draw(st.integers(0, 255))
+        same("decode_rocketmq_header", memoryview(bytes(flipped)))
+        same("decode_rocketmq_header", memoryview(flipped))  # a writable buffer
+
+
+@needs_native
+@PROFILE
+@given(st.binary(max_size=80))
+def test_decode_rocketmq_header_noise(h: bytes) -> None:
+    same("decode_rocketmq_header", memoryview(h))
+
+
+def _frame(remark_len: int, map_len: int, entries: bytes, tail: bytes = b"") -> bytes:
+    return (
+        struct.pack(">hBhii", 10, 0, 1, 2, 0)
+        + struct.pack(">i", remark_len)
+        + struct.pack(">i", map_len)
+        + entries
+        + tail
+    )
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "h",
+    [
+        _frame(0, 0, b""),
+        _frame(0, -5, b""),  # a negative map length is no map
+        _frame(-1, 0, b""),  # negative remark length
+        _frame(1000, 0, b""),  # remark beyond the header
+        _frame(0, 11, b"\x00\x01k\x00\x00\x00\x02vv"),  # one entry
+        _frame(0, 11, b"\x00\x01k\x00\x00\x00\x00" + b"\x00" * 4),  # zero-length value: None
+        _frame(0, 4, b"\x00\x01k\x00\x00\x00\x02vv"),  # an entry running past the map length
+        _frame(0, 9, b"\xff\xffk\x00\x00\x00\x02vv"),  # negative key length
+        _frame(0, 9, b"\x00\x01k\xff\xff\xff\xffvv"),  # negative value length
+        _frame(0, 9, b"\x00\x01k\x00\x00\x01\x00vv"),  # value length beyond the header
+        _frame(0, 1, b"\x00"),  # truncated key length
+        _frame(0, 12, b"\x00\x01k\x00\x00\x00\x02vv\x00"),  # a stray byte after the last entry
+        _frame(0, 20, b"\x00\x02\xc3\x28\x00\x00\x00\x02\xff\xfe" + b"\x00" * 6),  # invalid UTF-8
+        _frame(0, 2**31 - 1, b""),
+        b"\x00" * 20,
+    ],
+)
+def test_decode_rocketmq_header_bad_lengths(h: bytes) -> None:
+    same("decode_rocketmq_header", memoryview(h))
+
+
+@needs_native
+def test_decode_rocketmq_header_wrong_type() -> None:
+    assert same("decode_rocketmq_header", _frame(0, 0, b""))[0] == "raised"  # bytes, not a memoryview
+
+
+@needs_native
+@PROFILE
+@given(commands())
+def test_header_codec_round_trip(cmd: RemotingCommand) -> None:
+    assert NATIVE is not None
+    h = NATIVE.encode_rocketmq_header(cmd)
+    back = NATIVE.decode_rocketmq_header(memoryview(h))
+    assert NATIVE.encode_rocketmq_header(back) == h
+
+
+# --- message_properties_to_string ------------------------------------------------------------------
+
+
+@needs_native
+@PROFILE
+@given(st.one_of(st.none(), st.dictionaries(_TEXT, st.one_of(st.none(), _TEXT, st.integers()), max_size=10)))
+def test_message_properties_to_string(props: dict[str, Any] | None) -> None:
+    same("message_properties_to_string", props)
+
+
+@needs_native
+@pytest.mark.parametrize("props", [{}, {"KEYS": "k1 k2", "TAGS": "a"}, {1: "x"}, {"a": None}, [("a", "b")]])
+def test_message_properties_to_string_cases(props: Any) -> None:
+    same("message_properties_to_string", props)
