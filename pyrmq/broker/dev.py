@@ -21,9 +21,9 @@ import os
 import socket
 from typing import TYPE_CHECKING
 
+from pyrmq._speedups import describe as speedups_in_use
 from pyrmq.auth.config import LOCAL_AUTHENTICATION_METADATA_PROVIDER, LOCAL_AUTHORIZATION_METADATA_PROVIDER
 from pyrmq.grpc.config import DEFAULT_GRPC_PORT
-from pyrmq._speedups import describe as speedups_in_use
 from pyrmq.startup import run_command, run_servers
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ import asyncio
 import sys
 from typing import Any
 
-from pyrmq.broker.config import BrokerConfig
 from pyrmq._speedups import describe as speedups_in_use
+from pyrmq.broker.config import BrokerConfig
 from pyrmq.startup import base_parser, load_config, run_command, run_servers
 
 PROG = "pyrmq broker"
