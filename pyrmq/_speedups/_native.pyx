@@ -107,12 +107,40 @@ def parse_java_int(v):
     return _ref("parse_java_int")(v)
 
 
+cdef int _bool_fast(str s):
+    """1 / 0 for an ASCII string (lower-cased, it is "true" or not); -1 for the reference."""
+    cdef Py_ssize_t n = len(s), i
+    cdef Py_UCS4 c
+    if n != 4:  # no character lower-cases to two of "true"'s: false whatever its case
+        return 0
+    for i in range(4):
+        c = s[i]
+        if c > 127:
+            return -1
+        if u'A' <= c <= u'Z':
+            c = <Py_UCS4>(<uint32_t>c + 32)
+        if c != u"true"[i]:
+            return 0
+    return 1
+
+
+def parse_java_bool(v):
+    """Reference: pyrmq.protocol.headers.base._parse_java_bool."""
+    cdef int r
+    if type(v) is str:
+        r = _bool_fast(v)
+        if r >= 0:
+            return r == 1
+    return _ref("parse_java_bool")(v)
+
+
 def header_kwargs(tuple table, ext):
     """Reference: pyrmq.protocol.headers.base._header_kwargs (a typed header's fields from
     ext_fields); a missing or bad required field is left to the reference, which raises."""
     cdef dict kwargs = {}
     cdef tuple f
     cdef PyObject* p
+    cdef int b
     if type(ext) is not dict:
         return _ref("header_kwargs")(table, ext)
     for fo in table:
@@ -129,11 +157,17 @@ def header_kwargs(tuple table, ext):
         if parse is None:
             kwargs[f[0]] = v
             continue
-        if parse is parse_java_int and type(v) is str:
-            r = _parse_int_fast(v)
-            if r is not None:
-                kwargs[f[0]] = r
-                continue
+        if type(v) is str:
+            if parse is parse_java_int:
+                r = _parse_int_fast(v)
+                if r is not None:
+                    kwargs[f[0]] = r
+                    continue
+            elif parse is parse_java_bool:
+                b = _bool_fast(v)
+                if b >= 0:
+                    kwargs[f[0]] = b == 1
+                    continue
         try:
             kwargs[f[0]] = parse(v)
         except (ValueError, KeyError):
@@ -322,3 +356,25 @@ def message_properties_to_string(properties):
         parts.append(v)
         parts.append(u"\x02")
     return u"".join(parts)
+
+
+# --- pyrmq.common.constants.validate_topic ---------------------------------------------------------
+
+
+def validate_topic(topic):
+    """Reference: pyrmq.common.constants.validate_topic. The common case, a name of 1 to 127
+    characters from [%|a-zA-Z0-9_-], is valid whatever its prefix; the rest goes to the reference."""
+    cdef Py_ssize_t n
+    cdef Py_UCS4 c
+    if type(topic) is not str:
+        return _ref("validate_topic")(topic)
+    n = len(<str>topic)
+    if n == 0 or n > 127:
+        return _ref("validate_topic")(topic)
+    for c in <str>topic:
+        if not (
+            (u'a' <= c <= u'z') or (u'A' <= c <= u'Z') or (u'0' <= c <= u'9')
+            or c == u'%' or c == u'|' or c == u'_' or c == u'-'
+        ):
+            return _ref("validate_topic")(topic)
+    return None

@@ -23,7 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pyrmq.common.java_lang
+import pyrmq.common.constants as constants
+import pyrmq.common.java_lang as java_lang
 import pyrmq.protocol.command as command
 import pyrmq.protocol.headers.base as base
 import pyrmq.store.message as message
@@ -62,14 +63,16 @@ def test_extension_built_when_required() -> None:
 
 def test_selection_points_every_module_at_one_implementation() -> None:
     picked = {
-        "java_string_hash": pyrmq.common.java_lang.java_string_hash,
+        "java_string_hash": java_lang.java_string_hash,
         "parse_java_int": base._parse_java_int,
         "header_kwargs": base._header_kwargs,
         "encode_rocketmq_header": command._encode_rocketmq_header,
         "decode_rocketmq_header": command._decode_rocketmq_header,
         "message_properties_to_string": message.message_properties_to_string,
+        "parse_java_bool": base._parse_java_bool,
+        "validate_topic": constants.validate_topic,
     }
-    assert set(picked) <= set(_speedups.REFERENCES)
+    assert set(picked) == set(_speedups.REFERENCES)  # every pick() is listed here
     for name, fn in picked.items():
         if _speedups.active():
             assert NATIVE is not None
@@ -165,6 +168,41 @@ def test_parse_java_int_cases(v: Any) -> None:
 @given(st.one_of(st.from_regex(r"[+-]?[0-9]{1,30}", fullmatch=True), st.text(max_size=25)))
 def test_parse_java_int(v: str) -> None:
     same("parse_java_int", v)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "v", ["true", "TRUE", "True", "tRuE", "false", "", "t", "truex", "true ", " true", "ｔrue", "İ", "trUe\x00"]
+)
+def test_parse_java_bool_cases(v: str) -> None:
+    same("parse_java_bool", v)
+
+
+@needs_native
+@PROFILE
+@given(st.one_of(st.text(max_size=6), st.text(alphabet="tTrRuUeE\u0130K", max_size=5)))
+def test_parse_java_bool(v: str) -> None:
+    same("parse_java_bool", v)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "topic",
+    [
+        None, "", " ", "TopicTest", "a", "%RETRY%group", "%DLQ%group", "rmq_sys_x", "a b", "a\n", "é",
+        "t" * 127, "t" * 128, "%RETRY%" + "g" * 200, "%RETRY%" + "g" * 300, "%DLQ%" + "g" * 251, "%DLQ%" + "g" * 250,
+        "a|b%c_d-e", "a.b", "a/b", "٣", 5,
+    ],
+)  # fmt: skip
+def test_validate_topic_cases(topic: Any) -> None:
+    same("validate_topic", topic)
+
+
+@needs_native
+@PROFILE
+@given(st.one_of(st.text(max_size=140), st.text(alphabet="%|aZ09_-. ", max_size=300)))
+def test_validate_topic(topic: str) -> None:
+    same("validate_topic", topic)
 
 
 class _Color(enum.Enum):

@@ -64,6 +64,9 @@ def _parse_java_bool(v: str) -> bool:
     return v.lower() == "true"
 
 
+_parse_java_bool = pick(_parse_java_bool)  # the compiled twin (pyrmq/_speedups) when built
+
+
 class _Field(typing.NamedTuple):
     attr: str
     key: str

@@ -1,0 +1,106 @@
+"""Each compiled codec function (pyrmq/_speedups) against its Python reference, on the inputs of
+one SEND_MESSAGE_V2: ns per call and the ratio. Not a unit test: numbers for docs/benchmarks.md.
+
+Usage: tools/bench/speedups_micro.py [--seconds S]   (with the extension built: pip install -e .)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import pyrmq.common.java_lang
+import pyrmq.store.message
+from pyrmq import _speedups
+from pyrmq.protocol.codes import SerializeType
+from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.base import _header_kwargs  # noqa: F401  (registers the reference)
+from pyrmq.protocol.headers.broker import SendMessageRequestHeaderV2
+
+_PROPS = {"UNIQ_KEY": "7F0000010C6418B4AAC2" + "0" * 12, "WAIT": "true", "TAGS": "TagA", "KEYS": "k1", "DELAY": "0"}
+
+
+def _send_request() -> RemotingCommand:
+    ext = {
+        "a": "ProducerGroupName",
+        "b": "TopicTest",
+        "c": "TBW102",
+        "d": "4",
+        "e": "3",
+        "f": "0",
+        "g": "1764272000000",
+        "h": "0",
+        "i": pyrmq.store.message.message_properties_to_string(_PROPS),
+        "j": "0",
+        "k": "false",
+        "m": "false",
+    }
+    cmd = RemotingCommand.request(310, ext, b"x" * 1024)
+    cmd.serialize_type = SerializeType.ROCKETMQ
+    return cmd
+
+
+def _send_response() -> RemotingCommand:
+    ext = {"msgId": "7F00000100002A9F0000000000001C40", "queueId": "3", "queueOffset": "1204", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}  # fmt: skip
+    cmd = RemotingCommand(code=0, opaque=77, flag=1, ext_fields=ext, serialize_type=SerializeType.ROCKETMQ)
+    return cmd
+
+
+def cases() -> list[tuple[str, str, tuple[Any, ...]]]:
+    req = _send_request()
+    header = _speedups.reference("encode_rocketmq_header")(req)
+    return [
+        ("decode_rocketmq_header", "a SEND_MESSAGE_V2 header (12 fields)", (memoryview(header),)),
+        ("encode_rocketmq_header", "a SEND answer header (5 fields)", (_send_response(),)),
+        ("header_kwargs", "SendMessageRequestHeaderV2 fields", (SendMessageRequestHeaderV2._fields_table(), req.ext_fields)),
+        ("parse_java_int", "'1764272000000'", ("1764272000000",)),
+        ("java_string_hash", "the index key 'TopicTest#<UNIQ_KEY>'", ("TopicTest#" + _PROPS["UNIQ_KEY"],)),
+        ("message_properties_to_string", "five properties", (_PROPS,)),
+    ]  # fmt: skip
+
+
+def per_call(fn: Callable[..., Any], args: tuple[Any, ...], seconds: float) -> float:
+    """ns per call: the best of 5 rounds, each about seconds/5 long."""
+    n = 1000
+    while True:  # calibrate
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(*args)
+        dt = time.perf_counter() - t0
+        if dt > seconds / 50:
+            break
+        n *= 4
+    n = max(1000, int(n * (seconds / 5) / dt))
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(*args)
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best * 1e9
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=1.0, help="time per function and implementation")
+    args = ap.parse_args()
+    native = _speedups.native
+    if native is None:
+        raise SystemExit(f"speedups_micro: {_speedups.describe()}")
+    print("| function | input | Python ns | compiled ns | Python / compiled |")
+    print("|---|---|---|---|---|")
+    for name, what, call_args in cases():
+        ref, fast = _speedups.reference(name), getattr(native, name)
+        assert repr(ref(*call_args)) == repr(fast(*call_args)), name
+        py_ns = per_call(ref, call_args, args.seconds)
+        c_ns = per_call(fast, call_args, args.seconds)
+        print(f"| `{name}` | {what} | {py_ns:,.0f} | {c_ns:,.0f} | {py_ns / c_ns:.1f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
