@@ -9,6 +9,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
@@ -242,12 +243,13 @@ def decode_rocketmq_header(view):
 cdef dict _key_parts = {}
 
 
-cdef bint _int_in(object v, int64_t lo, int64_t hi):
+cdef bint _int_in(object v, long long lo, long long hi):
+    cdef int overflow = 0
+    cdef long long x
     if not isinstance(v, int):
         return False
-    if not (lo <= v <= hi):
-        return False
-    return True
+    x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    return overflow == 0 and lo <= x <= hi
 
 
 def encode_rocketmq_header(cmd):
@@ -356,6 +358,30 @@ def message_properties_to_string(properties):
         parts.append(v)
         parts.append(u"\x02")
     return u"".join(parts)
+
+
+
+def string_to_message_properties(properties):
+    """Reference: pyrmq.store.message.string_to_message_properties (pairs with an empty name or
+    value dropped, a later duplicate wins)."""
+    cdef dict result = {}
+    cdef str s
+    cdef Py_ssize_t n, start = 0, end, sep
+    if type(properties) is not str:
+        return _ref("string_to_message_properties")(properties)
+    s = <str>properties
+    n = len(s)
+    if n == 0:
+        return result
+    while start <= n:
+        end = s.find(u"\x02", start)
+        if end < 0:
+            end = n
+        sep = s.find(u"\x01", start, end)
+        if start < sep < end - 1:
+            result[s[start:sep]] = s[sep + 1 : end]
+        start = end + 1
+    return result
 
 
 # --- pyrmq.common.constants.validate_topic ---------------------------------------------------------

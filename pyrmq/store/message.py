@@ -226,6 +226,9 @@ def string_to_message_properties(properties: str) -> dict[str, str]:
     return result
 
 
+string_to_message_properties = pick(string_to_message_properties)  # the compiled twin when built
+
+
 Host = tuple[str, int]
 """(ip text, port): Java InetSocketAddress as the store writes it."""
 

@@ -71,6 +71,7 @@ def test_selection_points_every_module_at_one_implementation() -> None:
         "message_properties_to_string": message.message_properties_to_string,
         "parse_java_bool": base._parse_java_bool,
         "validate_topic": constants.validate_topic,
+        "string_to_message_properties": message.string_to_message_properties,
     }
     assert set(picked) == set(_speedups.REFERENCES)  # every pick() is listed here
     for name, fn in picked.items():
@@ -397,3 +398,36 @@ def test_message_properties_to_string(props: dict[str, Any] | None) -> None:
 @pytest.mark.parametrize("props", [{}, {"KEYS": "k1 k2", "TAGS": "a"}, {1: "x"}, {"a": None}, [("a", "b")]])
 def test_message_properties_to_string_cases(props: Any) -> None:
     same("message_properties_to_string", props)
+
+
+_SEP_TEXT = st.text(alphabet=st.sampled_from(["\x01", "\x02", "a", "é", "😀", "="]), max_size=30)
+
+
+@needs_native
+@PROFILE
+@given(st.one_of(_SEP_TEXT, st.text(max_size=20), st.dictionaries(_TEXT, _TEXT, max_size=6)))
+def test_string_to_message_properties(props: Any) -> None:
+    if isinstance(props, dict):
+        props = message.message_properties_to_string(props)
+    same("string_to_message_properties", props)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "s",
+    [
+        "",
+        "\x02",
+        "\x01",
+        "a\x01b",
+        "a\x01b\x02",
+        "\x01b\x02",
+        "a\x01\x02",
+        "a\x01b\x01c\x02",
+        "a\x01b\x02a\x01c\x02",
+        None,
+        b"a",
+    ],
+)
+def test_string_to_message_properties_cases(s: Any) -> None:
+    same("string_to_message_properties", s)
