@@ -10,6 +10,7 @@ from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
@@ -184,26 +185,22 @@ cdef inline object _utf8(const unsigned char* p, Py_ssize_t n):
     return PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
 
 
-def decode_rocketmq_header(view):
-    """Reference: pyrmq.protocol.command._decode_rocketmq_header."""
+cdef object _decode_header(const unsigned char* h, Py_ssize_t hlen, object body):
+    """The RemotingCommand of a ROCKETMQ header, or None when the header is malformed (the
+    caller hands it to the reference, which raises)."""
     global _RemotingCommand, _ROCKETMQ
-    if type(view) is not memoryview:
-        return _ref("decode_rocketmq_header")(view)
-    cdef bytes hb = view.tobytes()
-    cdef const unsigned char* h = <const unsigned char*>PyBytes_AS_STRING(hb)
-    cdef Py_ssize_t hlen = PyBytes_GET_SIZE(hb)
     cdef Py_ssize_t pos, end, key_at, value_at
     cdef int64_t rlen, elen, klen, vlen
     cdef dict ext_fields
     if hlen < 21:
-        return _ref("decode_rocketmq_header")(view)
+        return None
     pos = 13
     rlen = _i32(h + pos)
     pos += 4
     remark = None
     if rlen != 0:
         if rlen < 0 or rlen > hlen or pos + rlen + 4 > hlen:
-            return _ref("decode_rocketmq_header")(view)
+            return None
         remark = _utf8(h + pos, rlen)
         pos += rlen
     elen = _i32(h + pos)
@@ -211,21 +208,21 @@ def decode_rocketmq_header(view):
     ext = None
     if elen > 0:
         if elen > hlen or pos + elen > hlen:
-            return _ref("decode_rocketmq_header")(view)
+            return None
         ext_fields = {}
         end = pos + elen
         while pos < end:
             if pos + 2 > hlen:
-                return _ref("decode_rocketmq_header")(view)
+                return None
             klen = _i16(h + pos)
             pos += 2
             if klen < 0 or klen > elen or pos + klen + 4 > hlen:
-                return _ref("decode_rocketmq_header")(view)
+                return None
             key_at = pos
             vlen = _i32(h + pos + klen)
             value_at = pos + klen + 4
             if vlen < 0 or vlen > elen or value_at + vlen > hlen:
-                return _ref("decode_rocketmq_header")(view)
+                return None
             pos = value_at + vlen
             ext_fields[_utf8(h + key_at, klen)] = _utf8(h + value_at, vlen) if vlen else None
         ext = ext_fields
@@ -236,7 +233,49 @@ def decode_rocketmq_header(view):
         _RemotingCommand = RemotingCommand
         _ROCKETMQ = SerializeType.ROCKETMQ
     # RemotingCommand's field order: code language version opaque flag remark ext_fields body serialize_type
-    return _RemotingCommand(_i16(h), h[2], _i16(h + 3), _i32(h + 5), _i32(h + 9), remark, ext, None, _ROCKETMQ)
+    return _RemotingCommand(_i16(h), h[2], _i16(h + 3), _i32(h + 5), _i32(h + 9), remark, ext, body, _ROCKETMQ)
+
+
+def decode_rocketmq_header(view):
+    """Reference: pyrmq.protocol.command._decode_rocketmq_header."""
+    if type(view) is not memoryview:
+        return _ref("decode_rocketmq_header")(view)
+    cdef bytes hb = view.tobytes()
+    cmd = _decode_header(<const unsigned char*>PyBytes_AS_STRING(hb), PyBytes_GET_SIZE(hb), None)
+    if cmd is None:
+        return _ref("decode_rocketmq_header")(view)
+    return cmd
+
+
+def decode_frame(frame):
+    """Reference: pyrmq.protocol.command.decode_frame. A ROCKETMQ header is decoded straight
+    from the frame's buffer; a JSON one (or anything malformed) goes to the reference."""
+    cdef Py_buffer buf
+    cdef const unsigned char* f
+    cdef Py_ssize_t n, hlen
+    cdef uint32_t word
+    try:
+        PyObject_GetBuffer(frame, &buf, PyBUF_SIMPLE)
+    except Exception:  # not a buffer, or not a contiguous one
+        return _ref("decode_frame")(frame)
+    try:
+        f = <const unsigned char*>buf.buf
+        n = buf.len
+        if n < 4:
+            cmd = None
+        else:
+            word = _u32(f)
+            hlen = word & 0xFFFFFF
+            if (word >> 24) != 1 or hlen > n - 4:
+                cmd = None
+            else:
+                body = PyBytes_FromStringAndSize(<const char*>f + 4 + hlen, n - 4 - hlen) if n > 4 + hlen else None
+                cmd = _decode_header(f + 4, hlen, body)
+    finally:
+        PyBuffer_Release(&buf)
+    if cmd is None:
+        return _ref("decode_frame")(frame)
+    return cmd
 
 
 #: ext field key -> its int16 length + UTF-8 bytes (keys are a protocol's few constants)

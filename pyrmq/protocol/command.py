@@ -518,4 +518,7 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     return cmd
 
 
+decode_frame = pick(decode_frame)  # the compiled twin (pyrmq/_speedups) when built
+
+
 _PREFIX_WORD = struct.Struct(">I")

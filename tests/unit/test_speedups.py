@@ -72,6 +72,7 @@ def test_selection_points_every_module_at_one_implementation() -> None:
         "parse_java_bool": base._parse_java_bool,
         "validate_topic": constants.validate_topic,
         "string_to_message_properties": message.string_to_message_properties,
+        "decode_frame": command.decode_frame,
     }
     assert set(picked) == set(_speedups.REFERENCES)  # every pick() is listed here
     for name, fn in picked.items():
@@ -431,3 +432,46 @@ def test_string_to_message_properties(props: Any) -> None:
 )
 def test_string_to_message_properties_cases(s: Any) -> None:
     same("string_to_message_properties", s)
+
+
+# --- decode_frame ----------------------------------------------------------------------------------
+
+
+@needs_native
+@PROFILE
+@given(commands(), st.sampled_from([SerializeType.ROCKETMQ, SerializeType.JSON]), st.binary(max_size=40), st.data())
+def test_decode_frame(cmd: RemotingCommand, st_type: int, body: bytes, data: st.DataObject) -> None:
+    cmd.serialize_type = st_type
+    cmd.body = body or None
+    frame = command.encode(cmd)[4:]  # decode_frame takes a frame without its length prefix
+    same("decode_frame", frame)
+    same("decode_frame", bytearray(frame))
+    same("decode_frame", memoryview(b"xx" + frame + b"yy")[2:-2])  # a slice, as FrameDecoder passes
+    cut = data.draw(st.integers(0, len(frame)))
+    same("decode_frame", memoryview(frame[:cut]))
+    at = data.draw(st.integers(0, len(frame) - 1))
+    flipped = bytearray(frame)
+    flipped[at] = data.draw(st.integers(0, 255))
+    same("decode_frame", memoryview(flipped))
+
+
+@needs_native
+@PROFILE
+@given(st.binary(max_size=60))
+def test_decode_frame_noise(frame: bytes) -> None:
+    same("decode_frame", frame)
+    same("decode_frame", b"\x01\x00\x00" + bytes([len(frame) & 0xFF]) + frame)
+
+
+@needs_native
+def test_decode_frame_odd_buffers() -> None:
+    frame = command.encode(
+        RemotingCommand(code=11, ext_fields={"k": "v"}, serialize_type=SerializeType.ROCKETMQ, body=b"abcd")
+    )[4:]
+    same("decode_frame", memoryview(frame).cast("B", (len(frame),)))
+    if len(frame) % 4 == 0:
+        same("decode_frame", memoryview(frame).cast("i"))
+    same("decode_frame", memoryview(frame * 2)[::2])  # not contiguous
+    same("decode_frame", memoryview(frame).toreadonly())
+    for bad in (None, "text", 12, b"", b"\x00\x00\x00"):
+        assert same("decode_frame", bad)[0] == "raised"

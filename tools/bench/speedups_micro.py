@@ -19,7 +19,7 @@ import pyrmq.common.java_lang
 import pyrmq.store.message
 from pyrmq import _speedups
 from pyrmq.protocol.codes import SerializeType
-from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.command import RemotingCommand, encode
 from pyrmq.protocol.headers.base import _header_kwargs  # noqa: F401  (registers the reference)
 from pyrmq.protocol.headers.broker import SendMessageRequestHeaderV2
 
@@ -57,6 +57,7 @@ def cases() -> list[tuple[str, str, tuple[Any, ...]]]:
     header = _speedups.reference("encode_rocketmq_header")(req)
     return [
         ("decode_rocketmq_header", "a SEND_MESSAGE_V2 header (12 fields)", (memoryview(header),)),
+        ("decode_frame", "a SEND_MESSAGE_V2 frame, 1 KiB body", (memoryview(encode(req))[4:],)),
         ("encode_rocketmq_header", "a SEND answer header (5 fields)", (_send_response(),)),
         ("header_kwargs", "SendMessageRequestHeaderV2 fields", (SendMessageRequestHeaderV2._fields_table(), req.ext_fields)),
         ("parse_java_int", "'1764272000000'", ("1764272000000",)),
