@@ -185,10 +185,95 @@ cdef inline object _utf8(const unsigned char* p, Py_ssize_t n):
     return PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
 
 
+cdef object _JSON = None
+cdef object _JAVA = None
+cdef object _OTHER = None
+cdef dict _LANGUAGE_BY_NAME = None
+cdef object _orjson_loads = None
+
+
+cdef void _load_command() except *:
+    global _RemotingCommand, _ROCKETMQ, _JSON, _JAVA, _OTHER, _LANGUAGE_BY_NAME, _orjson_loads
+    import orjson
+    from pyrmq.protocol import command
+    from pyrmq.protocol.codes import LanguageCode, SerializeType
+
+    _ROCKETMQ, _JSON = SerializeType.ROCKETMQ, SerializeType.JSON
+    _JAVA, _OTHER = LanguageCode.JAVA, LanguageCode.OTHER
+    _LANGUAGE_BY_NAME = command._LANGUAGE_BY_NAME
+    _orjson_loads = orjson.loads
+    _RemotingCommand = command.RemotingCommand
+
+
+cdef inline bint _json_int32(dict obj, str key, int64_t* out):
+    """An int32 property that is absent (0) or a JSON integer in range; False for the reference."""
+    cdef PyObject* p = PyDict_GetItem(obj, key)
+    cdef int overflow = 0
+    cdef long long x
+    if p == NULL or <object>p is None:
+        out[0] = 0
+        return True
+    if type(<object>p) is not int:
+        return False
+    x = PyLong_AsLongLongAndOverflow(<object>p, &overflow)
+    if overflow or x < -2147483648 or x > 2147483647:
+        return False
+    out[0] = x
+    return True
+
+
+cdef object _json_command(object header, object body):
+    """The RemotingCommand of a JSON header in its common shape (int fields as JSON integers, a
+    known or absent language name, string remark and values), or None for the reference."""
+    cdef int64_t code = 0, version = 0, opaque = 0, flag = 0
+    cdef PyObject* p
+    if _RemotingCommand is None:
+        _load_command()
+    try:
+        obj = _orjson_loads(header)
+    except Exception:
+        return None
+    if type(obj) is not dict:
+        return None
+    if not (
+        _json_int32(<dict>obj, "code", &code)
+        and _json_int32(<dict>obj, "version", &version)
+        and _json_int32(<dict>obj, "opaque", &opaque)
+        and _json_int32(<dict>obj, "flag", &flag)
+    ):
+        return None
+    lang_v = (<dict>obj).get("language")
+    if lang_v is None:
+        language = _JAVA
+    elif type(lang_v) is str:
+        p = PyDict_GetItem(_LANGUAGE_BY_NAME, lang_v)
+        language = <object>p if p != NULL else _OTHER
+    else:
+        return None
+    remark = (<dict>obj).get("remark")
+    if remark is not None and type(remark) is not str:
+        return None
+    ext = (<dict>obj).get("extFields")
+    if ext is not None:
+        if type(ext) is not dict:
+            return None
+        for v in (<dict>ext).values():
+            if v is not None and type(v) is not str:
+                return None
+    return _RemotingCommand(code, language, version, opaque, flag, remark, ext, body, _JSON)
+
+
+def decode_json_header(header):
+    """Reference: pyrmq.protocol.command._decode_json_header."""
+    cmd = _json_command(header, None)
+    if cmd is None:
+        return _ref("decode_json_header")(header)
+    return cmd
+
+
 cdef object _decode_header(const unsigned char* h, Py_ssize_t hlen, object body):
     """The RemotingCommand of a ROCKETMQ header, or None when the header is malformed (the
     caller hands it to the reference, which raises)."""
-    global _RemotingCommand, _ROCKETMQ
     cdef Py_ssize_t pos, end, key_at, value_at
     cdef int64_t rlen, elen, klen, vlen
     cdef dict ext_fields
@@ -227,11 +312,7 @@ cdef object _decode_header(const unsigned char* h, Py_ssize_t hlen, object body)
             ext_fields[_utf8(h + key_at, klen)] = _utf8(h + value_at, vlen) if vlen else None
         ext = ext_fields
     if _RemotingCommand is None:
-        from pyrmq.protocol.codes import SerializeType
-        from pyrmq.protocol.command import RemotingCommand
-
-        _RemotingCommand = RemotingCommand
-        _ROCKETMQ = SerializeType.ROCKETMQ
+        _load_command()
     # RemotingCommand's field order: code language version opaque flag remark ext_fields body serialize_type
     return _RemotingCommand(_i16(h), h[2], _i16(h + 3), _i32(h + 5), _i32(h + 9), remark, ext, body, _ROCKETMQ)
 
@@ -249,7 +330,8 @@ def decode_rocketmq_header(view):
 
 def decode_frame(frame):
     """Reference: pyrmq.protocol.command.decode_frame. A ROCKETMQ header is decoded straight
-    from the frame's buffer; a JSON one (or anything malformed) goes to the reference."""
+    from the frame's buffer, a JSON one by orjson from a copy; anything unusual goes to the
+    reference."""
     cdef Py_buffer buf
     cdef const unsigned char* f
     cdef Py_ssize_t n, hlen
@@ -266,11 +348,14 @@ def decode_frame(frame):
         else:
             word = _u32(f)
             hlen = word & 0xFFFFFF
-            if (word >> 24) != 1 or hlen > n - 4:
+            if (word >> 24) > 1 or hlen > n - 4:
                 cmd = None
             else:
                 body = PyBytes_FromStringAndSize(<const char*>f + 4 + hlen, n - 4 - hlen) if n > 4 + hlen else None
-                cmd = _decode_header(f + 4, hlen, body)
+                if word >> 24:
+                    cmd = _decode_header(f + 4, hlen, body)
+                else:
+                    cmd = _json_command(PyBytes_FromStringAndSize(<const char*>f + 4, hlen), body)
     finally:
         PyBuffer_Release(&buf)
     if cmd is None:

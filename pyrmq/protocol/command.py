@@ -339,6 +339,9 @@ def _decode_json_header(header: memoryview | bytes) -> RemotingCommand:
     )
 
 
+_decode_json_header = pick(_decode_json_header)  # the compiled twin (pyrmq/_speedups) when built
+
+
 # ---------------------------------------------------------------------------
 # ROCKETMQ header (serialize type 1): RocketMQSerializable.
 

@@ -48,7 +48,7 @@ NATIVE = _native()
 needs_native = pytest.mark.skipif(
     NATIVE is None and not REQUIRED, reason="the extension is not built (pure-Python install)"
 )
-PROFILE = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROFILE = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_extension_built_when_required() -> None:
@@ -73,6 +73,7 @@ def test_selection_points_every_module_at_one_implementation() -> None:
         "validate_topic": constants.validate_topic,
         "string_to_message_properties": message.string_to_message_properties,
         "decode_frame": command.decode_frame,
+        "decode_json_header": command._decode_json_header,
     }
     assert set(picked) == set(_speedups.REFERENCES)  # every pick() is listed here
     for name, fn in picked.items():
@@ -475,3 +476,40 @@ def test_decode_frame_odd_buffers() -> None:
     same("decode_frame", memoryview(frame).toreadonly())
     for bad in (None, "text", 12, b"", b"\x00\x00\x00"):
         assert same("decode_frame", bad)[0] == "raised"
+
+
+# --- the JSON header decoder -----------------------------------------------------------------------
+
+_JSON_SCALAR = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False), _TEXT, st.just([])
+)
+_JSON_KEYS = st.sampled_from(["code", "language", "version", "opaque", "flag", "remark", "extFields", "other"])
+
+
+@needs_native
+@PROFILE
+@given(st.dictionaries(_JSON_KEYS, st.one_of(_JSON_SCALAR, st.dictionaries(_TEXT, _JSON_SCALAR, max_size=4))))
+def test_decode_json_header(obj: dict[str, Any]) -> None:
+    import orjson
+
+    try:
+        header = orjson.dumps(obj)
+    except TypeError:
+        return
+    same("decode_json_header", memoryview(header))
+    same("decode_json_header", header)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"{}", b"[]", b"null", b"", b"{", b'{"code":"12"}', b'{"code":" 7 "}', b'{"code":2147483648}',
+        b'{"code":1.5}', b'{"language":"GO"}', b'{"language":"NOPE"}', b'{"language":3}', b'{"language":99}',
+        b'{"remark":5}', b'{"remark":null}', b'{"extFields":{"a":1,"b":true,"c":null,"d":"x"}}',
+        b'{"extFields":[]}', b'{"extFields":{"a":{"b":1}}}', b'{"code":true}', b'\xff\xfe',
+        b'{"code":10,"flag":1,"language":"JAVA","opaque":-1,"serializeTypeCurrentRPC":"JSON","version":477}',
+    ],
+)  # fmt: skip
+def test_decode_json_header_cases(header: bytes) -> None:
+    same("decode_json_header", memoryview(header))

@@ -19,6 +19,7 @@ import pyrmq.common.constants
 import pyrmq.common.java_lang
 import pyrmq.store.message
 from pyrmq import _speedups
+from pyrmq.protocol import command
 from pyrmq.protocol.codes import SerializeType
 from pyrmq.protocol.command import RemotingCommand, encode
 from pyrmq.protocol.headers.base import _header_kwargs  # noqa: F401  (registers the reference)
@@ -59,6 +60,7 @@ def cases() -> list[tuple[str, str, tuple[Any, ...]]]:
     return [
         ("decode_rocketmq_header", "a SEND_MESSAGE_V2 header (12 fields)", (memoryview(header),)),
         ("decode_frame", "a SEND_MESSAGE_V2 frame, 1 KiB body", (memoryview(encode(req))[4:],)),
+        ("decode_json_header", "the same header as JSON", (command._encode_json_header(req),)),
         ("encode_rocketmq_header", "a SEND answer header (5 fields)", (_send_response(),)),
         ("header_kwargs", "SendMessageRequestHeaderV2 fields", (SendMessageRequestHeaderV2._fields_table(), req.ext_fields)),
         ("parse_java_int", "'1764272000000'", ("1764272000000",)),
@@ -103,14 +105,16 @@ def per_call(
 
 
 def _pure(name: str) -> Callable[..., Any]:
-    """The reference, calling only references: decode_frame's module global _decode_rocketmq_header
-    is the compiled one when built, so its pure form runs with the reference in its place."""
+    """The reference, calling only references: decode_frame's header decoders (module globals) are
+    the compiled ones when built, so its pure form runs with the references in their place."""
     ref = _speedups.reference(name)
     if name != "decode_frame":
         return ref
-    from pyrmq.protocol import command
-
-    pure_globals = {**command.__dict__, "_decode_rocketmq_header": _speedups.reference("decode_rocketmq_header")}
+    pure_globals = {
+        **command.__dict__,
+        "_decode_rocketmq_header": _speedups.reference("decode_rocketmq_header"),
+        "_decode_json_header": _speedups.reference("decode_json_header"),
+    }
     return types.FunctionType(ref.__code__, pure_globals, ref.__name__)
 
 
