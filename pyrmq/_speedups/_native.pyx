@@ -192,8 +192,13 @@ cdef dict _LANGUAGE_BY_NAME = None
 cdef object _orjson_loads = None
 
 
+cdef dict _LANGUAGE_NAMES = None
+cdef object _orjson_dumps = None
+
+
 cdef void _load_command() except *:
-    global _RemotingCommand, _ROCKETMQ, _JSON, _JAVA, _OTHER, _LANGUAGE_BY_NAME, _orjson_loads
+    global _RemotingCommand, _ROCKETMQ, _JSON, _JAVA, _OTHER, _LANGUAGE_BY_NAME, _LANGUAGE_NAMES
+    global _orjson_loads, _orjson_dumps
     import orjson
     from pyrmq.protocol import command
     from pyrmq.protocol.codes import LanguageCode, SerializeType
@@ -201,7 +206,8 @@ cdef void _load_command() except *:
     _ROCKETMQ, _JSON = SerializeType.ROCKETMQ, SerializeType.JSON
     _JAVA, _OTHER = LanguageCode.JAVA, LanguageCode.OTHER
     _LANGUAGE_BY_NAME = command._LANGUAGE_BY_NAME
-    _orjson_loads = orjson.loads
+    _LANGUAGE_NAMES = command._LANGUAGE_NAMES
+    _orjson_loads, _orjson_dumps = orjson.loads, orjson.dumps
     _RemotingCommand = command.RemotingCommand
 
 
@@ -261,6 +267,40 @@ cdef object _json_command(object header, object body):
             if v is not None and type(v) is not str:
                 return None
     return _RemotingCommand(code, language, version, opaque, flag, remark, ext, body, _JSON)
+
+
+def encode_json_header(cmd):
+    """Reference: pyrmq.protocol.command._encode_json_header (its orjson fast path: string
+    values only; anything else goes to the reference and its slow path)."""
+    cdef PyObject* p
+    if _RemotingCommand is None:
+        _load_command()
+    ef = cmd.ext_fields
+    if ef is not None:
+        if type(ef) is not dict:
+            return _ref("encode_json_header")(cmd)
+        for v in (<dict>ef).values():
+            if type(v) is not str:
+                return _ref("encode_json_header")(cmd)
+    d = {"code": cmd.code}
+    if ef is not None:
+        d["extFields"] = ef
+    d["flag"] = cmd.flag
+    lang = cmd.language
+    if not isinstance(lang, int):
+        return _ref("encode_json_header")(cmd)
+    p = PyDict_GetItem(_LANGUAGE_NAMES, lang)
+    d["language"] = <object>p if p != NULL else "OTHER"
+    d["opaque"] = cmd.opaque
+    remark = cmd.remark
+    if remark is not None:
+        d["remark"] = remark
+    d["serializeTypeCurrentRPC"] = "JSON"
+    d["version"] = cmd.version
+    try:
+        return _orjson_dumps(d)
+    except TypeError:
+        return _ref("encode_json_header")(cmd)
 
 
 def decode_json_header(header):

@@ -339,7 +339,8 @@ def _decode_json_header(header: memoryview | bytes) -> RemotingCommand:
     )
 
 
-_decode_json_header = pick(_decode_json_header)  # the compiled twin (pyrmq/_speedups) when built
+_encode_json_header = pick(_encode_json_header)  # the compiled twins (pyrmq/_speedups) when built
+_decode_json_header = pick(_decode_json_header)
 
 
 # ---------------------------------------------------------------------------

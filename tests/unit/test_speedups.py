@@ -74,6 +74,7 @@ def test_selection_points_every_module_at_one_implementation() -> None:
         "string_to_message_properties": message.string_to_message_properties,
         "decode_frame": command.decode_frame,
         "decode_json_header": command._decode_json_header,
+        "encode_json_header": command._encode_json_header,
     }
     assert set(picked) == set(_speedups.REFERENCES)  # every pick() is listed here
     for name, fn in picked.items():
@@ -513,3 +514,32 @@ def test_decode_json_header(obj: dict[str, Any]) -> None:
 )  # fmt: skip
 def test_decode_json_header_cases(header: bytes) -> None:
     same("decode_json_header", memoryview(header))
+
+
+@needs_native
+@PROFILE
+@given(commands(wide=True))
+def test_encode_json_header(cmd: RemotingCommand) -> None:
+    cmd.serialize_type = SerializeType.JSON
+    same("encode_json_header", cmd)
+
+
+@needs_native
+def test_encode_json_header_odd_values() -> None:
+    base_cmd = RemotingCommand(code=10, serialize_type=SerializeType.JSON)
+    odd: list[dict[str, Any]] = [
+        {"ext_fields": {"a": 1, "b": True, "c": None, "d": 2.5}},
+        {"ext_fields": {None: "x", "k": "v"}},
+        {"ext_fields": {"k\ud800": "v\udfff"}},
+        {"ext_fields": {}},
+        {"remark": "r\ud800"},
+        {"remark": ""},
+        {"code": 2**70},
+        {"language": None},
+        {"language": [1]},
+        {"language": 1.0},
+        {"language": 99},
+        {"version": True},
+    ]
+    for change in odd:
+        same("encode_json_header", dataclasses.replace(base_cmd, **change))

@@ -62,6 +62,7 @@ def cases() -> list[tuple[str, str, tuple[Any, ...]]]:
         ("decode_frame", "a SEND_MESSAGE_V2 frame, 1 KiB body", (memoryview(encode(req))[4:],)),
         ("decode_json_header", "the same header as JSON", (command._encode_json_header(req),)),
         ("encode_rocketmq_header", "a SEND answer header (5 fields)", (_send_response(),)),
+        ("encode_json_header", "the same answer as JSON", (_send_response(),)),
         ("header_kwargs", "SendMessageRequestHeaderV2 fields", (SendMessageRequestHeaderV2._fields_table(), req.ext_fields)),
         ("parse_java_int", "'1764272000000'", ("1764272000000",)),
         ("java_string_hash", "the index key 'TopicTest#<UNIQ_KEY>'", ("TopicTest#" + _PROPS["UNIQ_KEY"],)),
