@@ -73,6 +73,33 @@ def java_string_hash(s):
     return <int32_t>h
 
 
+cdef dict _orders = None
+
+
+def hashmap_order(d, capacity=128):
+    """Reference: pyrmq.common.java_lang.hashmap_order. A key sequence seen before takes its
+    order from the reference's own cache (java_lang._ORDERS); a new one goes to the reference."""
+    global _orders
+    cdef PyObject* p
+    if type(d) is not dict:
+        return _ref("hashmap_order")(d, capacity)
+    if _orders is None:
+        from pyrmq.common import java_lang
+
+        _orders = java_lang._ORDERS
+    keys = tuple(<dict>d)
+    try:
+        p = PyDict_GetItem(_orders, (keys, capacity))
+    except TypeError:
+        return _ref("hashmap_order")(d, capacity)
+    if p == NULL:
+        return _ref("hashmap_order")(d, capacity)
+    order = <object>p
+    if order == keys:
+        return dict(<dict>d)
+    return {k: (<dict>d)[k] for k in order}
+
+
 # --- pyrmq.protocol.headers.base._parse_java_int and _header_kwargs ---------------------------------
 
 
@@ -176,6 +203,31 @@ def header_kwargs(tuple table, ext):
             if f[3]:
                 return _ref("header_kwargs")(table, ext)
     return kwargs
+
+
+def header_ext_fields(tuple table, header):
+    """Reference: pyrmq.protocol.headers.base._header_ext_fields. String, boolean and int fields
+    (kinds 0, 2, 1) are written here; a float or enum field, or an int field holding anything but
+    an int, goes to the reference."""
+    cdef dict out = {}
+    cdef tuple f
+    for fo in table:
+        if not isinstance(fo, tuple) or len(<tuple>fo) != 6:
+            return _ref("header_ext_fields")(table, header)
+        f = <tuple>fo
+        v = getattr(header, f[0])
+        if v is None:
+            continue
+        kind = f[2]
+        if kind == 0:
+            out[f[1]] = v
+        elif kind == 2:
+            out[f[1]] = "true" if v else "false"
+        elif kind == 1 and type(v) is int:
+            out[f[1]] = str(v)
+        else:
+            return _ref("header_ext_fields")(table, header)
+    return out
 
 
 # --- pyrmq.protocol.command: the ROCKETMQ header codec ---------------------------------------------

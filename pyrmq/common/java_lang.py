@@ -116,3 +116,6 @@ def hashmap_order(d: dict[str, V], capacity: int = PROPERTIES_MAP_CAPACITY) -> d
     if order == keys:
         return dict(d)
     return {k: d[k] for k in order}
+
+
+hashmap_order = pick(hashmap_order)  # the compiled twin (pyrmq/_speedups) when built

@@ -75,6 +75,8 @@ def test_selection_points_every_module_at_one_implementation() -> None:
         "decode_frame": command.decode_frame,
         "decode_json_header": command._decode_json_header,
         "encode_json_header": command._encode_json_header,
+        "header_ext_fields": base._header_ext_fields,
+        "hashmap_order": java_lang.hashmap_order,
     }
     assert set(picked) == set(_speedups.REFERENCES)  # every pick() is listed here
     for name, fn in picked.items():
@@ -543,3 +545,53 @@ def test_encode_json_header_odd_values() -> None:
     ]
     for change in odd:
         same("encode_json_header", dataclasses.replace(base_cmd, **change))
+
+
+_FIELD_VALUES = st.one_of(
+    st.none(), _TEXT, st.integers(-(2**70), 2**70), st.booleans(), st.floats(), st.sampled_from(list(_Color))
+)
+
+
+@needs_native
+@PROFILE
+@given(
+    st.fixed_dictionaries(
+        {k: _FIELD_VALUES for k in ("topic", "queue_id", "mode", "flag", "ratio", "unit_mode", "color", "name")}
+    )
+)
+def test_header_ext_fields(values: dict[str, Any]) -> None:
+    header = _AllKinds(**values)
+    same("header_ext_fields", _AllKinds._fields_table(), header)
+
+
+@needs_native
+def test_header_ext_fields_common_shapes() -> None:
+    header = _AllKinds(topic="T", queue_id=3, mode=_Color.RED, flag=7, unit_mode=True, name="x")
+    r = same("header_ext_fields", _AllKinds._fields_table(), header)
+    assert r[2] == {"topic": "T", "queueId": "3", "mode": "RED", "flag": "7", "unitMode": "true", "n": "x"}
+    same("header_ext_fields", _AllKinds._fields_table(), _AllKinds(topic="T", queue_id=_Color.RED, mode=_Color.BLUE))
+    same("header_ext_fields", _AllKinds._fields_table(), _AllKinds(topic="T", queue_id="4", mode=_Color.BLUE))
+    assert header.to_ext_fields() == r[2]
+
+
+_PROP_KEYS = st.sampled_from(["UNIQ_KEY", "WAIT", "TAGS", "KEYS", "DELAY", "TRAN_MSG", "a", "Aa", "BB", "é", "😀"])
+
+
+@needs_native
+@PROFILE
+@given(st.dictionaries(st.one_of(_PROP_KEYS, _TEXT), _TEXT, max_size=12), st.sampled_from([1, 16, 128, 129]))
+def test_hashmap_order(d: dict[str, str], capacity: int) -> None:
+    java_lang._ORDERS.clear()  # first call: computed (by the reference); second: from the cache
+    first = same("hashmap_order", d, capacity)
+    again = same("hashmap_order", d, capacity)
+    assert first == again
+    if first[0] == "returned":
+        assert list(first[2]) == list(again[2]) and first[2] == d
+
+
+@needs_native
+def test_hashmap_order_odd_input() -> None:
+    same("hashmap_order", {"Aa": 1, "BB": 2}, 128)  # equal String#hashCode: insertion order kept
+    same("hashmap_order", {"k": 1}, [128])  # an unhashable capacity
+    same("hashmap_order", [("a", 1)], 128)
+    same("hashmap_order", {1: "x", "a": "y"}, 128)

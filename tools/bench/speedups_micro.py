@@ -23,9 +23,11 @@ from pyrmq.protocol import command
 from pyrmq.protocol.codes import SerializeType
 from pyrmq.protocol.command import RemotingCommand, encode
 from pyrmq.protocol.headers.base import _header_kwargs  # noqa: F401  (registers the reference)
-from pyrmq.protocol.headers.broker import SendMessageRequestHeaderV2
+from pyrmq.protocol.headers.broker import SendMessageRequestHeaderV2, SendMessageResponseHeader
 
 _PROPS = {"UNIQ_KEY": "7F0000010C6418B4AAC2" + "0" * 12, "WAIT": "true", "TAGS": "TagA", "KEYS": "k1", "DELAY": "0"}
+
+_RESPONSE_HEADER = SendMessageResponseHeader(msg_id="7F00000100002A9F0000000000001C40", queue_id=3, queue_offset=1204)
 
 
 def _send_request() -> RemotingCommand:
@@ -64,9 +66,11 @@ def cases() -> list[tuple[str, str, tuple[Any, ...]]]:
         ("encode_rocketmq_header", "a SEND answer header (5 fields)", (_send_response(),)),
         ("encode_json_header", "the same answer as JSON", (_send_response(),)),
         ("header_kwargs", "SendMessageRequestHeaderV2 fields", (SendMessageRequestHeaderV2._fields_table(), req.ext_fields)),
+        ("header_ext_fields", "a SendMessageResponseHeader", (SendMessageResponseHeader._fields_table(), _RESPONSE_HEADER)),
         ("parse_java_int", "'1764272000000'", ("1764272000000",)),
         ("java_string_hash", "the index key 'TopicTest#<UNIQ_KEY>'", ("TopicTest#" + _PROPS["UNIQ_KEY"],)),
         ("message_properties_to_string", "five properties", (_PROPS,)),
+        ("hashmap_order", "five properties (a key order seen before)", (_PROPS,)),
         ("string_to_message_properties", "five properties", (req.ext_fields["i"],)),
         ("parse_java_bool", "'false'", ("false",)),
         ("validate_topic", "'TopicTest'", ("TopicTest",)),

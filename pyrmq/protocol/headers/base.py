@@ -106,23 +106,7 @@ class RemotingHeader:
 
     def to_ext_fields(self) -> dict[str, str]:
         """Encode as ext_fields; None fields are left out (Java makeCustomHeaderToNet)."""
-        out: dict[str, str] = {}
-        for f in self._fields_table():
-            v = getattr(self, f.attr)
-            if v is None:
-                continue
-            kind = f.kind
-            if kind == _KIND_STR:
-                out[f.key] = v
-            elif kind == _KIND_BOOL:
-                out[f.key] = "true" if v else "false"
-            elif kind == _KIND_INT:
-                out[f.key] = str(int(v))
-            elif kind == _KIND_FLOAT:
-                out[f.key] = double_to_string(float(v))
-            else:
-                out[f.key] = v.name
-        return out
+        return _header_ext_fields(self._fields_table(), self)
 
 
 def _header_kwargs(table: tuple[_Field, ...], ext: Mapping[str, str]) -> dict[str, Any]:
@@ -147,6 +131,30 @@ def _header_kwargs(table: tuple[_Field, ...], ext: Mapping[str, str]) -> dict[st
 
 
 _header_kwargs = pick(_header_kwargs)  # the compiled twin (pyrmq/_speedups) when built
+
+
+def _header_ext_fields(table: tuple[_Field, ...], header: Any) -> dict[str, str]:
+    """The ext_fields of ``header`` (a RemotingHeader with field table ``table``)."""
+    out: dict[str, str] = {}
+    for f in table:
+        v = getattr(header, f.attr)
+        if v is None:
+            continue
+        kind = f.kind
+        if kind == _KIND_STR:
+            out[f.key] = v
+        elif kind == _KIND_BOOL:
+            out[f.key] = "true" if v else "false"
+        elif kind == _KIND_INT:
+            out[f.key] = str(int(v))
+        elif kind == _KIND_FLOAT:
+            out[f.key] = double_to_string(float(v))
+        else:
+            out[f.key] = v.name
+    return out
+
+
+_header_ext_fields = pick(_header_ext_fields)  # the compiled twin (pyrmq/_speedups) when built
 
 
 def _build_table(cls: type) -> tuple[_Field, ...]:
