@@ -5,12 +5,13 @@ unusual (a bad length, an out-of-range number, a type other than the common one,
 surrogate) goes to the reference, which then produces the result or raises its own error: the
 error paths have one definition, in Python."""
 
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.long cimport PyLong_AsLongLongAndOverflow
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
@@ -620,3 +621,131 @@ def validate_topic(topic):
         ):
             return _ref("validate_topic")(topic)
     return None
+
+
+# --- pyrmq.store.message.write_record --------------------------------------------------------------
+
+cdef dict _record_headers = None
+
+
+cdef inline bint _as_i64(object v, long long lo, long long hi, long long* out):
+    cdef int overflow = 0
+    if not isinstance(v, int):
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(v, &overflow)
+    return overflow == 0 and lo <= out[0] <= hi
+
+
+cdef inline void _put64(unsigned char* p, uint64_t v) noexcept nogil:
+    _put32(p, <uint32_t>(v >> 32))
+    _put32(p + 4, <uint32_t>v)
+
+
+cdef inline bint _plain_bytes(object b):
+    return type(b) is bytes or type(b) is bytearray
+
+
+def write_record(buf, pos, header, total, version, body_crc, queue_id, flag, queue_offset, physical_offset,
+                 sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+                 prepared_transaction_offset, body, topic_part, properties, head=True):
+    """Reference: pyrmq.store.message.write_record. Written here when every field is in range, the
+    header is the standard one for the two hosts' lengths, and the record fits ``buf``; TOTALSIZE
+    and MAGICCODE last, as the reference does. Anything else goes to the reference."""
+    global _record_headers
+    cdef long long v_pos = 0, v_total = 0, v_version = 0, v_crc = 0, v_qid = 0, v_flag = 0, v_qoff = 0
+    cdef long long v_phy = 0, v_sys = 0, v_born = 0, v_store = 0, v_recon = 0, v_prep = 0
+    cdef Py_buffer out, bb
+    cdef Py_ssize_t nb, nt, np, hsize, end
+    cdef unsigned char* o
+    cdef const char* ps
+    if _record_headers is None:
+        from pyrmq.store import message
+
+        _record_headers = message._RECORD_HEADERS
+    ok = (
+        type(born_host) is bytes and type(store_host) is bytes
+        and _plain_bytes(topic_part) and _plain_bytes(properties)
+        and (type(body) is bytes or type(body) is bytearray or type(body) is memoryview)
+        and _as_i64(pos, 0, INT64_MAX, &v_pos)
+        and _as_i64(total, -2147483648, 2147483647, &v_total)
+        and _as_i64(version, -2147483648, 2147483647, &v_version)
+        and _as_i64(body_crc, -2147483648, 2147483647, &v_crc)
+        and _as_i64(queue_id, -2147483648, 2147483647, &v_qid)
+        and _as_i64(flag, -2147483648, 2147483647, &v_flag)
+        and _as_i64(queue_offset, INT64_MIN, INT64_MAX, &v_qoff)
+        and _as_i64(physical_offset, INT64_MIN, INT64_MAX, &v_phy)
+        and _as_i64(sys_flag, -2147483648, 2147483647, &v_sys)
+        and _as_i64(born_timestamp, INT64_MIN, INT64_MAX, &v_born)
+        and _as_i64(store_timestamp, INT64_MIN, INT64_MAX, &v_store)
+        and _as_i64(reconsume_times, -2147483648, 2147483647, &v_recon)
+        and _as_i64(prepared_transaction_offset, INT64_MIN, INT64_MAX, &v_prep)
+    )
+    if ok:
+        p = PyDict_GetItem(_record_headers, (len(<bytes>born_host), len(<bytes>store_host)))
+        ok = p != NULL and <object>p is header
+    if ok and type(body) is memoryview:
+        ok = (<object>body).c_contiguous and (<object>body).itemsize == 1 and (<object>body).ndim == 1
+    nt = len(topic_part) if ok else 0
+    np = len(properties) if ok else 0
+    if not ok or np > 32767:
+        return _ref("write_record")(buf, pos, header, total, version, body_crc, queue_id, flag, queue_offset,
+                                    physical_offset, sys_flag, born_timestamp, born_host, store_timestamp,
+                                    store_host, reconsume_times, prepared_transaction_offset, body, topic_part,
+                                    properties, head)
+    try:
+        PyObject_GetBuffer(buf, &out, PyBUF_WRITABLE)
+    except Exception:
+        return _ref("write_record")(buf, pos, header, total, version, body_crc, queue_id, flag, queue_offset,
+                                    physical_offset, sys_flag, born_timestamp, born_host, store_timestamp,
+                                    store_host, reconsume_times, prepared_transaction_offset, body, topic_part,
+                                    properties, head)
+    PyObject_GetBuffer(body, &bb, PyBUF_SIMPLE)
+    try:
+        nb = bb.len
+        hsize = 72 + len(<bytes>born_host) + len(<bytes>store_host)
+        end = v_pos + hsize + nb + nt + 2 + np
+        if end > out.len or nb > 0x7FFFFFFF:
+            ok = False
+        else:
+            o = <unsigned char*>out.buf + v_pos
+            _put32(o, 0)
+            _put32(o + 4, 0)
+            _put32(o + 8, <uint32_t>v_crc)
+            _put32(o + 12, <uint32_t>v_qid)
+            _put32(o + 16, <uint32_t>v_flag)
+            _put64(o + 20, <uint64_t>v_qoff)
+            _put64(o + 28, <uint64_t>v_phy)
+            _put32(o + 36, <uint32_t>v_sys)
+            _put64(o + 40, <uint64_t>v_born)
+            o += 48
+            memcpy(o, PyBytes_AS_STRING(born_host), len(<bytes>born_host))
+            o += len(<bytes>born_host)
+            _put64(o, <uint64_t>v_store)
+            o += 8
+            memcpy(o, PyBytes_AS_STRING(store_host), len(<bytes>store_host))
+            o += len(<bytes>store_host)
+            _put32(o, <uint32_t>v_recon)
+            _put64(o + 4, <uint64_t>v_prep)
+            _put32(o + 12, <uint32_t>nb)
+            o += 16
+            memcpy(o, bb.buf, nb)
+            o += nb
+            ps = PyBytes_AS_STRING(topic_part) if type(topic_part) is bytes else PyByteArray_AS_STRING(topic_part)
+            memcpy(o, ps, nt)
+            o += nt
+            _put16(o, <uint16_t>np)
+            o += 2
+            ps = PyBytes_AS_STRING(properties) if type(properties) is bytes else PyByteArray_AS_STRING(properties)
+            memcpy(o, ps, np)
+            if head:
+                o = <unsigned char*>out.buf + v_pos
+                _put32(o, <uint32_t>v_total)
+                _put32(o + 4, <uint32_t>v_version)
+    finally:
+        PyBuffer_Release(&bb)
+        PyBuffer_Release(&out)
+    if not ok:
+        return _ref("write_record")(buf, pos, header, total, version, body_crc, queue_id, flag, queue_offset,
+                                    physical_offset, sys_flag, born_timestamp, born_host, store_timestamp,
+                                    store_host, reconsume_times, prepared_transaction_offset, body, topic_part,
+                                    properties, head)

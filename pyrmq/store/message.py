@@ -595,6 +595,9 @@ def write_record(
         _HEAD8.pack_into(buf, pos, total, version)
 
 
+write_record = pick(write_record)  # the compiled twin (pyrmq/_speedups) when built
+
+
 def write_record_head(buf: WritableBuffer, pos: int, total: int, version: int) -> None:
     """TOTALSIZE + MAGICCODE of a record written with write_record(..., head=False)."""
     _HEAD8.pack_into(buf, pos, total, version)

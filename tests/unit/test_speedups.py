@@ -77,6 +77,7 @@ def test_selection_points_every_module_at_one_implementation() -> None:
         "encode_json_header": command._encode_json_header,
         "header_ext_fields": base._header_ext_fields,
         "hashmap_order": java_lang.hashmap_order,
+        "write_record": message.write_record,
     }
     assert set(picked) == set(_speedups.REFERENCES)  # every pick() is listed here
     for name, fn in picked.items():
@@ -595,3 +596,108 @@ def test_hashmap_order_odd_input() -> None:
     same("hashmap_order", {"k": 1}, [128])  # an unhashable capacity
     same("hashmap_order", [("a", 1)], 128)
     same("hashmap_order", {1: "x", "a": "y"}, 128)
+
+
+# --- write_record ----------------------------------------------------------------------------------
+
+_I64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@st.composite
+def records(draw: st.DrawFn) -> dict[str, Any]:
+    wide = draw(st.booleans())
+    i32 = st.one_of(_I32, st.integers(-(2**40), 2**40)) if wide else _I32
+    i64 = st.one_of(_I64, st.integers(-(2**70), 2**70)) if wide else _I64
+    born = draw(st.sampled_from([8, 20]))
+    store = draw(st.sampled_from([8, 20]))
+    return {
+        "header": message.record_header_struct(born, store),
+        "total": draw(i32),
+        "version": draw(st.sampled_from([message.MESSAGE_MAGIC_CODE, message.MESSAGE_MAGIC_CODE_V2])),
+        "body_crc": draw(i32),
+        "queue_id": draw(i32),
+        "flag": draw(i32),
+        "queue_offset": draw(i64),
+        "physical_offset": draw(i64),
+        "sys_flag": draw(i32),
+        "born_timestamp": draw(i64),
+        "born_host": draw(st.binary(min_size=born, max_size=born)),
+        "store_timestamp": draw(i64),
+        "store_host": draw(st.binary(min_size=store, max_size=store)),
+        "reconsume_times": draw(i32),
+        "prepared_transaction_offset": draw(i64),
+        "body": draw(st.binary(max_size=64)),
+        "topic_part": draw(st.binary(min_size=1, max_size=20)),
+        "properties": draw(st.one_of(st.binary(max_size=40), st.just(b"p" * 32768))),
+        "head": draw(st.booleans()),
+    }
+
+
+_ARG_ORDER = [
+    "header", "total", "version", "body_crc", "queue_id", "flag", "queue_offset", "physical_offset", "sys_flag",
+    "born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times", "prepared_transaction_offset",
+    "body", "topic_part", "properties", "head",
+]  # fmt: skip
+
+
+def same_write(size: int, pos: int, rec: dict[str, Any], kind: Callable[[bytes], Any] = bytearray) -> bytes:
+    """Both implementations write ``rec`` at ``pos`` into equal buffers: same outcome, same bytes."""
+    assert NATIVE is not None
+    background = bytes((i * 7) & 0xFF for i in range(size))
+    bufs, outcomes = [], []
+    for fn in (_speedups.reference("write_record"), NATIVE.write_record):
+        buf = kind(background)
+        outcomes.append(_outcome(fn, buf, pos, *[rec[k] for k in _ARG_ORDER]))
+        bufs.append(bytes(buf))
+    assert outcomes[1] == outcomes[0]
+    assert bufs[1] == bufs[0]
+    return bufs[0]
+
+
+@needs_native
+@PROFILE
+@given(records(), st.integers(0, 8), st.integers(-2, 8))
+def test_write_record(rec: dict[str, Any], pos: int, slack: int) -> None:
+    size = pos + rec["header"].size + len(rec["body"]) + len(rec["topic_part"]) + 2 + len(rec["properties"]) + slack
+    same_write(max(size, 0), pos, rec)
+
+
+def _a_record(**change: Any) -> dict[str, Any]:
+    rec = {
+        "header": message.record_header_struct(8, 8), "total": 103, "version": message.MESSAGE_MAGIC_CODE,
+        "body_crc": 5, "queue_id": 1, "flag": 0, "queue_offset": 9, "physical_offset": 4096, "sys_flag": 0,
+        "born_timestamp": 1764272000000, "born_host": b"\x7f\x00\x00\x01\x00\x00\x27\x10",
+        "store_timestamp": 1764272000001, "store_host": b"\x7f\x00\x00\x01\x00\x00\x2a\x9f",
+        "reconsume_times": 0, "prepared_transaction_offset": 0, "body": b"hello", "topic_part": b"\x03abc",
+        "properties": b"K\x01V\x02", "head": True,
+    }  # fmt: skip
+    rec.update(change)
+    return rec
+
+
+@needs_native
+def test_write_record_odd_input() -> None:
+    import mmap
+
+    written = same_write(200, 10, _a_record())
+    assert message.decode_message(written, 10).body == b"hello"
+    same_write(200, 0, _a_record(header=message.record_header_struct(20, 8)))  # header does not fit the hosts
+    same_write(200, 0, _a_record(born_host=bytearray(8)))
+    same_write(200, 0, _a_record(body=memoryview(b"xhellox")[1:-1]))
+    same_write(200, 0, _a_record(body=memoryview(b"h-e-l-l-o")[::2]))  # not contiguous
+    same_write(200, 0, _a_record(body="text"))
+    same_write(200, 0, _a_record(topic_part=memoryview(b"\x03abc")))
+    same_write(200, 0, _a_record(queue_id=True, flag=message.MessageSysFlag.BORNHOST_V6_FLAG))
+    same_write(200, 0, _a_record(queue_id=2**31))
+    same_write(200, 0, _a_record(queue_id="1"))
+    same_write(200, 0, _a_record(head=False))
+    same_write(100, 0, _a_record())  # the body runs past the end: a bytearray grows in the reference
+    same_write(50, 0, _a_record())  # not even the header fits
+    same_write(200, -5, _a_record())  # struct counts a negative offset from the end
+    same_write(200, 0, _a_record(), bytes)  # read-only
+    with mmap.mmap(-1, 4096) as mm_a, mmap.mmap(-1, 4096) as mm_b:
+        _speedups.reference("write_record")(mm_a, 100, *[_a_record()[k] for k in _ARG_ORDER])
+        assert NATIVE is not None
+        NATIVE.write_record(mm_b, 100, *[_a_record()[k] for k in _ARG_ORDER])
+        assert mm_a[:] == mm_b[:]
+        assert same("write_record", mm_b, 4090, *[_a_record()[k] for k in _ARG_ORDER])[0] == "raised"

@@ -56,6 +56,17 @@ def _send_response() -> RemotingCommand:
     return cmd
 
 
+def _record_args() -> tuple[Any, ...]:
+    m = pyrmq.store.message
+    host = b"\x7f\x00\x00\x01\x00\x00\x27\x10"
+    props = m.message_properties_to_string(_PROPS).encode()
+    topic_part = m.topic_field(b"TopicTest", m.MESSAGE_MAGIC_CODE)
+    header = m.record_header_struct(8, 8)
+    total = header.size + 1024 + len(topic_part) + 2 + len(props)
+    return (bytearray(total + 64), 32, header, total, m.MESSAGE_MAGIC_CODE, 5, 3, 0, 1204, 1 << 30, 0,
+            1764272000000, host, 1764272000001, host, 0, 0, b"x" * 1024, topic_part, props)  # fmt: skip
+
+
 def cases() -> list[tuple[str, str, tuple[Any, ...]]]:
     req = _send_request()
     header = _speedups.reference("encode_rocketmq_header")(req)
@@ -74,6 +85,7 @@ def cases() -> list[tuple[str, str, tuple[Any, ...]]]:
         ("string_to_message_properties", "five properties", (req.ext_fields["i"],)),
         ("parse_java_bool", "'false'", ("false",)),
         ("validate_topic", "'TopicTest'", ("TopicTest",)),
+        ("write_record", "a record with a 1 KiB body into a bytearray", _record_args()),
     ]  # fmt: skip
 
 
