@@ -164,8 +164,8 @@ def test_bad_input_gets_the_java_proxys_codes(broker: PyrmqBroker) -> None:
         assert found.status.code == pb.Code.OK and len(found.message_queues) == 1
         queue = found.message_queues[0]
         assert (queue.id, queue.permission, list(queue.accept_message_types)) == (0, pb.READ_WRITE, [pb.NORMAL])
-        # local mode: the hosts the client asked through, with the endpoint's own port
-        assert [(a.host, a.port) for a in queue.broker.endpoints.addresses] == [("localhost", broker.grpc_port)]
+        # local mode: the broker's registered host (brokerIP1) with the gRPC port, not the host asked through
+        assert [(a.host, a.port) for a in queue.broker.endpoints.addresses] == [("127.0.0.1", broker.grpc_port)]
 
         def send(body: bytes, group: str = "", **props: str) -> pb.Status:
             sp = pb.SystemProperties(message_id="01AB", message_type=pb.NORMAL, message_group=group or None)
