@@ -24,6 +24,7 @@ from pyrmq.protocol.headers.broker import CreateTopicRequestHeader
 
 TOPIC, GROUP, FIFO_GROUP = "GrpcClusterT", "GrpcClusterG", "GrpcClusterFifoG"
 QUEUES = {"127.0.0.1": 2, "127.0.0.2": 3}
+META = (("x-mq-client-id", "raw-v2-client"),)  # every RPC needs one (CLIENT_ID_REQUIRED)
 
 
 def _admin(addr: str, code: int, ext: dict[str, str], body: bytes = b"") -> None:
@@ -86,7 +87,9 @@ def test_route_and_assignment_list_every_broker_with_its_endpoint(cluster: list[
         channel, stub = _stub(b.grpc_addr)
         with channel:
             asked = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host="localhost", port=1)])
-            r = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=asked), timeout=10)
+            r = stub.QueryRoute(
+                spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=asked), timeout=10, metadata=META
+            )
             assert r.status.code == pb.Code.OK, r.status
             by_broker: dict[str, list[int]] = {}
             for q in r.message_queues:
@@ -100,7 +103,9 @@ def test_route_and_assignment_list_every_broker_with_its_endpoint(cluster: list[
             assert {h: sorted(ids) for h, ids in by_broker.items()} == {h: list(range(n)) for h, n in QUEUES.items()}
 
             a = stub.QueryAssignment(
-                spb.QueryAssignmentRequest(topic=pb.Resource(name=TOPIC), group=pb.Resource(name=GROUP)), timeout=10
+                spb.QueryAssignmentRequest(topic=pb.Resource(name=TOPIC), group=pb.Resource(name=GROUP)),
+                timeout=10,
+                metadata=META,
             )
             assert a.status.code == pb.Code.OK, a.status
             got = sorted((names[x.message_queue.broker.name], x.message_queue.id) for x in a.assignments)
@@ -108,6 +113,7 @@ def test_route_and_assignment_list_every_broker_with_its_endpoint(cluster: list[
             fifo = stub.QueryAssignment(
                 spb.QueryAssignmentRequest(topic=pb.Resource(name=TOPIC), group=pb.Resource(name=FIFO_GROUP)),
                 timeout=10,
+                metadata=META,
             )
             # an orderly group gets every readable queue of every broker
             got = sorted((names[x.message_queue.broker.name], x.message_queue.id) for x in fifo.assignments)

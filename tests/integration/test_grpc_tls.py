@@ -42,7 +42,9 @@ def _controller(mode: TlsMode) -> SimpleNamespace:
 
 def _query_route(channel: grpc.aio.Channel) -> spb.QueryRouteResponse:
     stub = service_pb2_grpc.MessagingServiceStub(channel)
-    return stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name="TlsT")), timeout=5)
+    return stub.QueryRoute(
+        spb.QueryRouteRequest(topic=pb.Resource(name="TlsT")), timeout=5, metadata=(("x-mq-client-id", "tls-check"),)
+    )
 
 
 def test_enforcing_mode_serves_tls_only() -> None:
