@@ -149,9 +149,9 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
         async def read() -> None:
             try:
                 async for command in request_iterator:
-                    if not gctx.client_id.strip():  # Java answers each command with the status
+                    if not gctx.client_id.strip():  # Java: the status, then the stream completes
                         channel.put(spb.TelemetryCommand(status=from_error(_no_client_id())))
-                        continue
+                        return
                     reply = await self.acts.telemetry(gctx, command, channel)
                     if reply is not None:
                         channel.put(reply)

@@ -254,6 +254,12 @@ def test_unserved_rpcs_bad_bytes_and_recall_answer_as_the_java_proxy(broker: Pyr
             request = spb.RecallMessageRequest(topic=pb.Resource(name=topic), recall_handle=handle)
             return stub.RecallMessage(request, timeout=10, metadata=META).status
 
+        # a Telemetry stream without client id: the status, then the stream ends (ResponseWriter#write)
+        commands = [spb.TelemetryCommand(settings=pb.Settings()) for _ in range(2)]
+        replies = list(stub.Telemetry(iter(commands), timeout=10))
+        assert [(r.status.code, r.status.message) for r in replies] == [
+            (pb.Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
+        ]
         blank = recall("", "x")
         assert (blank.code, blank.message) == (pb.Code.ILLEGAL_TOPIC, "The specified topic is blank")
         conflict = recall("NoSuchRecallT", "x")  # a topic this broker lacks is UNSPECIFIED
