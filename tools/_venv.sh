@@ -10,7 +10,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 stamp="$VENV/.pyrmq-installed-$EXTRAS"
-if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+# (or when the compiled extension's source changed: pip rebuilds pyrmq/_speedups/_native.pyx)
+if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/pyrmq/_speedups/_native.pyx" -nt "$stamp" ]; then
   echo "[pyrmq] installing pyrmq[$EXTRAS] into $VENV" >&2
   "$VENV/bin/python" -m pip install -q --upgrade pip >&2
   "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]" >&2

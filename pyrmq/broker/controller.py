@@ -728,6 +728,9 @@ class BrokerController:
     def _on_dispatched(self, topic: str, queue_id: int, max_offset: int, tags_code: int, request: Any) -> None:
         self.pull_request_hold_service.notify_threadsafe(topic, queue_id, max_offset, tags_code)
         self.pop_services.on_dispatched(topic, queue_id)
+        if self.store_config.broker_role is BrokerRole.SLAVE:
+            # Java ReputMessageService on a slave: replicated records count as puts (putTps, InTPS)
+            self.broker_stats.on_replicated_put(request.msg_size)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_message_service.on_dispatched(queue_id)
         elif topic == TIMER_TOPIC:

@@ -21,6 +21,7 @@ import os
 import socket
 from typing import TYPE_CHECKING
 
+from pyrmq._speedups import describe as speedups_in_use
 from pyrmq.auth.config import LOCAL_AUTHENTICATION_METADATA_PROVIDER, LOCAL_AUTHORIZATION_METADATA_PROVIDER
 from pyrmq.grpc.config import DEFAULT_GRPC_PORT
 from pyrmq.startup import run_command, run_servers
@@ -107,6 +108,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     from pyrmq.namesrv.config import NamesrvConfig
     from pyrmq.namesrv.controller import NamesrvController
 
+    print(f"{PROG}: {speedups_in_use()}", flush=True)  # compiled codecs or the pure-Python reference
     store = os.path.abspath(args.store)
     advertise = getattr(args, "advertise", None) or ("127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host)
     ns_cfg = NamesrvConfig()

@@ -17,6 +17,7 @@ import asyncio
 import sys
 from typing import Any
 
+from pyrmq._speedups import describe as speedups_in_use
 from pyrmq.broker.config import BrokerConfig
 from pyrmq.startup import base_parser, load_config, run_command, run_servers
 
@@ -68,6 +69,7 @@ async def serve(cfg: BrokerConfig, stop: asyncio.Event | None = None) -> int:
             f"{PROG}: grpcServerPort={grpc_port} is set but the gRPC endpoint cannot start: {missing}", file=sys.stderr
         )
         return 1
+    print(f"{PROG}: {speedups_in_use()}", flush=True)  # compiled codecs or the pure-Python reference
     controller = BrokerController(cfg)
     servers: list[tuple[str, Any]] = [("broker", lambda: controller)]
     if grpc_port is not None:

@@ -182,6 +182,12 @@ class BrokerStatsManager:
             broker.times += 1
             self.broker_put_nums += msgs
 
+    def on_replicated_put(self, size: int) -> None:
+        """A record a slave dispatched from its master's data: the store's put counters only (Java
+        ReputMessageService on a SLAVE), not the topic and broker put items of a send."""
+        self.put_message_times_total += 1
+        self.put_message_size_total += size
+
     def on_put_failed(self) -> None:
         self.put_message_failed_times += 1
 

@@ -18,6 +18,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import TypeVar
 
+from pyrmq._speedups import pick
+
 _HASH_CHUNK = 256
 _POW31_DESC = [pow(31, k, 1 << 32) for k in range(_HASH_CHUNK - 1, -1, -1)]  # 31**255 .. 31**0 mod 2**32
 _POW31_CHUNK = pow(31, _HASH_CHUNK, 1 << 32)
@@ -43,6 +45,9 @@ def java_string_hash(s: str) -> int:
         for i in range(head, n, _HASH_CHUNK):
             h = (h * _POW31_CHUNK + sum(map(operator.mul, units[i : i + _HASH_CHUNK], _POW31_DESC))) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h
+
+
+java_string_hash = pick(java_string_hash)  # the compiled twin (pyrmq/_speedups) when built
 
 
 def double_to_string(d: float) -> str:
@@ -111,3 +116,6 @@ def hashmap_order(d: dict[str, V], capacity: int = PROPERTIES_MAP_CAPACITY) -> d
     if order == keys:
         return dict(d)
     return {k: d[k] for k in order}
+
+
+hashmap_order = pick(hashmap_order)  # the compiled twin (pyrmq/_speedups) when built

@@ -30,6 +30,7 @@ when an entry plus ``MIN_BLANK_LEN`` no longer fits; the rest of the file is zer
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass
 
@@ -144,7 +145,7 @@ def encode_entry(entry: DLedgerEntry) -> bytes:
     return head + entry.body
 
 
-def decode_entry(data: bytes | bytearray | memoryview, offset: int = 0) -> DLedgerEntry:
+def decode_entry(data: bytes | bytearray | memoryview | mmap.mmap, offset: int = 0) -> DLedgerEntry:
     """The entry at ``offset``. Raises EntryFormatError when the bytes are short, the size is not
     ``BODY_OFFSET + body size`` or the magic is not CURRENT_MAGIC (a blank is not an entry);
     anything else is a bug."""

@@ -29,6 +29,7 @@ BODY_OFFSET: a message's commit-log offset is where its record lies inside the D
 from __future__ import annotations
 
 import itertools
+import mmap
 import os
 import struct
 from collections.abc import Callable, Iterator
@@ -243,32 +244,36 @@ class DLedgerStoreReader:
         return min(self.checkpoint.committed_index, self.ledger_end_index)
 
     def entries(self) -> Iterator[DLedgerEntry]:
-        """Every entry in order, across blanks, until the recovered end."""
+        """Every entry in order, across blanks, until the recovered end. Each data file is mapped,
+        not read whole: a file is 1 GiB by default, and only the entries' bodies are copied out."""
         last_index = -1
         last_term = -1
         for start, path in self.data_files:
             with open(path, "rb") as f:
-                data = f.read()
-            pos = 0
-            while pos + MIN_BLANK_LEN <= len(data):
-                magic, size = struct.unpack_from(">ii", data, pos)
-                if magic == BLANK_MAGIC_CODE:
-                    break  # the rest of this file is filler
-                if size == 0:
+                if os.fstat(f.fileno()).st_size < MIN_BLANK_LEN:
                     return
-                try:
-                    entry = decode_entry(data, pos)
-                except EntryFormatError:
+                data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            with data:
+                pos = 0
+                while pos + MIN_BLANK_LEN <= len(data):
+                    magic, size = struct.unpack_from(">ii", data, pos)
+                    if magic == BLANK_MAGIC_CODE:
+                        break  # the rest of this file is filler
+                    if size == 0:
+                        return
+                    try:
+                        entry = decode_entry(data, pos)
+                    except EntryFormatError:
+                        return
+                    if entry.pos != start + pos or entry.term < last_term:
+                        return
+                    if last_index != -1 and entry.index != last_index + 1:
+                        return
+                    yield entry
+                    last_index, last_term = entry.index, entry.term
+                    pos += size
+                else:
                     return
-                if entry.pos != start + pos or entry.term < last_term:
-                    return
-                if last_index != -1 and entry.index != last_index + 1:
-                    return
-                yield entry
-                last_index, last_term = entry.index, entry.term
-                pos += size
-            else:
-                return
 
     def index_item(self, index: int) -> IndexItem:
         """The index item of entry ``index``. Raises KeyError outside the ledger, StoreFormatError

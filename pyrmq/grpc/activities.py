@@ -8,6 +8,7 @@ from typing import Any
 from pyrmq.grpc.client import ClientActivity
 from pyrmq.grpc.consume import ConsumeActivity
 from pyrmq.grpc.local import LocalInvoker
+from pyrmq.grpc.recall import RecallActivity
 from pyrmq.grpc.route import RouteActivity
 from pyrmq.grpc.send import SendActivity
 from pyrmq.grpc.status import GrpcProxyError
@@ -34,6 +35,7 @@ class Activities:
         self.ack_message = self.consumer.ack_message
         self.change_invisible_duration = self.consumer.change_invisible_duration
         self.forward_to_dlq = self.consumer.forward_to_dlq
+        self.recall_message = RecallActivity(controller, invoker).recall_message
 
     def open_stream(self, ctx: Any) -> TelemetryChannel:
         return TelemetryChannel(ctx.client_id, ctx.remote_addr, self.transactions)

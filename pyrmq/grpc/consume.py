@@ -147,7 +147,7 @@ class ConsumeActivity:
         yield spb.ReceiveMessageResponse(status=ok())
         for msg in messages:
             handle = msg.properties.get(MessageConst.POP_CK)
-            yield spb.ReceiveMessageResponse(message=to_v2_message(msg, topic_res, handle))
+            yield spb.ReceiveMessageResponse(message=to_v2_message(msg, handle))
 
     def _set_receipt_handles(self, r: RemotingCommand, header: PopMessageRequestHeader, messages: list[Any]) -> None:
         """LocalMessageService#popMessage: the POP_CK a client builds from the response header,

@@ -10,7 +10,13 @@ from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from pyrmq.common.constants import MessageConst
+from pyrmq.common.constants import (
+    CID_RMQ_SYS_PREFIX,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    MessageConst,
+    is_system_topic,
+)
 from pyrmq.common.java_lang import java_string_hash
 from pyrmq.grpc.proto import pb
 from pyrmq.grpc.status import Code, GrpcProxyError
@@ -165,8 +171,31 @@ def _host(host: Any) -> str:
     return f"{host[0]}:{host[1]}" if isinstance(host, tuple) else str(host)
 
 
-def to_v2_message(msg: Any, topic: Any, receipt_handle: str | None) -> Any:
-    """GrpcConverter#buildMessage: a popped message as the SDK receives it."""
+NAMESPACE_SEPARATOR = "%"
+
+
+def _without_retry_and_dlq(name: str) -> tuple[str, str]:
+    for prefix in (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX):
+        if name.startswith(prefix):
+            return prefix, name[len(prefix) :]
+    return "", name
+
+
+def resource_of(name: str) -> Any:
+    """GrpcConverter#buildResource: a stored name ``ns%name`` as name and resource_namespace
+    (NamespaceUtil#withoutNamespace, #getNamespaceFromResource; system names stay whole)."""
+    if not name or is_system_topic(name) or name.startswith(CID_RMQ_SYS_PREFIX):
+        return pb.Resource(name=name)
+    prefix, rest = _without_retry_and_dlq(name)
+    index = rest.find(NAMESPACE_SEPARATOR)
+    if index <= 0:
+        return pb.Resource(name=name)
+    return pb.Resource(name=prefix + rest[index + 1 :], resource_namespace=rest[:index])
+
+
+def to_v2_message(msg: Any, receipt_handle: str | None) -> Any:
+    """GrpcConverter#buildMessage: a popped message as the SDK receives it; its topic is the
+    stored message's (a retry message's is the topic the client popped, as the broker answers)."""
     props = msg.properties
     sp = pb.SystemProperties()
     tag = props.get(MessageConst.TAGS)
@@ -211,7 +240,7 @@ def to_v2_message(msg: Any, topic: Any, receipt_handle: str | None) -> Any:
     if TRACE_CONTEXT in props:
         sp.trace_context = props[TRACE_CONTEXT]
     user = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
-    return pb.Message(topic=topic, user_properties=user, system_properties=sp, body=body)
+    return pb.Message(topic=resource_of(msg.topic), user_properties=user, system_properties=sp, body=body)
 
 
 def message_type_of(props: dict[str, str]) -> str:
@@ -271,6 +300,7 @@ __all__ = [
     "group_bucket",
     "message_type_of",
     "millis",
+    "resource_of",
     "sys_flag",
     "timestamp",
     "to_v2_message",

@@ -19,7 +19,7 @@ from pyrmq.grpc import activities
 from pyrmq.grpc.context import GrpcContext
 from pyrmq.grpc.proto import spb, spb_grpc
 from pyrmq.grpc.splice import INNER_HOST, SniffingListener
-from pyrmq.grpc.status import from_error
+from pyrmq.grpc.status import Code, GrpcProxyError, from_error
 from pyrmq.remoting.tls import TlsConfig, TlsMode, server_pem_pair
 
 log = logging.getLogger("pyrmq.grpc")
@@ -42,6 +42,10 @@ class _MalformedRequestFilter(logging.Filter):
 _DECODE_FILTER = _MalformedRequestFilter()
 
 
+def _no_client_id() -> GrpcProxyError:
+    return GrpcProxyError(Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
+
+
 class MessagingServicer(spb_grpc.MessagingServiceServicer):
     """MessagingService v2: every unary RPC answers a Status, never an exception."""
 
@@ -54,11 +58,18 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
         gctx.remote_addr = self.peer_of(gctx.remote_addr)
         return gctx
 
+    @staticmethod
+    def _validate(gctx: GrpcContext) -> None:
+        """GrpcMessagingApplication#validateContext, before every RPC and Telemetry command."""
+        if not gctx.client_id.strip():
+            raise _no_client_id()
+
     async def _unary(
         self, fn: Callable[[GrpcContext, Any], Awaitable[Any]], response_cls: Any, request: Any, ctx: Any
     ) -> Any:
         gctx = self._context(ctx)
         try:
+            self._validate(gctx)
             return await fn(gctx, request)
         except Exception as e:  # Java: ResponseBuilder#buildStatus(Throwable) in the activity's future
             if not isinstance(e, activities.GrpcProxyError):
@@ -98,12 +109,33 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
     async def ReceiveMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
         gctx = self._context(context)
         try:
+            self._validate(gctx)
             async for response in self.acts.receive_message(gctx, request):
                 yield response
         except Exception as e:
             if not isinstance(e, activities.GrpcProxyError):
                 log.exception("gRPC ReceiveMessage failed")
             yield spb.ReceiveMessageResponse(status=from_error(e))
+
+    async def RecallMessage(self, request: Any, context: Any) -> Any:
+        return await self._unary(self.acts.recall_message, spb.RecallMessageResponse, request, context)
+
+    # Not served, as grpc-java answers a method its service does not override (the Java proxy 5.5.0
+    # leaves the offset RPCs out; it serves SyncLiteSubscription for lite topics, which pyrmq has not)
+    async def PullMessage(self, request: Any, context: Any) -> None:
+        await _unimplemented(context, "PullMessage")
+
+    async def UpdateOffset(self, request: Any, context: Any) -> Any:
+        await _unimplemented(context, "UpdateOffset")
+
+    async def GetOffset(self, request: Any, context: Any) -> Any:
+        await _unimplemented(context, "GetOffset")
+
+    async def QueryOffset(self, request: Any, context: Any) -> Any:
+        await _unimplemented(context, "QueryOffset")
+
+    async def SyncLiteSubscription(self, request: Any, context: Any) -> Any:
+        await _unimplemented(context, "SyncLiteSubscription")
 
     async def EndTransaction(self, request: Any, context: Any) -> Any:
         return await self._unary(self.acts.end_transaction, spb.EndTransactionResponse, request, context)
@@ -117,6 +149,9 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
         async def read() -> None:
             try:
                 async for command in request_iterator:
+                    if not gctx.client_id.strip():  # Java: the status, then the stream completes
+                        channel.put(spb.TelemetryCommand(status=from_error(_no_client_id())))
+                        return
                     reply = await self.acts.telemetry(gctx, command, channel)
                     if reply is not None:
                         channel.put(reply)
@@ -138,6 +173,13 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
         finally:
             reader.cancel()
             self.acts.clients.stream_closed(channel)
+
+
+async def _unimplemented(context: Any, method: str) -> None:
+    """grpc-java's ServerCalls#asyncUnimplementedUnaryCall status."""
+    await context.abort(
+        grpc.StatusCode.UNIMPLEMENTED, f"Method apache.rocketmq.v2.MessagingService/{method} is unimplemented"
+    )
 
 
 def _log_tls_failure(future: asyncio.Future[int]) -> None:

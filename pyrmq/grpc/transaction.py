@@ -84,10 +84,9 @@ class TelemetryChannel:
         transaction_id = h.transaction_id or h.msg_id or ""
         group = msg.properties.get("PGROUP", msg.topic)
         self.transactions.add(group, transaction_id, h.tran_state_table_offset, h.commit_log_offset)
-        topic = pb.Resource(name=msg.topic)
         command = spb.TelemetryCommand(
             recover_orphaned_transaction_command=spb.RecoverOrphanedTransactionCommand(
-                message=to_v2_message(msg, topic, None), transaction_id=transaction_id
+                message=to_v2_message(msg, None), transaction_id=transaction_id
             )
         )
         self.put(command)
@@ -111,7 +110,7 @@ class TelemetryChannel:
             )
         if cmd.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             msg = decode_message(cmd.body or b"")
-            message = to_v2_message(msg, pb.Resource(name=msg.topic), None)
+            message = to_v2_message(msg, None)
             return await self._relay(
                 lambda nonce: spb.TelemetryCommand(
                     verify_message_command=spb.VerifyMessageCommand(nonce=nonce, message=message)

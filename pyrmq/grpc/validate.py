@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -16,9 +17,38 @@ def contains_control(data: str) -> bool:
     return any(unicodedata.category(c) == "Cc" for c in data)
 
 
+#: client/Validators: the proxy checks names with the client's rules and messages (not the broker's)
+TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 120
+_LEGAL_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
+_LEGAL_PATTERN = "^[%|a-zA-Z0-9_-]+$"
+
+
+def check_topic(name: str) -> str | None:
+    """Validators#checkTopic's message, or None."""
+    if not name.strip():
+        return "The specified topic is blank"
+    if len(name) > TOPIC_MAX_LENGTH:
+        return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
+    if not _LEGAL_NAME.fullmatch(name):
+        return f"The specified topic[{name}] contains illegal characters, allowing only {_LEGAL_PATTERN}"
+    return None
+
+
+def check_group(name: str) -> str | None:
+    """Validators#checkGroup's message, or None."""
+    if not name.strip():
+        return "the specified group is blank"
+    if len(name) > GROUP_MAX_LENGTH:
+        return f"the specified group[{name}] is longer than group max length: {GROUP_MAX_LENGTH}."
+    if not _LEGAL_NAME.fullmatch(name):
+        return f"the specified group[{name}] contains illegal characters, allowing only {_LEGAL_PATTERN}"
+    return None
+
+
 def validate_topic(topic: Any) -> None:
     name = topic.name
-    remark = constants.validate_topic(name)
+    remark = check_topic(name)
     if remark is not None:
         raise GrpcProxyError(Code.ILLEGAL_TOPIC, remark)
     if constants.is_system_topic(name):
@@ -27,7 +57,7 @@ def validate_topic(topic: Any) -> None:
 
 def validate_group(group: Any) -> None:
     name = group.name
-    remark = constants.validate_group(name)
+    remark = check_group(name)
     if remark is not None:
         raise GrpcProxyError(Code.ILLEGAL_CONSUMER_GROUP, remark)
     if name.startswith(constants.CID_RMQ_SYS_PREFIX):

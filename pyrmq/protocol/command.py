@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from pyrmq._speedups import pick
 from pyrmq.protocol.codes import LanguageCode, ResponseCode, SerializeType
 from pyrmq.protocol.errors import RemotingProtocolError
 from pyrmq.protocol.version import PYRMQ_VERSION
@@ -338,6 +339,10 @@ def _decode_json_header(header: memoryview | bytes) -> RemotingCommand:
     )
 
 
+_encode_json_header = pick(_encode_json_header)  # the compiled twins (pyrmq/_speedups) when built
+_decode_json_header = pick(_decode_json_header)
+
+
 # ---------------------------------------------------------------------------
 # ROCKETMQ header (serialize type 1): RocketMQSerializable.
 
@@ -448,6 +453,11 @@ def _decode_rocketmq_header(view: memoryview) -> RemotingCommand:
     )
 
 
+# the compiled twins (pyrmq/_speedups) when built; the functions above are the reference
+_encode_rocketmq_header = pick(_encode_rocketmq_header)
+_decode_rocketmq_header = pick(_decode_rocketmq_header)
+
+
 # ---------------------------------------------------------------------------
 # Frames
 
@@ -510,6 +520,9 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     if n > 4 + hlen:
         cmd.body = bytes(mv[4 + hlen :])
     return cmd
+
+
+decode_frame = pick(decode_frame)  # the compiled twin (pyrmq/_speedups) when built
 
 
 _PREFIX_WORD = struct.Struct(">I")

@@ -42,6 +42,7 @@ from typing import TypeAlias
 
 import construct as cs
 
+from pyrmq._speedups import pick
 from pyrmq.common.clock import now_ms as system_now_ms
 from pyrmq.common.constants import MessageConst
 from pyrmq.common.java_lang import java_string_hash
@@ -210,6 +211,9 @@ def message_properties_to_string(properties: dict[str, str] | None) -> str:
     return "".join(f"{k}\x01{v}\x02" for k, v in properties.items() if v is not None)
 
 
+message_properties_to_string = pick(message_properties_to_string)  # the compiled twin when built
+
+
 def string_to_message_properties(properties: str) -> dict[str, str]:
     """Java MessageDecoder#string2messageProperties: pairs with an empty name or value are dropped."""
     result: dict[str, str] = {}
@@ -220,6 +224,9 @@ def string_to_message_properties(properties: str) -> dict[str, str]:
         if 0 < sep < len(item) - 1:
             result[item[:sep]] = item[sep + 1 :]
     return result
+
+
+string_to_message_properties = pick(string_to_message_properties)  # the compiled twin when built
 
 
 Host = tuple[str, int]
@@ -586,6 +593,9 @@ def write_record(
     buf[p : p + n] = properties
     if head:
         _HEAD8.pack_into(buf, pos, total, version)
+
+
+write_record = pick(write_record)  # the compiled twin (pyrmq/_speedups) when built
 
 
 def write_record_head(buf: WritableBuffer, pos: int, total: int, version: int) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -35,7 +36,13 @@ from compat.test_grpc_java_client import (
     of,
     step_events,
 )
+from support import probe
+from support.ports import free_port
+from support.pyrmq_proc import PyrmqBroker
 from support.servers import JavaLocalProxy
+
+from pyrmq.protocol.bodies.namesrv import TopicRouteData
+from pyrmq.protocol.codes import RequestCode, ResponseCode
 
 pytestmark = [pytest.mark.compat, pytest.mark.go, pytest.mark.java]
 
@@ -75,12 +82,14 @@ def server(broker_kind, request, java_harness, tmp_path_factory):
     broker.stop()
 
 
-def run_scenarios(binary: Path, endpoint: str, prefix: str, workdir: Path) -> dict[str, list[dict]]:
+def run_scenarios(
+    binary: Path, endpoint: str, prefix: str, workdir: Path, steps: tuple[str, ...] = STEPS
+) -> dict[str, list[dict]]:
     """Run bin/grpcsdk once; its events grouped by step (the whole output under "_out")."""
     argv = [str(binary), f"-count={COUNT}", f"-invisible={INVISIBLE_MS}ms", "-step-timeout=60s", endpoint, prefix]
     env = {**os.environ, "HOME": str(workdir), "rocketmq.client.logRoot": str(workdir / "logs")}
     r = subprocess.run(
-        [*argv, *STEPS], capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env, stdin=subprocess.DEVNULL
+        [*argv, *steps], capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env, stdin=subprocess.DEVNULL
     )
     out = workdir / "grpcsdk.out"
     out.write_text(f"exit {r.returncode}\n--- stdout ---\n{r.stdout}\n--- stderr ---\n{r.stderr}")
@@ -103,7 +112,10 @@ def events(grpcsdk, server, tmp_path_factory):
 
 
 def test_send_receive_ack_redeliver(events):
-    evs = step_events(events, "simple")
+    assert_simple(step_events(events, "simple"))
+
+
+def assert_simple(evs: list[dict]) -> None:
     sent = of(evs, "sent")
     assert len(sent) == COUNT and all(e["id"] for e in sent)
     first = {e["id"]: e for e in of(evs, "received") if e["attempt"] == 1}
@@ -134,3 +146,54 @@ def test_delay_delivery_timestamp(events):
     (sent,) = of(evs, "sent")
     (got,) = of(evs, "received")
     assert got["now"] - sent["now"] >= 1500, (got, sent)
+
+
+def test_simple_step_through_one_of_two_brokers(grpcsdk, pyrmq_namesrv, tmp_path_factory):
+    """Two pyrmq brokers of one cluster on 127.0.0.1 and 127.0.0.2 sharing the gRPC port (the Java
+    proxy's local mode: the route gives each broker its registered host with that port). The SDK,
+    given the first broker's endpoint, sends to both brokers' queues and receives from both."""
+    ns = pyrmq_namesrv
+    wd = tmp_path_factory.mktemp("grpc-go-cluster")
+    prefix = f"GC{uuid.uuid4().hex[:6]}"
+    topic, group = f"{prefix}-simple", f"{prefix}-simple-g"
+    port = free_port()
+    brokers: list[PyrmqBroker] = []
+    try:
+        for i, host in enumerate(("127.0.0.1", "127.0.0.2")):
+            brokers.append(
+                PyrmqBroker(ns.addr, wd / f"b{i}", name=f"grpc-go-c{i}", grpc_port=port, host=host, bindAddress=host)
+            )
+        for b in brokers:
+            ext = {
+                "topic": topic,
+                "readQueueNums": "2",
+                "writeQueueNums": "2",
+                "perm": "6",
+                "attributes": "+message.type=NORMAL",
+            }
+            assert probe.request(b.addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext).code == ResponseCode.SUCCESS
+            body = json.dumps({"groupName": group}).encode()
+            r = probe.request(b.addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body=body)
+            assert r.code == ResponseCode.SUCCESS
+        deadline = time.monotonic() + 20
+        while len(TopicRouteData.decode(probe.topic_route(ns.addr, topic).body or b"{}").queue_datas or []) < 2:
+            assert time.monotonic() < deadline, "the topic is not on both brokers in the route"
+            time.sleep(0.2)
+        events = run_scenarios(grpcsdk, brokers[0].grpc_addr, prefix, wd, ("simple",))
+        assert_simple(step_events(events, "simple"))
+        stored = [
+            sum(
+                int(
+                    probe.request(b.addr, RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(q)}).ext_fields[
+                        "offset"
+                    ]
+                )
+                for q in range(2)
+            )
+            for b in brokers
+        ]
+        # 3 messages round robin over 4 queues, two on each broker: both brokers got some
+        assert sum(stored) == COUNT and all(n > 0 for n in stored), stored
+    finally:
+        for b in brokers:
+            b.stop()

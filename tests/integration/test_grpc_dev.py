@@ -24,7 +24,11 @@ def test_dev_serves_grpc_and_prints_its_address(tmp_path) -> None:
         assert f"grpc {addr}" in dev.tail()
         with grpc.insecure_channel(addr) as channel:
             stub = service_pb2_grpc.MessagingServiceStub(channel)
-            r = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name="NotCreatedT")), timeout=10)
+            r = stub.QueryRoute(
+                spb.QueryRouteRequest(topic=pb.Resource(name="NotCreatedT")),
+                timeout=10,
+                metadata=(("x-mq-client-id", "dev-check"),),
+            )
             assert r.status.code == pb.Code.TOPIC_NOT_FOUND
     finally:
         assert dev.stop() == 0

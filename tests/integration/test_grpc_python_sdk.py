@@ -15,6 +15,7 @@ import time
 
 import pytest
 import rocketmq  # the grpc extra (tools/test installs it): missing, the test fails, never skips
+from support.grpc_sdk import namespace_round_trip
 from support.pyrmq_proc import PyrmqBroker
 from support.requests import pull, send_v2
 from support.servers import PyrmqNamesrv
@@ -92,6 +93,11 @@ def _pull_all(addr: str, topic: str, queue_id: int = 0) -> list[m.StoredMessage]
     return asyncio.run(go())
 
 
+#: raw v2 calls carry a client id, as the SDKs do (x-mq-client-id)
+META = (("x-mq-client-id", "raw-v2-client"),)
+NAMESPACE_ACK_CODE = 50001  # INTERNAL_SERVER_ERROR
+
+
 def _config(broker: PyrmqBroker):
     return rocketmq.ClientConfiguration(broker.grpc_addr, rocketmq.Credentials(), request_timeout=10)
 
@@ -153,24 +159,32 @@ def test_bad_input_gets_the_java_proxys_codes(broker: PyrmqBroker) -> None:
         stub = service_pb2_grpc.MessagingServiceStub(channel)
 
         def route(name: str) -> pb.Status:
-            return stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=name)), timeout=10).status
+            return stub.QueryRoute(
+                spb.QueryRouteRequest(topic=pb.Resource(name=name)), timeout=10, metadata=META
+            ).status
+
+        # every RPC needs the SDK's client id (GrpcMessagingApplication#validateContext)
+        anonymous = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=topic)), timeout=10).status
+        assert (anonymous.code, anonymous.message) == (pb.Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
 
         unknown = route("NoSuchGrpcTopic")
         assert unknown.code == pb.Code.TOPIC_NOT_FOUND and "NoSuchGrpcTopic" in unknown.message
         assert route("bad topic").code == pb.Code.ILLEGAL_TOPIC
         assert route("TBW102").code == pb.Code.ILLEGAL_TOPIC  # a system topic
         asked = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host="localhost", port=1)])
-        found = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=asked), timeout=10)
+        found = stub.QueryRoute(
+            spb.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=asked), timeout=10, metadata=META
+        )
         assert found.status.code == pb.Code.OK and len(found.message_queues) == 1
         queue = found.message_queues[0]
         assert (queue.id, queue.permission, list(queue.accept_message_types)) == (0, pb.READ_WRITE, [pb.NORMAL])
-        # local mode: the hosts the client asked through, with the endpoint's own port
-        assert [(a.host, a.port) for a in queue.broker.endpoints.addresses] == [("localhost", broker.grpc_port)]
+        # local mode: the broker's registered host (brokerIP1) with the gRPC port, not the host asked through
+        assert [(a.host, a.port) for a in queue.broker.endpoints.addresses] == [("127.0.0.1", broker.grpc_port)]
 
         def send(body: bytes, group: str = "", **props: str) -> pb.Status:
             sp = pb.SystemProperties(message_id="01AB", message_type=pb.NORMAL, message_group=group or None)
             msg = pb.Message(topic=pb.Resource(name=topic), body=body, system_properties=sp, user_properties=props)
-            return stub.SendMessage(spb.SendMessageRequest(messages=[msg]), timeout=10).status
+            return stub.SendMessage(spb.SendMessageRequest(messages=[msg]), timeout=10, metadata=META).status
 
         assert send(b"").code == pb.Code.MESSAGE_BODY_EMPTY
         assert send(b"x" * (4 * 1024 * 1024 + 1)).code == pb.Code.MESSAGE_BODY_TOO_LARGE
@@ -187,6 +201,7 @@ def test_bad_input_gets_the_java_proxys_codes(broker: PyrmqBroker) -> None:
                 entries=[spb.AckMessageEntry(message_id="01AB", receipt_handle="not a handle")],
             ),
             timeout=10,
+            metadata=META,
         )
         assert ack.entries[0].status.code == pb.Code.INVALID_RECEIPT_HANDLE
         garbage = channel.unary_unary(
@@ -196,8 +211,82 @@ def test_bad_input_gets_the_java_proxys_codes(broker: PyrmqBroker) -> None:
         )
         with pytest.raises(grpc.RpcError) as e:
             garbage(b"\xff\xff\xff\xff", timeout=10)
-        assert e.value.code() == grpc.StatusCode.UNKNOWN  # grpcio's answer; grpc-java says INTERNAL (docs/grpc.md)
+        assert e.value.code() == grpc.StatusCode.UNKNOWN  # as the Java proxy (test_grpc_proxy_reference.py)
         assert send(b"still serving").code == pb.Code.OK
+
+
+def test_unserved_rpcs_bad_bytes_and_recall_answer_as_the_java_proxy(broker: PyrmqBroker) -> None:
+    """The Java proxy 5.5.0's answers (tests/compat/test_grpc_proxy_reference.py prints them): the
+    offset RPCs are grpc-java's UNIMPLEMENTED; bytes that are not protobuf are UNKNOWN; RecallMessage
+    checks the topic, its DELAY type and the handle before it asks the broker (RECALL_MESSAGE, which
+    pyrmq's broker does not serve: NOT_IMPLEMENTED)."""
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as pb
+    from rocketmq.grpc_protocol import service_pb2 as spb
+    from rocketmq.grpc_protocol import service_pb2_grpc
+
+    from pyrmq.grpc.recall import RecallHandle
+
+    delay = "GrpcRecallT"
+    _create_topic(broker.addr, delay, 1, "DELAY")
+    with grpc.insecure_channel(broker.grpc_addr) as channel:
+        for method in ("PullMessage", "UpdateOffset", "GetOffset", "QueryOffset", "SyncLiteSubscription"):
+            call = channel.unary_unary(
+                f"/apache.rocketmq.v2.MessagingService/{method}",
+                request_serializer=lambda b: b,
+                response_deserializer=lambda b: b,
+            )
+            with pytest.raises(grpc.RpcError) as e:
+                call(b"", timeout=10, metadata=META)
+            assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+            assert e.value.details() == f"Method apache.rocketmq.v2.MessagingService/{method} is unimplemented"
+        garbage = channel.unary_unary(
+            "/apache.rocketmq.v2.MessagingService/SendMessage",
+            request_serializer=lambda b: b,
+            response_deserializer=lambda b: b,
+        )
+        with pytest.raises(grpc.RpcError) as e:
+            garbage(b"\xff\xff\xff\xff", timeout=10, metadata=META)
+        assert e.value.code() == grpc.StatusCode.UNKNOWN  # grpc-java's answer too
+        stub = service_pb2_grpc.MessagingServiceStub(channel)
+
+        def recall(topic: str, handle: str) -> pb.Status:
+            request = spb.RecallMessageRequest(topic=pb.Resource(name=topic), recall_handle=handle)
+            return stub.RecallMessage(request, timeout=10, metadata=META).status
+
+        # a Telemetry stream without client id: the status, then the stream ends (ResponseWriter#write)
+        commands = [spb.TelemetryCommand(settings=pb.Settings()) for _ in range(2)]
+        replies = list(stub.Telemetry(iter(commands), timeout=10))
+        assert [(r.status.code, r.status.message) for r in replies] == [
+            (pb.Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
+        ]
+        blank = recall("", "x")
+        assert (blank.code, blank.message) == (pb.Code.ILLEGAL_TOPIC, "The specified topic is blank")
+        conflict = recall("NoSuchRecallT", "x")  # a topic this broker lacks is UNSPECIFIED
+        assert conflict.code == pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+        assert conflict.message == (
+            "org.apache.rocketmq.proxy.common.ProxyException: TopicMessageType validate failed, "
+            "the expected type is UNSPECIFIED, but actual type is DELAY"
+        )
+        bad = recall(delay, "not a handle")
+        assert (bad.code, bad.message) == (pb.Code.INTERNAL_SERVER_ERROR, "recall handle is invalid")
+        handle = RecallHandle(delay, broker.name, str(int(time.time() * 1000) + 60_000), "01AB").encode()
+        assert recall(delay, handle).code == pb.Code.NOT_IMPLEMENTED
+
+
+def test_sdk_namespace_is_not_applied_and_a_stored_namespace_is_split_off(broker: PyrmqBroker) -> None:
+    """The Java proxy ignores the SDK's namespace (x-mq-namespace, resource_namespace): names are
+    used as given; a message's topic is its stored name with a ``ns%`` prefix split off into
+    resource_namespace (GrpcConverter#buildResource), so the SDK acks it with the bare name, a topic
+    that does not exist. The Java proxy's answers are the same (test_grpc_proxy_reference.py)."""
+    plain, wrapped = "GrpcNsT", "ns2%GrpcNsT2"
+    _create_topic(broker.addr, plain, 1)
+    _create_topic(broker.addr, wrapped, 1)
+    got = namespace_round_trip(broker.grpc_addr, (plain, wrapped), "GrpcNsG", "ns1")
+    assert got == {plain: (plain, "", "ok"), wrapped: ("GrpcNsT2", "ns2", str(NAMESPACE_ACK_CODE))}
+    for topic in (plain, wrapped):  # stored under the names as given, not "ns1%..."
+        stored = _call(broker.addr, RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": "0"})
+        assert stored.code == ResponseCode.SUCCESS and stored.ext_fields["offset"] == "1", stored
 
 
 def test_simple_consumer_receives_acks_and_gets_an_unacked_message_again(broker: PyrmqBroker) -> None:

@@ -11,6 +11,7 @@ import ssl
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import grpc
 import pytest
@@ -41,7 +42,9 @@ def _controller(mode: TlsMode) -> SimpleNamespace:
 
 def _query_route(channel: grpc.aio.Channel) -> spb.QueryRouteResponse:
     stub = service_pb2_grpc.MessagingServiceStub(channel)
-    return stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name="TlsT")), timeout=5)
+    return stub.QueryRoute(
+        spb.QueryRouteRequest(topic=pb.Resource(name="TlsT")), timeout=5, metadata=(("x-mq-client-id", "tls-check"),)
+    )
 
 
 def test_enforcing_mode_serves_tls_only() -> None:
@@ -164,6 +167,15 @@ def _sdk_round_trips(broker: PyrmqBroker, monkeypatch: pytest.MonkeyPatch) -> No
     # self-signed certificate (CN=localhost) the same way, through that call.
     cert = ssl.get_server_certificate(("127.0.0.1", broker.grpc_port)).encode()
     monkeypatch.setattr(grpc, "ssl_channel_credentials", functools.partial(grpc.ssl_channel_credentials, cert))
+    # The route names the broker by brokerIP1 (127.0.0.1), as Java's local mode does, and the SDK
+    # checks the certificate's name (the Java SDK trusts any certificate): accept CN=localhost there.
+    secure_channel = grpc.aio.secure_channel
+
+    def named_localhost(target: str, credentials: Any, options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        options = [*(options or []), ("grpc.ssl_target_name_override", "localhost")]
+        return secure_channel(target, credentials, options, *args, **kwargs)
+
+    monkeypatch.setattr(grpc.aio, "secure_channel", named_localhost)
     config = rocketmq.ClientConfiguration(f"localhost:{broker.grpc_port}", rocketmq.Credentials(), request_timeout=10)
     for tls in (True, False):
         consumer = rocketmq.SimpleConsumer(

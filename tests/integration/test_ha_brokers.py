@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+import orjson
 import pytest
 from support.ports import free_port, free_port_block
 from support.procs import ManagedProcess
@@ -187,6 +188,17 @@ def test_master_slave_pair(pair):
             assert client.master_addr == f"127.0.0.1:{int(master_addr.rsplit(':', 1)[1]) + 1}"
             assert client.max_offset == on_master.master_commit_log_max_offset
             assert client.last_read_timestamp > 0 and client.last_write_timestamp > 0
+            # the slave counts replicated records as puts (Java ReputMessageService on a SLAVE):
+            # clusterList's InTPS of a slave is not 0 while its master takes messages
+            info = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+            tps = 0.0
+            while tps == 0.0:
+                assert time.monotonic() < deadline + 10, "the slave's putTps stayed 0"
+                r = await c.invoke(slave_addr, info, 5)
+                table = orjson.loads(r.body)["table"]
+                tps = float(table["putTps"].split(" ")[0])
+                await asyncio.sleep(0.2)
+            assert int(table["putMessageTimesTotal"]) == len(bodies)
 
     asyncio.run(scenario())
     # the replicated range is byte for byte the master's

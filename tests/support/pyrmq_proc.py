@@ -63,11 +63,15 @@ class PyrmqBroker:
         start_timeout: float = 30,
         system_props: dict | None = None,
         grpc_port: int | None = None,
+        host: str = "127.0.0.1",
         **conf,
     ):
         self.grpc_port = (grpc_port or free_port()) if grpc_port is not None else None
         if self.grpc_port is not None:
             conf = {"grpcServerPort": self.grpc_port, **conf}
+        self.host = host  # brokerIP1 and bindAddress (another loopback address: brokers sharing ports)
+        if host != "127.0.0.1":
+            conf = {"bindAddress": host, **conf}
         self.namesrv_addr = namesrv_addr
         self.system_props = system_props or {}  # -D options (tls.*)
         self.workdir = workdir
@@ -88,7 +92,7 @@ class PyrmqBroker:
                     "brokerId": 0,
                     "namesrvAddr": namesrv_addr,
                     "listenPort": self.port,
-                    "brokerIP1": "127.0.0.1",
+                    "brokerIP1": host,
                     "storePathRootDir": self.store_dir,
                     "autoCreateTopicEnable": "true",
                     "autoCreateSubscriptionGroup": "true",
@@ -127,19 +131,19 @@ class PyrmqBroker:
             env=env,
             cwd=ROOT,
         )
-        self.managed.wait_port(self.port, self.start_timeout)
+        self.managed.wait_port(self.port, self.start_timeout, self.host)
         if self.grpc_port is not None:
-            self.managed.wait_port(self.grpc_port, self.start_timeout)
+            self.managed.wait_port(self.grpc_port, self.start_timeout, self.host)
 
     @property
     def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def grpc_addr(self) -> str:
         if self.grpc_port is None:
             raise AttributeError("this broker was started without grpc_port=")
-        return f"127.0.0.1:{self.grpc_port}"
+        return f"{self.host}:{self.grpc_port}"
 
     @property
     def proc(self):

@@ -59,6 +59,21 @@ RULES: dict[str, tuple[str, ...]] = {
     # request; it uses the broker's client tables, the broker starts it
     "grpc": ("pyrmq.namesrv", "pyrmq.controller", "pyrmq.admin", "pyrmq.spark", "pyrmq.testing", "pyrmq.cli"),
     "metrics": ("pyrmq.protocol", "pyrmq.remoting", "pyrmq.store", "pyrmq.ha", *_ABOVE_STORE),
+    # picks the compiled codecs or their Python references for common, protocol and store: below
+    # them all (its compiled module, not scanned here, reaches protocol lazily at its first call)
+    "_speedups": (
+        "asyncio",
+        "pyrmq.common",
+        "pyrmq.protocol",
+        "pyrmq.remoting",
+        "pyrmq.store",
+        "pyrmq.ha",
+        "pyrmq.dledger",
+        "pyrmq.auth",
+        "pyrmq.grpc",
+        "pyrmq.metrics",
+        *_ABOVE_STORE,
+    ),
 }
 
 

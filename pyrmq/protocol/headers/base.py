@@ -25,6 +25,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self
 
+from pyrmq._speedups import pick
 from pyrmq.common.java_lang import double_to_string
 from pyrmq.protocol.errors import InvalidParameter, MissingHeaderField
 
@@ -46,6 +47,9 @@ def _parse_java_int(v: str) -> int:
     return int(v)
 
 
+_parse_java_int = pick(_parse_java_int)  # the compiled twin (pyrmq/_speedups) when built
+
+
 def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
     origin = typing.get_origin(tp)
     if origin is typing.Union or origin is types.UnionType:
@@ -58,6 +62,9 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
 
 def _parse_java_bool(v: str) -> bool:
     return v.lower() == "true"
+
+
+_parse_java_bool = pick(_parse_java_bool)  # the compiled twin (pyrmq/_speedups) when built
 
 
 class _Field(typing.NamedTuple):
@@ -89,24 +96,8 @@ class RemotingHeader:
         """Decode from a command's ext_fields (None behaves as empty)."""
         if ext is None:
             ext = {}
-        kwargs: dict[str, Any] = {}
         table = cls.__dict__.get("_header_fields") or cls._fields_table()
-        for attr, wire_key, _kind, required, _enum, parse in table:
-            v = ext.get(wire_key)
-            if v is None:
-                if required:
-                    raise MissingHeaderField(wire_key)
-                continue
-            if parse is None:
-                kwargs[attr] = v
-                continue
-            try:
-                kwargs[attr] = parse(v)
-            except (ValueError, KeyError):
-                # Java logs the parse failure and keeps the field's default.
-                if required:
-                    raise InvalidParameter(f"the custom field <{wire_key}> has an invalid value {v!r}") from None
-        return cls(**kwargs)
+        return cls(**_header_kwargs(table, ext))
 
     @classmethod
     def from_command(cls, cmd: Any) -> Self:
@@ -115,23 +106,55 @@ class RemotingHeader:
 
     def to_ext_fields(self) -> dict[str, str]:
         """Encode as ext_fields; None fields are left out (Java makeCustomHeaderToNet)."""
-        out: dict[str, str] = {}
-        for f in self._fields_table():
-            v = getattr(self, f.attr)
-            if v is None:
-                continue
-            kind = f.kind
-            if kind == _KIND_STR:
-                out[f.key] = v
-            elif kind == _KIND_BOOL:
-                out[f.key] = "true" if v else "false"
-            elif kind == _KIND_INT:
-                out[f.key] = str(int(v))
-            elif kind == _KIND_FLOAT:
-                out[f.key] = double_to_string(float(v))
-            else:
-                out[f.key] = v.name
-        return out
+        return _header_ext_fields(self._fields_table(), self)
+
+
+def _header_kwargs(table: tuple[_Field, ...], ext: Mapping[str, str]) -> dict[str, Any]:
+    """The constructor arguments of a header with field table ``table`` read from ``ext``."""
+    kwargs: dict[str, Any] = {}
+    for attr, wire_key, _kind, required, _enum, parse in table:
+        v = ext.get(wire_key)
+        if v is None:
+            if required:
+                raise MissingHeaderField(wire_key)
+            continue
+        if parse is None:
+            kwargs[attr] = v
+            continue
+        try:
+            kwargs[attr] = parse(v)
+        except (ValueError, KeyError):
+            # Java logs the parse failure and keeps the field's default.
+            if required:
+                raise InvalidParameter(f"the custom field <{wire_key}> has an invalid value {v!r}") from None
+    return kwargs
+
+
+_header_kwargs = pick(_header_kwargs)  # the compiled twin (pyrmq/_speedups) when built
+
+
+def _header_ext_fields(table: tuple[_Field, ...], header: Any) -> dict[str, str]:
+    """The ext_fields of ``header`` (a RemotingHeader with field table ``table``)."""
+    out: dict[str, str] = {}
+    for f in table:
+        v = getattr(header, f.attr)
+        if v is None:
+            continue
+        kind = f.kind
+        if kind == _KIND_STR:
+            out[f.key] = v
+        elif kind == _KIND_BOOL:
+            out[f.key] = "true" if v else "false"
+        elif kind == _KIND_INT:
+            out[f.key] = str(int(v))
+        elif kind == _KIND_FLOAT:
+            out[f.key] = double_to_string(float(v))
+        else:
+            out[f.key] = v.name
+    return out
+
+
+_header_ext_fields = pick(_header_ext_fields)  # the compiled twin (pyrmq/_speedups) when built
 
 
 def _build_table(cls: type) -> tuple[_Field, ...]:

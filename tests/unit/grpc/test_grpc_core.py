@@ -96,3 +96,29 @@ def test_consistent_hash_is_a_jump_hash() -> None:
             assert bucket in (previous, buckets - 1)
             previous = bucket
     assert len({consistent_hash(k, 8) for k in range(200)}) == 8  # every bucket gets keys
+
+
+def test_recall_handle_is_javas_v1_format() -> None:
+    from pyrmq.grpc.recall import RecallHandle
+
+    h = RecallHandle("TopicA", "broker-a", "1700000000001", "01AB")
+    # RecallMessageHandle.HandleV1#buildHandle: URL-safe Base64 of "v1 topic brokerName timestamp messageId"
+    assert h.encode() == "djEgVG9waWNBIGJyb2tlci1hIDE3MDAwMDAwMDAwMDEgMDFBQg=="
+    assert RecallHandle.decode(h.encode()) == h
+    for bad in ("", "not a handle!", "djIgYSBiIGMgZA==", "djEgYSBi"):  # v2, too few items
+        with pytest.raises(ValueError, match="recall handle is invalid"):
+            RecallHandle.decode(bad)
+
+
+def test_names_are_checked_with_the_clients_rules() -> None:
+    """GrpcValidator uses client/Validators (its messages differ from the broker's TopicValidator)."""
+    from pyrmq.grpc.validate import check_group, check_topic
+
+    assert check_topic("ok_Topic-1%x|y") is None and check_group("ok_Group-1") is None
+    assert check_topic("  ") == "The specified topic is blank"
+    assert check_topic("t" * 128) == "The specified topic is longer than topic max length 127."
+    assert (
+        check_topic("a b") == "The specified topic[a b] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    )
+    assert check_group("") == "the specified group is blank"
+    assert check_group("g" * 121) == f"the specified group[{'g' * 121}] is longer than group max length: 120."

@@ -56,6 +56,14 @@ final class SemA {
     static void awaitAssigned(DefaultMQPushConsumer c, String topic, long timeoutMs) throws InterruptedException {
         awaitOrFail(timeoutMs, () -> c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable()
             .keySet().stream().anyMatch(mq -> mq.getTopic().equals(topic)), () -> "no queue of " + topic + " assigned");
+        // The rebalance that assigned the queues raised the subscription version, and its heartbeat is
+        // dropped when another heartbeat of the client holds the lock ("lock heartBeat, but failed"):
+        // pulls then get SUBSCRIPTION_NOT_LATEST from any broker until the next periodic heartbeat, 30 s
+        // on. Send the current subscription now; more than once, in case a try meets the lock.
+        for (int i = 0; i < 3; i++) {
+            c.getDefaultMQPushConsumerImpl().getmQClientFactory().sendHeartbeatToAllBrokerWithLock();
+            Thread.sleep(100);
+        }
     }
 
     static boolean await(long timeoutMs, BooleanSupplier cond) throws InterruptedException {

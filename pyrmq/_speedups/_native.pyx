@@ -1,0 +1,751 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled twins of pyrmq's hot codec functions; the Python functions named in each docstring
+are the reference. Every function here returns exactly what its reference returns. Anything
+unusual (a bad length, an out-of-range number, a type other than the common one, a lone
+surrogate) goes to the reference, which then produces the result or raises its own error: the
+error paths have one definition, in Python."""
+
+from libc.stdint cimport INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING
+from cpython.object cimport PyObject
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+
+cdef object _references = None
+cdef object _RemotingCommand = None
+cdef object _ROCKETMQ = None
+
+
+cdef object _ref(str name):
+    global _references
+    if _references is None:
+        from pyrmq._speedups import REFERENCES
+        _references = REFERENCES
+    return _references[name]
+
+
+cdef inline uint32_t _u32(const unsigned char* p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
+
+
+cdef inline int32_t _i32(const unsigned char* p) noexcept nogil:
+    return <int32_t>_u32(p)
+
+
+cdef inline int16_t _i16(const unsigned char* p) noexcept nogil:
+    return <int16_t>((<uint16_t>p[0] << 8) | <uint16_t>p[1])
+
+
+cdef inline void _put32(unsigned char* p, uint32_t v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+cdef inline void _put16(unsigned char* p, uint16_t v) noexcept nogil:
+    p[0] = (v >> 8) & 0xFF
+    p[1] = v & 0xFF
+
+
+# --- pyrmq.common.java_lang.java_string_hash -------------------------------------------------------
+
+
+def java_string_hash(s):
+    """Reference: pyrmq.common.java_lang.java_string_hash (String#hashCode over UTF-16 units)."""
+    if type(s) is not str:
+        return _ref("java_string_hash")(s)
+    cdef uint32_t h = 0, u
+    cdef Py_UCS4 c
+    for c in <str>s:
+        u = <uint32_t>c
+        if u < 0x10000:
+            if 0xD800 <= u <= 0xDFFF:  # a lone surrogate: the reference's UTF-16 encoding raises
+                return _ref("java_string_hash")(s)
+            h = h * 31 + u
+        else:
+            u -= 0x10000
+            h = h * 31 + (0xD800 + (u >> 10))
+            h = h * 31 + (0xDC00 + (u & 0x3FF))
+    return <int32_t>h
+
+
+cdef dict _orders = None
+
+
+def hashmap_order(d, capacity=128):
+    """Reference: pyrmq.common.java_lang.hashmap_order. A key sequence seen before takes its
+    order from the reference's own cache (java_lang._ORDERS); a new one goes to the reference."""
+    global _orders
+    cdef PyObject* p
+    if type(d) is not dict:
+        return _ref("hashmap_order")(d, capacity)
+    if _orders is None:
+        from pyrmq.common import java_lang
+
+        _orders = java_lang._ORDERS
+    keys = tuple(<dict>d)
+    try:
+        p = PyDict_GetItem(_orders, (keys, capacity))
+    except TypeError:
+        return _ref("hashmap_order")(d, capacity)
+    if p == NULL:
+        return _ref("hashmap_order")(d, capacity)
+    order = <object>p
+    if order == keys:
+        return dict(<dict>d)
+    return {k: (<dict>d)[k] for k in order}
+
+
+# --- pyrmq.protocol.headers.base._parse_java_int and _header_kwargs ---------------------------------
+
+
+cdef object _parse_int_fast(object v):
+    """[+-]?[0-9]+ of at most 18 characters as an int; None for anything else."""
+    cdef str s = <str>v
+    cdef Py_ssize_t n = len(s), i = 0
+    cdef Py_UCS4 c
+    cdef int64_t acc = 0
+    cdef bint neg = False
+    if n == 0 or n > 18:
+        return None
+    c = s[0]
+    if c == u'+' or c == u'-':
+        if n == 1:
+            return None
+        neg = c == u'-'
+        i = 1
+    while i < n:
+        c = s[i]
+        if c < u'0' or c > u'9':
+            return None
+        acc = acc * 10 + (<int64_t>c - 48)
+        i += 1
+    return -acc if neg else acc
+
+
+def parse_java_int(v):
+    """Reference: pyrmq.protocol.headers.base._parse_java_int."""
+    if type(v) is str:
+        r = _parse_int_fast(v)
+        if r is not None:
+            return r
+    return _ref("parse_java_int")(v)
+
+
+cdef int _bool_fast(str s):
+    """1 / 0 for an ASCII string (lower-cased, it is "true" or not); -1 for the reference."""
+    cdef Py_ssize_t n = len(s), i
+    cdef Py_UCS4 c
+    if n != 4:  # no character lower-cases to two of "true"'s: false whatever its case
+        return 0
+    for i in range(4):
+        c = s[i]
+        if c > 127:
+            return -1
+        if u'A' <= c <= u'Z':
+            c = <Py_UCS4>(<uint32_t>c + 32)
+        if c != u"true"[i]:
+            return 0
+    return 1
+
+
+def parse_java_bool(v):
+    """Reference: pyrmq.protocol.headers.base._parse_java_bool."""
+    cdef int r
+    if type(v) is str:
+        r = _bool_fast(v)
+        if r >= 0:
+            return r == 1
+    return _ref("parse_java_bool")(v)
+
+
+def header_kwargs(tuple table, ext):
+    """Reference: pyrmq.protocol.headers.base._header_kwargs (a typed header's fields from
+    ext_fields); a missing or bad required field is left to the reference, which raises."""
+    cdef dict kwargs = {}
+    cdef tuple f
+    cdef PyObject* p
+    cdef int b
+    if type(ext) is not dict:
+        return _ref("header_kwargs")(table, ext)
+    for fo in table:
+        if not isinstance(fo, tuple) or len(<tuple>fo) != 6:  # a _Field (a NamedTuple) is a tuple
+            return _ref("header_kwargs")(table, ext)
+        f = <tuple>fo
+        p = PyDict_GetItem(<dict>ext, f[1])
+        if p == NULL or <object>p is None:
+            if f[3]:
+                return _ref("header_kwargs")(table, ext)
+            continue
+        v = <object>p
+        parse = f[5]
+        if parse is None:
+            kwargs[f[0]] = v
+            continue
+        if type(v) is str:
+            if parse is parse_java_int:
+                r = _parse_int_fast(v)
+                if r is not None:
+                    kwargs[f[0]] = r
+                    continue
+            elif parse is parse_java_bool:
+                b = _bool_fast(v)
+                if b >= 0:
+                    kwargs[f[0]] = b == 1
+                    continue
+        try:
+            kwargs[f[0]] = parse(v)
+        except (ValueError, KeyError):
+            if f[3]:
+                return _ref("header_kwargs")(table, ext)
+    return kwargs
+
+
+def header_ext_fields(tuple table, header):
+    """Reference: pyrmq.protocol.headers.base._header_ext_fields. String, boolean and int fields
+    (kinds 0, 2, 1) are written here; a float or enum field, or an int field holding anything but
+    an int, goes to the reference."""
+    cdef dict out = {}
+    cdef tuple f
+    for fo in table:
+        if not isinstance(fo, tuple) or len(<tuple>fo) != 6:
+            return _ref("header_ext_fields")(table, header)
+        f = <tuple>fo
+        v = getattr(header, f[0])
+        if v is None:
+            continue
+        kind = f[2]
+        if kind == 0:
+            out[f[1]] = v
+        elif kind == 2:
+            out[f[1]] = "true" if v else "false"
+        elif kind == 1 and type(v) is int:
+            out[f[1]] = str(v)
+        else:
+            return _ref("header_ext_fields")(table, header)
+    return out
+
+
+# --- pyrmq.protocol.command: the ROCKETMQ header codec ---------------------------------------------
+
+
+cdef inline object _utf8(const unsigned char* p, Py_ssize_t n):
+    return PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
+
+
+cdef object _JSON = None
+cdef object _JAVA = None
+cdef object _OTHER = None
+cdef dict _LANGUAGE_BY_NAME = None
+cdef object _orjson_loads = None
+
+
+cdef dict _LANGUAGE_NAMES = None
+cdef object _orjson_dumps = None
+
+
+cdef void _load_command() except *:
+    global _RemotingCommand, _ROCKETMQ, _JSON, _JAVA, _OTHER, _LANGUAGE_BY_NAME, _LANGUAGE_NAMES
+    global _orjson_loads, _orjson_dumps
+    import orjson
+    from pyrmq.protocol import command
+    from pyrmq.protocol.codes import LanguageCode, SerializeType
+
+    _ROCKETMQ, _JSON = SerializeType.ROCKETMQ, SerializeType.JSON
+    _JAVA, _OTHER = LanguageCode.JAVA, LanguageCode.OTHER
+    _LANGUAGE_BY_NAME = command._LANGUAGE_BY_NAME
+    _LANGUAGE_NAMES = command._LANGUAGE_NAMES
+    _orjson_loads, _orjson_dumps = orjson.loads, orjson.dumps
+    _RemotingCommand = command.RemotingCommand
+
+
+cdef inline bint _json_int32(dict obj, str key, int64_t* out):
+    """An int32 property that is absent (0) or a JSON integer in range; False for the reference."""
+    cdef PyObject* p = PyDict_GetItem(obj, key)
+    cdef int overflow = 0
+    cdef long long x
+    if p == NULL or <object>p is None:
+        out[0] = 0
+        return True
+    if type(<object>p) is not int:
+        return False
+    x = PyLong_AsLongLongAndOverflow(<object>p, &overflow)
+    if overflow or x < -2147483648 or x > 2147483647:
+        return False
+    out[0] = x
+    return True
+
+
+cdef object _json_command(object header, object body):
+    """The RemotingCommand of a JSON header in its common shape (int fields as JSON integers, a
+    known or absent language name, string remark and values), or None for the reference."""
+    cdef int64_t code = 0, version = 0, opaque = 0, flag = 0
+    cdef PyObject* p
+    if _RemotingCommand is None:
+        _load_command()
+    try:
+        obj = _orjson_loads(header)
+    except Exception:
+        return None
+    if type(obj) is not dict:
+        return None
+    if not (
+        _json_int32(<dict>obj, "code", &code)
+        and _json_int32(<dict>obj, "version", &version)
+        and _json_int32(<dict>obj, "opaque", &opaque)
+        and _json_int32(<dict>obj, "flag", &flag)
+    ):
+        return None
+    lang_v = (<dict>obj).get("language")
+    if lang_v is None:
+        language = _JAVA
+    elif type(lang_v) is str:
+        p = PyDict_GetItem(_LANGUAGE_BY_NAME, lang_v)
+        language = <object>p if p != NULL else _OTHER
+    else:
+        return None
+    remark = (<dict>obj).get("remark")
+    if remark is not None and type(remark) is not str:
+        return None
+    ext = (<dict>obj).get("extFields")
+    if ext is not None:
+        if type(ext) is not dict:
+            return None
+        for v in (<dict>ext).values():
+            if v is not None and type(v) is not str:
+                return None
+    return _RemotingCommand(code, language, version, opaque, flag, remark, ext, body, _JSON)
+
+
+def encode_json_header(cmd):
+    """Reference: pyrmq.protocol.command._encode_json_header (its orjson fast path: string
+    values only; anything else goes to the reference and its slow path)."""
+    cdef PyObject* p
+    if _RemotingCommand is None:
+        _load_command()
+    ef = cmd.ext_fields
+    if ef is not None:
+        if type(ef) is not dict:
+            return _ref("encode_json_header")(cmd)
+        for v in (<dict>ef).values():
+            if type(v) is not str:
+                return _ref("encode_json_header")(cmd)
+    d = {"code": cmd.code}
+    if ef is not None:
+        d["extFields"] = ef
+    d["flag"] = cmd.flag
+    lang = cmd.language
+    if not isinstance(lang, int):
+        return _ref("encode_json_header")(cmd)
+    p = PyDict_GetItem(_LANGUAGE_NAMES, lang)
+    d["language"] = <object>p if p != NULL else "OTHER"
+    d["opaque"] = cmd.opaque
+    remark = cmd.remark
+    if remark is not None:
+        d["remark"] = remark
+    d["serializeTypeCurrentRPC"] = "JSON"
+    d["version"] = cmd.version
+    try:
+        return _orjson_dumps(d)
+    except TypeError:
+        return _ref("encode_json_header")(cmd)
+
+
+def decode_json_header(header):
+    """Reference: pyrmq.protocol.command._decode_json_header."""
+    cmd = _json_command(header, None)
+    if cmd is None:
+        return _ref("decode_json_header")(header)
+    return cmd
+
+
+cdef object _decode_header(const unsigned char* h, Py_ssize_t hlen, object body):
+    """The RemotingCommand of a ROCKETMQ header, or None when the header is malformed (the
+    caller hands it to the reference, which raises)."""
+    cdef Py_ssize_t pos, end, key_at, value_at
+    cdef int64_t rlen, elen, klen, vlen
+    cdef dict ext_fields
+    if hlen < 21:
+        return None
+    pos = 13
+    rlen = _i32(h + pos)
+    pos += 4
+    remark = None
+    if rlen != 0:
+        if rlen < 0 or rlen > hlen or pos + rlen + 4 > hlen:
+            return None
+        remark = _utf8(h + pos, rlen)
+        pos += rlen
+    elen = _i32(h + pos)
+    pos += 4
+    ext = None
+    if elen > 0:
+        if elen > hlen or pos + elen > hlen:
+            return None
+        ext_fields = {}
+        end = pos + elen
+        while pos < end:
+            if pos + 2 > hlen:
+                return None
+            klen = _i16(h + pos)
+            pos += 2
+            if klen < 0 or klen > elen or pos + klen + 4 > hlen:
+                return None
+            key_at = pos
+            vlen = _i32(h + pos + klen)
+            value_at = pos + klen + 4
+            if vlen < 0 or vlen > elen or value_at + vlen > hlen:
+                return None
+            pos = value_at + vlen
+            ext_fields[_utf8(h + key_at, klen)] = _utf8(h + value_at, vlen) if vlen else None
+        ext = ext_fields
+    if _RemotingCommand is None:
+        _load_command()
+    # RemotingCommand's field order: code language version opaque flag remark ext_fields body serialize_type
+    return _RemotingCommand(_i16(h), h[2], _i16(h + 3), _i32(h + 5), _i32(h + 9), remark, ext, body, _ROCKETMQ)
+
+
+def decode_rocketmq_header(view):
+    """Reference: pyrmq.protocol.command._decode_rocketmq_header."""
+    if type(view) is not memoryview:
+        return _ref("decode_rocketmq_header")(view)
+    cdef bytes hb = view.tobytes()
+    cmd = _decode_header(<const unsigned char*>PyBytes_AS_STRING(hb), PyBytes_GET_SIZE(hb), None)
+    if cmd is None:
+        return _ref("decode_rocketmq_header")(view)
+    return cmd
+
+
+def decode_frame(frame):
+    """Reference: pyrmq.protocol.command.decode_frame. A ROCKETMQ header is decoded straight
+    from the frame's buffer, a JSON one by orjson from a copy; anything unusual goes to the
+    reference."""
+    cdef Py_buffer buf
+    cdef const unsigned char* f
+    cdef Py_ssize_t n, hlen
+    cdef uint32_t word
+    try:
+        PyObject_GetBuffer(frame, &buf, PyBUF_SIMPLE)
+    except Exception:  # not a buffer, or not a contiguous one
+        return _ref("decode_frame")(frame)
+    try:
+        f = <const unsigned char*>buf.buf
+        n = buf.len
+        if n < 4:
+            cmd = None
+        else:
+            word = _u32(f)
+            hlen = word & 0xFFFFFF
+            if (word >> 24) > 1 or hlen > n - 4:
+                cmd = None
+            else:
+                body = PyBytes_FromStringAndSize(<const char*>f + 4 + hlen, n - 4 - hlen) if n > 4 + hlen else None
+                if word >> 24:
+                    cmd = _decode_header(f + 4, hlen, body)
+                else:
+                    cmd = _json_command(PyBytes_FromStringAndSize(<const char*>f + 4, hlen), body)
+    finally:
+        PyBuffer_Release(&buf)
+    if cmd is None:
+        return _ref("decode_frame")(frame)
+    return cmd
+
+
+#: ext field key -> its int16 length + UTF-8 bytes (keys are a protocol's few constants)
+cdef dict _key_parts = {}
+
+
+cdef bint _int_in(object v, long long lo, long long hi):
+    cdef int overflow = 0
+    cdef long long x
+    if not isinstance(v, int):
+        return False
+    x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    return overflow == 0 and lo <= x <= hi
+
+
+def encode_rocketmq_header(cmd):
+    """Reference: pyrmq.protocol.command._encode_rocketmq_header."""
+    code = cmd.code
+    version = cmd.version
+    opaque = cmd.opaque
+    flag = cmd.flag
+    lang = cmd.language
+    if not (
+        _int_in(code, -32768, 32767)
+        and _int_in(version, -32768, 32767)
+        and _int_in(opaque, -2147483648, 2147483647)
+        and _int_in(flag, -2147483648, 2147483647)
+        and isinstance(lang, int)
+    ):
+        return _ref("encode_rocketmq_header")(cmd)
+    remark = cmd.remark
+    cdef bytes rb = None
+    if remark:
+        if type(remark) is not str:
+            return _ref("encode_rocketmq_header")(cmd)
+        rb = (<str>remark).encode("utf-8", "replace")
+    ef = cmd.ext_fields
+    cdef list parts = []
+    cdef Py_ssize_t total = 13 + 4 + 4, ef_len = 0, n
+    cdef bytes kp, vb
+    if ef:
+        if type(ef) is not dict:
+            return _ref("encode_rocketmq_header")(cmd)
+        for k, v in (<dict>ef).items():
+            if k is None:
+                continue
+            if type(k) is not str:
+                return _ref("encode_rocketmq_header")(cmd)
+            p = PyDict_GetItem(_key_parts, k)
+            if p != NULL:
+                kp = <bytes><object>p
+            else:
+                kb = (<str>k).encode("utf-8", "replace")
+                if len(kb) > 0x7FFF:
+                    return _ref("encode_rocketmq_header")(cmd)
+                kp = bytes((len(kb) >> 8, len(kb) & 0xFF)) + kb
+                if len(_key_parts) < 1024:
+                    _key_parts[k] = kp
+            if v is None:
+                vb = b""
+            elif type(v) is str:
+                vb = (<str>v).encode("utf-8", "replace")
+            else:
+                return _ref("encode_rocketmq_header")(cmd)
+            parts.append(kp)
+            parts.append(vb)
+            ef_len += PyBytes_GET_SIZE(kp) + 4 + PyBytes_GET_SIZE(vb)
+    if rb is not None:
+        total += PyBytes_GET_SIZE(rb)
+    total += ef_len
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
+    cdef unsigned char* o = <unsigned char*>PyBytes_AS_STRING(out)
+    _put16(o, <uint16_t><int64_t>code)
+    o[2] = <uint8_t>(<int64_t>(lang & 0xFF))
+    _put16(o + 3, <uint16_t><int64_t>version)
+    _put32(o + 5, <uint32_t><int64_t>opaque)
+    _put32(o + 9, <uint32_t><int64_t>flag)
+    cdef Py_ssize_t pos = 13, i
+    if rb is None:
+        _put32(o + pos, 0)
+        pos += 4
+    else:
+        n = PyBytes_GET_SIZE(rb)
+        _put32(o + pos, <uint32_t>n)
+        memcpy(o + pos + 4, PyBytes_AS_STRING(rb), n)
+        pos += 4 + n
+    _put32(o + pos, <uint32_t>ef_len)
+    pos += 4
+    for i in range(0, len(parts), 2):
+        kp = <bytes>parts[i]
+        vb = <bytes>parts[i + 1]
+        n = PyBytes_GET_SIZE(kp)
+        memcpy(o + pos, PyBytes_AS_STRING(kp), n)
+        pos += n
+        n = PyBytes_GET_SIZE(vb)
+        _put32(o + pos, <uint32_t>n)
+        memcpy(o + pos + 4, PyBytes_AS_STRING(vb), n)
+        pos += 4 + n
+    return out
+
+
+# --- pyrmq.store.message.message_properties_to_string ----------------------------------------------
+
+
+def message_properties_to_string(properties):
+    """Reference: pyrmq.store.message.message_properties_to_string ('k\\x01v\\x02' per pair)."""
+    if not properties:
+        return ""
+    if type(properties) is not dict:
+        return _ref("message_properties_to_string")(properties)
+    cdef list parts = []
+    for k, v in (<dict>properties).items():
+        if v is None:
+            continue
+        if type(k) is not str or type(v) is not str:
+            return _ref("message_properties_to_string")(properties)
+        parts.append(k)
+        parts.append(u"\x01")
+        parts.append(v)
+        parts.append(u"\x02")
+    return u"".join(parts)
+
+
+
+def string_to_message_properties(properties):
+    """Reference: pyrmq.store.message.string_to_message_properties (pairs with an empty name or
+    value dropped, a later duplicate wins)."""
+    cdef dict result = {}
+    cdef str s
+    cdef Py_ssize_t n, start = 0, end, sep
+    if type(properties) is not str:
+        return _ref("string_to_message_properties")(properties)
+    s = <str>properties
+    n = len(s)
+    if n == 0:
+        return result
+    while start <= n:
+        end = s.find(u"\x02", start)
+        if end < 0:
+            end = n
+        sep = s.find(u"\x01", start, end)
+        if start < sep < end - 1:
+            result[s[start:sep]] = s[sep + 1 : end]
+        start = end + 1
+    return result
+
+
+# --- pyrmq.common.constants.validate_topic ---------------------------------------------------------
+
+
+def validate_topic(topic):
+    """Reference: pyrmq.common.constants.validate_topic. The common case, a name of 1 to 127
+    characters from [%|a-zA-Z0-9_-], is valid whatever its prefix; the rest goes to the reference."""
+    cdef Py_ssize_t n
+    cdef Py_UCS4 c
+    if type(topic) is not str:
+        return _ref("validate_topic")(topic)
+    n = len(<str>topic)
+    if n == 0 or n > 127:
+        return _ref("validate_topic")(topic)
+    for c in <str>topic:
+        if not (
+            (u'a' <= c <= u'z') or (u'A' <= c <= u'Z') or (u'0' <= c <= u'9')
+            or c == u'%' or c == u'|' or c == u'_' or c == u'-'
+        ):
+            return _ref("validate_topic")(topic)
+    return None
+
+
+# --- pyrmq.store.message.write_record --------------------------------------------------------------
+
+cdef dict _record_headers = None
+
+
+cdef inline bint _as_i64(object v, long long lo, long long hi, long long* out):
+    cdef int overflow = 0
+    if not isinstance(v, int):
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(v, &overflow)
+    return overflow == 0 and lo <= out[0] <= hi
+
+
+cdef inline void _put64(unsigned char* p, uint64_t v) noexcept nogil:
+    _put32(p, <uint32_t>(v >> 32))
+    _put32(p + 4, <uint32_t>v)
+
+
+cdef inline bint _plain_bytes(object b):
+    return type(b) is bytes or type(b) is bytearray
+
+
+def write_record(buf, pos, header, total, version, body_crc, queue_id, flag, queue_offset, physical_offset,
+                 sys_flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+                 prepared_transaction_offset, body, topic_part, properties, head=True):
+    """Reference: pyrmq.store.message.write_record. Written here when every field is in range, the
+    header is the standard one for the two hosts' lengths, and the record fits ``buf``; TOTALSIZE
+    and MAGICCODE last, as the reference does. Anything else goes to the reference."""
+    global _record_headers
+    cdef long long v_pos = 0, v_total = 0, v_version = 0, v_crc = 0, v_qid = 0, v_flag = 0, v_qoff = 0
+    cdef long long v_phy = 0, v_sys = 0, v_born = 0, v_store = 0, v_recon = 0, v_prep = 0
+    cdef Py_buffer out, bb
+    cdef Py_ssize_t nb, nt, np, hsize, end
+    cdef unsigned char* o
+    cdef const char* ps
+    if _record_headers is None:
+        from pyrmq.store import message
+
+        _record_headers = message._RECORD_HEADERS
+    ok = (
+        type(born_host) is bytes and type(store_host) is bytes
+        and _plain_bytes(topic_part) and _plain_bytes(properties)
+        and (type(body) is bytes or type(body) is bytearray or type(body) is memoryview)
+        and _as_i64(pos, 0, INT64_MAX, &v_pos)
+        and _as_i64(total, -2147483648, 2147483647, &v_total)
+        and _as_i64(version, -2147483648, 2147483647, &v_version)
+        and _as_i64(body_crc, -2147483648, 2147483647, &v_crc)
+        and _as_i64(queue_id, -2147483648, 2147483647, &v_qid)
+        and _as_i64(flag, -2147483648, 2147483647, &v_flag)
+        and _as_i64(queue_offset, INT64_MIN, INT64_MAX, &v_qoff)
+        and _as_i64(physical_offset, INT64_MIN, INT64_MAX, &v_phy)
+        and _as_i64(sys_flag, -2147483648, 2147483647, &v_sys)
+        and _as_i64(born_timestamp, INT64_MIN, INT64_MAX, &v_born)
+        and _as_i64(store_timestamp, INT64_MIN, INT64_MAX, &v_store)
+        and _as_i64(reconsume_times, -2147483648, 2147483647, &v_recon)
+        and _as_i64(prepared_transaction_offset, INT64_MIN, INT64_MAX, &v_prep)
+    )
+    if ok:
+        p = PyDict_GetItem(_record_headers, (len(<bytes>born_host), len(<bytes>store_host)))
+        ok = p != NULL and <object>p is header
+    if ok and type(body) is memoryview:
+        ok = (<object>body).c_contiguous and (<object>body).itemsize == 1 and (<object>body).ndim == 1
+    nt = len(topic_part) if ok else 0
+    np = len(properties) if ok else 0
+    if not ok or np > 32767:
+        return _ref("write_record")(buf, pos, header, total, version, body_crc, queue_id, flag, queue_offset,
+                                    physical_offset, sys_flag, born_timestamp, born_host, store_timestamp,
+                                    store_host, reconsume_times, prepared_transaction_offset, body, topic_part,
+                                    properties, head)
+    try:
+        PyObject_GetBuffer(buf, &out, PyBUF_WRITABLE)
+    except Exception:
+        return _ref("write_record")(buf, pos, header, total, version, body_crc, queue_id, flag, queue_offset,
+                                    physical_offset, sys_flag, born_timestamp, born_host, store_timestamp,
+                                    store_host, reconsume_times, prepared_transaction_offset, body, topic_part,
+                                    properties, head)
+    PyObject_GetBuffer(body, &bb, PyBUF_SIMPLE)
+    try:
+        nb = bb.len
+        hsize = 72 + len(<bytes>born_host) + len(<bytes>store_host)
+        end = v_pos + hsize + nb + nt + 2 + np
+        if end > out.len or nb > 0x7FFFFFFF:
+            ok = False
+        else:
+            o = <unsigned char*>out.buf + v_pos
+            _put32(o, 0)
+            _put32(o + 4, 0)
+            _put32(o + 8, <uint32_t>v_crc)
+            _put32(o + 12, <uint32_t>v_qid)
+            _put32(o + 16, <uint32_t>v_flag)
+            _put64(o + 20, <uint64_t>v_qoff)
+            _put64(o + 28, <uint64_t>v_phy)
+            _put32(o + 36, <uint32_t>v_sys)
+            _put64(o + 40, <uint64_t>v_born)
+            o += 48
+            memcpy(o, PyBytes_AS_STRING(born_host), len(<bytes>born_host))
+            o += len(<bytes>born_host)
+            _put64(o, <uint64_t>v_store)
+            o += 8
+            memcpy(o, PyBytes_AS_STRING(store_host), len(<bytes>store_host))
+            o += len(<bytes>store_host)
+            _put32(o, <uint32_t>v_recon)
+            _put64(o + 4, <uint64_t>v_prep)
+            _put32(o + 12, <uint32_t>nb)
+            o += 16
+            memcpy(o, bb.buf, nb)
+            o += nb
+            ps = PyBytes_AS_STRING(topic_part) if type(topic_part) is bytes else PyByteArray_AS_STRING(topic_part)
+            memcpy(o, ps, nt)
+            o += nt
+            _put16(o, <uint16_t>np)
+            o += 2
+            ps = PyBytes_AS_STRING(properties) if type(properties) is bytes else PyByteArray_AS_STRING(properties)
+            memcpy(o, ps, np)
+            if head:
+                o = <unsigned char*>out.buf + v_pos
+                _put32(o, <uint32_t>v_total)
+                _put32(o + 4, <uint32_t>v_version)
+    finally:
+        PyBuffer_Release(&bb)
+        PyBuffer_Release(&out)
+    if not ok:
+        return _ref("write_record")(buf, pos, header, total, version, body_crc, queue_id, flag, queue_offset,
+                                    physical_offset, sys_flag, born_timestamp, born_host, store_timestamp,
+                                    store_host, reconsume_times, prepared_transaction_offset, body, topic_part,
+                                    properties, head)
