@@ -24,18 +24,34 @@ page.on('response', async (res) => {
   if (!url.startsWith(base) || !/\.(query|do)/.test(url)) return;
   let body = null;
   try { body = await res.json(); } catch { body = null; }
-  calls.push({ method: res.request().method(), path: url.slice(base.length), status: res.status(), body });
+  const post = res.request().postData() ?? null;
+  calls.push({ method: res.request().method(), path: url.slice(base.length), post, status: res.status(), body });
 });
 page.on('dialog', (d) => d.accept());
 
-// The topmost open dialog/drawer if any, else the page's content area.
-async function visibleText() {
-  return page.evaluate(() => {
+// The topmost open dialog/drawer if any, else the page's content area; with `values`, each form
+// field's label and current input value follow (innerText leaves input values out); with `notices`,
+// the open notifications and messages (the toasts that report an action's result).
+async function visibleText(values = false, notices = false) {
+  return page.evaluate((values, notices) => {
     const shown = (el) => el && el.offsetParent !== null && getComputedStyle(el).visibility !== 'hidden';
     const dialogs = [...document.querySelectorAll('.ant-modal-content, .ant-drawer-content')].filter(shown);
     const el = dialogs.length ? dialogs[dialogs.length - 1] : (document.querySelector('.ant-layout-content') || document.body);
-    return el.innerText;
-  });
+    let text = el.innerText;
+    if (values) {
+      for (const item of el.querySelectorAll('.ant-form-item')) {
+        const label = item.querySelector('.ant-form-item-label');
+        const field = item.querySelector('input:not([type=search]), textarea, button[role=switch]');
+        if (!label || !field) continue;
+        const value = field.getAttribute('role') === 'switch' ? field.getAttribute('aria-checked') : field.value;
+        text += `\n${label.innerText.trim()}=${value}`;
+      }
+    }
+    if (notices) {
+      for (const n of document.querySelectorAll('.ant-notification-notice, .ant-message-notice')) text += `\nnotice: ${n.innerText}`;
+    }
+    return text;
+  }, values, notices);
 }
 
 // Clicks the nth visible element (button, tab, link, menu item, option) whose own text is `text`,
@@ -80,8 +96,8 @@ async function fill(spec) {
   if (spec.enter) await page.keyboard.press('Enter');
 }
 
-// Opens the nth visible antd select (in the topmost dialog if one is open), types `value` and
-// picks the first matching option.
+// Opens the nth visible antd select (in the topmost dialog if one is open); with `option`, clicks
+// the open dropdown's option of that text, else types `value` and picks the first match.
 async function select(spec) {
   const handle = await page.evaluateHandle((nth) => {
     const shown = (el) => el.offsetParent !== null;
@@ -92,9 +108,23 @@ async function select(spec) {
   const el = handle.asElement();
   if (!el) throw new Error(`no select #${spec.nth || 0}`);
   await el.click();
-  await page.keyboard.type(String(spec.value));
-  await sleep(400);
-  await page.keyboard.press('Enter');
+  if (spec.option === undefined) {
+    await page.keyboard.type(String(spec.value));
+    await sleep(400);
+    await page.keyboard.press('Enter');
+    return;
+  }
+  await sleep(300);
+  const ok = await page.evaluate((text) => {
+    const open = [...document.querySelectorAll('.ant-select-dropdown:not(.ant-select-dropdown-hidden)')];
+    const hits = open.flatMap((d) => [...d.querySelectorAll('.ant-select-item-option')])
+      .filter((o) => o.innerText.trim() === text);
+    if (!hits.length) return false;
+    hits[hits.length - 1].click();
+    return true;
+  }, String(spec.option));
+  if (!ok) throw new Error(`no option "${spec.option}" in the open select`);
+  if (spec.close) await page.keyboard.press('Escape');
 }
 
 async function settle(ms = 300) {
@@ -103,9 +133,11 @@ async function settle(ms = 300) {
 }
 
 const out = [];
+let lastText = '';
 for (const step of steps) {
   calls = [];
   const record = { name: step.name, error: null };
+  const captured = [];
   try {
     if (step.goto !== undefined) {
       // a new document per step (the query string differs), so no state leaks from the last one
@@ -113,20 +145,33 @@ for (const step of steps) {
     }
     for (const a of step.actions || []) {
       if (a.click) await clickText(a.click, a.nth || 0, !!a.inDialog);
-      else if (a.fill) await fill(a.fill);
+      else if (a.fill) {
+        // valueFrom: the first match of a regex in the text the last step showed (an id, say)
+        const m = a.fill.valueFrom ? lastText.match(new RegExp(a.fill.valueFrom)) : null;
+        if (a.fill.valueFrom && !m) throw new Error(`no /${a.fill.valueFrom}/ in the last step's text`);
+        await fill(m ? { ...a.fill, value: m[0] } : a.fill);
+      }
       else if (a.select) await select(a.select);
       else if (a.key) await page.keyboard.press(a.key);
       else if (a.wait) await sleep(a.wait);
       else if (a.escape) { await page.keyboard.press('Escape'); await sleep(300); }
+      else if (a.close) {
+        // the open dialog's Close button, then wait until no dialog is shown (its animation done)
+        await clickText('Close', 0, true);
+        await page.waitForFunction(() => ![...document.querySelectorAll('.ant-modal-content, .ant-drawer-content')]
+          .some((el) => el.offsetParent !== null && getComputedStyle(el).visibility !== 'hidden'), { timeout: 10000 });
+      }
+      else if (a.capture) { await settle(); captured.push(`## ${a.capture}\n${await visibleText(!!a.values, !!a.notices)}`); continue; }
       else throw new Error(`unknown action ${JSON.stringify(a)}`);
       await settle(a.settle ?? 300);
     }
     await settle(step.settle ?? 500);
-    record.text = await visibleText();
+    record.text = [...captured, await visibleText(!!step.values)].join('\n');
   } catch (e) {
     record.error = String(e && e.message || e);
-    record.text = await visibleText().catch(() => '');
+    record.text = [...captured, await visibleText().catch(() => '')].join('\n');
   }
+  lastText = record.text;
   record.calls = calls;
   if (shotDir) {
     fs.mkdirSync(shotDir, { recursive: true });

@@ -34,7 +34,9 @@ import org.apache.rocketmq.tools.command.MQAdminStartup;
  * {@code @timed ms cmd args...} (a command that never returns by itself, e.g. clusterRT, run in a thread
  * and interrupted after ms), {@code @trace-producer group topic traceTopic key} (one message sent with
  * message trace on into traceTopic; prints the message id), {@code @producer group topic}
- * (a producer that stays registered, one message sent to queue 0), {@code @shutdown name}. Line {@code i}
+ * (a producer that stays registered, one message sent to queue 0), {@code @dlq-consumer group topic}
+ * (a push consumer that fails every message with maxReconsumeTimes 0, so each goes straight to the
+ * group's DLQ; counted like push-consumer), {@code @shutdown name}. Line {@code i}
  * (0-based) writes {@code outDir/i.out}, {@code i.err} and {@code i.exit}: stdout and stderr
  * captured while the command ran, and the exit status (0, or the code a {@code System.exit}
  * inside the tool asked for; the exit is stopped so the next line still runs). Requires
@@ -142,29 +144,41 @@ public final class MqadminBatch {
         });
     }
 
+    /** A push consumer that stays up, counts what it gets and answers every batch with `status`;
+     * RECONSUME_LATER comes with maxReconsumeTimes 0, so each message goes straight to the DLQ. */
+    static void pushConsumer(String namesrv, String group, String topic, String expression,
+        ConsumeConcurrentlyStatus status)
+        throws Exception {
+        AtomicInteger n = CONSUMED.computeIfAbsent(group, k -> new AtomicInteger());
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
+        c.setNamesrvAddr(namesrv);
+        c.setInstanceName("batch-" + group);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.setPersistConsumerOffsetInterval(1000);
+        if (status != ConsumeConcurrentlyStatus.CONSUME_SUCCESS) {
+            c.setMaxReconsumeTimes(0);
+        }
+        c.subscribe(topic, expression);
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            n.addAndGet(msgs.size());
+            return status;
+        });
+        c.start();
+        CLIENTS.put(group, c::shutdown);
+        System.out.printf("push consumer %s started on %s (%s)%n", group, topic, status);
+    }
+
     static void directive(String[] d, String namesrv) throws Exception {
         switch (d[0]) {
             case "sleep":
                 Thread.sleep(Long.parseLong(d[1]));
                 break;
-            case "push-consumer": {
-                String group = d[1];
-                AtomicInteger n = CONSUMED.computeIfAbsent(group, k -> new AtomicInteger());
-                DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
-                c.setNamesrvAddr(namesrv);
-                c.setInstanceName("batch-" + group);
-                c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-                c.setPersistConsumerOffsetInterval(1000);
-                c.subscribe(d[2], d.length > 3 ? d[3] : "*");
-                c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
-                    n.addAndGet(msgs.size());
-                    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-                });
-                c.start();
-                CLIENTS.put(group, c::shutdown);
-                System.out.printf("push consumer %s started on %s%n", group, d[2]);
+            case "push-consumer":
+                pushConsumer(namesrv, d[1], d[2], d.length > 3 ? d[3] : "*", ConsumeConcurrentlyStatus.CONSUME_SUCCESS);
                 break;
-            }
+            case "dlq-consumer":
+                pushConsumer(namesrv, d[1], d[2], "*", ConsumeConcurrentlyStatus.RECONSUME_LATER);
+                break;
             case "wait-consumed": {
                 AtomicInteger n = CONSUMED.get(d[1]);
                 int want = Integer.parseInt(d[2]);
