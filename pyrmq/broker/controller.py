@@ -49,6 +49,7 @@ from pyrmq.broker.processor.pop_message import PopMessageProcessor
 from pyrmq.broker.processor.pull import PullMessageProcessor
 from pyrmq.broker.processor.query import QueryMessageProcessor
 from pyrmq.broker.processor.query_assignment import QueryAssignmentProcessor
+from pyrmq.broker.processor.recall import RecallMessageProcessor
 from pyrmq.broker.processor.replicas import ReplicasProcessor
 from pyrmq.broker.processor.reply import ReplyMessageProcessor
 from pyrmq.broker.processor.send import SendMessageProcessor
@@ -113,6 +114,7 @@ PROCESSORS: tuple[type, ...] = (
     ClientForwardProcessor,
     ConsumerSendMsgBackProcessor,
     ReplyMessageProcessor,
+    RecallMessageProcessor,
     SlaveSyncProcessor,
     HAStatusProcessor,
     ActingMasterProcessor,

@@ -145,6 +145,8 @@ class TimerMessageStore:
         self.read_offset = 0
         self._delivered: set[int] = set()
         self._heap: list[tuple[int, int, int, int]] = []  # (_MC.TIMER_OUT_MS, queue offset, phy offset, size)
+        #: slot (TIMER_OUT_MS) -> the delete keys of its recall markers (Java's per-slot delete list)
+        self._deleted: dict[int, set[str]] = {}
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
@@ -179,6 +181,7 @@ class TimerMessageStore:
         self.low_water = self.read_offset = min(max(self.checkpoint.master_timer_queue_offset, lo, self.low_water), hi)
         self._heap.clear()
         self._delivered.clear()
+        self._deleted.clear()
 
     def _java_timer_log_has_files(self) -> bool:
         try:
@@ -273,10 +276,18 @@ class TimerMessageStore:
                 out_ms = int(msg.properties.get(_MC.TIMER_OUT_MS, now))
             except ValueError:
                 out_ms = now
-            heapq.heappush(self._heap, (out_ms, qoff, phy, size))
             if self.on_enqueued is not None:
                 self.on_enqueued(msg.properties.get(_MC.REAL_TOPIC))
             n += 1
+            delete_key = msg.properties.get(_MC.TIMER_DEL_UNIQKEY)
+            if delete_key is not None:
+                # a recall (RECALL_MESSAGE): the message it names is dropped when its slot is due; the
+                # marker is never delivered. Its offset is above the message's, so the low water never
+                # passes it before the message is done: after a restart both are read again.
+                self._deleted.setdefault(out_ms, set()).add(delete_key)
+                self._mark_delivered(qoff)
+                continue
+            heapq.heappush(self._heap, (out_ms, qoff, phy, size))
 
     def _mark_delivered(self, qoff: int) -> None:
         self._delivered.add(qoff)
@@ -292,9 +303,10 @@ class TimerMessageStore:
             out_ms, qoff, phy, size = self._heap[0]
             now = self.now()
             if out_ms > now:
+                self._forget_deletes_before(out_ms)
                 return min((out_ms - now) / 1000, IDLE_RECHECK_S * 10)
             msg = store.look_message_by_offset(phy, size)
-            if msg is None:
+            if msg is None or self._recalled(out_ms, msg):
                 heapq.heappop(self._heap)
                 self._mark_delivered(qoff)
                 continue
@@ -315,7 +327,27 @@ class TimerMessageStore:
                 log.warning("timer message at queue offset %d dropped: %s", qoff, status.name)
             heapq.heappop(self._heap)
             self._mark_delivered(qoff)
+        self._forget_deletes_before(self.now() + 1)
         return IDLE_RECHECK_S
+
+    def _recalled(self, out_ms: int, msg: m.StoredMessage) -> bool:
+        """A recall marker of this slot names the message (Java: the slot's delete list)."""
+        keys = self._deleted.get(out_ms)
+        if not keys:
+            return False
+        props = msg.properties
+        uniq = props.get(_MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        key = f"{props.get(_MC.REAL_TOPIC)}+{uniq}"
+        if uniq is None or key not in keys:
+            return False
+        keys.discard(key)
+        log.info("timer message %s recalled, not delivered", key)
+        return True
+
+    def _forget_deletes_before(self, out_ms: int) -> None:
+        """Recall markers of slots already passed have nothing left to drop."""
+        for slot in [s for s in self._deleted if s < out_ms]:
+            del self._deleted[slot]
 
     async def _run(self) -> None:
         assert self._wake is not None

@@ -3,20 +3,16 @@
 Java: ``proxy/grpc/v2/producer/RecallMessageActivity`` + ``ProducerProcessor#recallMessage``: the
 topic's checks, the topic's message type must be DELAY (UNSPECIFIED for a topic this broker does
 not have), the recall handle must decode (``common/producer/RecallMessageHandle``, v1), then the
-broker's RECALL_MESSAGE (370) with the handle. The broker's answer is the RPC's status, so a
-broker that does not serve RECALL_MESSAGE answers NOT_IMPLEMENTED (ResponseBuilder's mapping of
-REQUEST_CODE_NOT_SUPPORTED) and one with ``recallMessageEnable=false`` (Java's default) its
-refusal.
+broker's RECALL_MESSAGE (370) with the handle (pyrmq/broker/processor/recall.py); the broker's
+answer is the RPC's status (``recallMessageEnable=false``, Java's default: its refusal).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-from dataclasses import dataclass
 from typing import Any
 
 from pyrmq.common.attributes import TopicMessageType
+from pyrmq.common.recall_handle import RecallHandle
 from pyrmq.grpc.local import LocalInvoker
 from pyrmq.grpc.proto import spb
 from pyrmq.grpc.route import topic_message_type
@@ -24,38 +20,11 @@ from pyrmq.grpc.status import Code, GrpcProxyError, from_response, ok
 from pyrmq.grpc.validate import validate_topic
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
+from pyrmq.protocol.headers.broker import RecallMessageRequestHeader
 
 RECALL_TIMEOUT_S = 2.0  # RecallMessageActivity: Duration.ofSeconds(2)
 #: how ProducerProcessor's failed type check reads in the status (the future's wrapped exception)
 _PROXY_EXCEPTION = "org.apache.rocketmq.proxy.common.ProxyException: "
-
-
-@dataclass(frozen=True, slots=True)
-class RecallHandle:
-    """RecallMessageHandle.HandleV1: ``v1 topic brokerName timestamp messageId``, URL-safe Base64."""
-
-    topic: str
-    broker_name: str
-    timestamp: str
-    message_id: str
-
-    def encode(self) -> str:
-        raw = " ".join(("v1", self.topic, self.broker_name, self.timestamp, self.message_id))
-        return base64.urlsafe_b64encode(raw.encode()).decode()
-
-    @classmethod
-    def decode(cls, handle: str) -> RecallHandle:
-        """RecallMessageHandle#decodeHandle; a bad handle is ValueError("recall handle is invalid")."""
-        if not handle:
-            raise ValueError("recall handle is invalid")
-        try:
-            raw = base64.urlsafe_b64decode(handle.encode()).decode("utf-8", "replace")
-        except (binascii.Error, ValueError):
-            raise ValueError("recall handle is invalid") from None
-        items = raw.split(" ")
-        if items[0] != "v1" or len(items) < 5:
-            raise ValueError("recall handle is invalid")
-        return cls(items[1], items[2], items[3], items[4])
 
 
 class RecallActivity:
@@ -78,7 +47,8 @@ class RecallActivity:
             handle = RecallHandle.decode(request.recall_handle)
         except ValueError as e:
             raise GrpcProxyError(Code.INTERNAL_SERVER_ERROR, str(e)) from None
-        ext = {"topic": topic, "recallHandle": request.recall_handle, "brokerName": handle.broker_name}
+        header = RecallMessageRequestHeader(topic=topic, recall_handle=request.recall_handle)
+        ext = {**header.to_ext_fields(), "brokerName": handle.broker_name}  # TopicRequestHeader's
         cmd = RemotingCommand.request(RequestCode.RECALL_MESSAGE, ext)
         response = await self.invoker.invoke(cmd, ctx.remote_addr, timeout=RECALL_TIMEOUT_S)
         if response.code != ResponseCode.SUCCESS:
@@ -86,4 +56,4 @@ class RecallActivity:
         return spb.RecallMessageResponse(status=ok(), message_id=(response.ext_fields or {}).get("msgId", ""))
 
 
-__all__ = ["RecallActivity", "RecallHandle"]
+__all__ = ["RecallActivity"]

@@ -109,6 +109,7 @@ class SendActivity:
             offset=h.queue_offset,
             message_id=message.system_properties.message_id,
             transaction_id=h.transaction_id or message.system_properties.message_id,
+            recall_handle=h.recall_handle or "",  # a timer message's (SendMessageActivity)
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 
 import grpc
 import pytest
@@ -21,6 +22,9 @@ def test_dev_serves_grpc_and_prints_its_address(tmp_path) -> None:
     dev = PyrmqDevProcess(store_dir=tmp_path / "store", grpc_port=0, python=sys.executable).start()
     try:
         addr = f"127.0.0.1:{dev.grpc_port}"
+        deadline = time.monotonic() + 15  # ready = registered, which can come before the printed line
+        while f"grpc {addr}" not in dev.tail() and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert f"grpc {addr}" in dev.tail()
         with grpc.insecure_channel(addr) as channel:
             stub = service_pb2_grpc.MessagingServiceStub(channel)

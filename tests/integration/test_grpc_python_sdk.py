@@ -33,7 +33,14 @@ def broker(tmp_path_factory: pytest.TempPathFactory):
     ns = PyrmqNamesrv(work / "ns")
     try:
         # the transaction check runs every second on half messages older than one second
-        b = PyrmqBroker(ns.addr, work / "broker", grpc_port=0, transactionCheckInterval=1000, transactionTimeOut=1000)
+        b = PyrmqBroker(
+            ns.addr,
+            work / "broker",
+            grpc_port=0,
+            transactionCheckInterval=1000,
+            transactionTimeOut=1000,
+            recallMessageEnable="true",  # Java's default is false
+        )
         try:
             yield b
             assert "Traceback" not in b.tail(400)
@@ -218,14 +225,14 @@ def test_bad_input_gets_the_java_proxys_codes(broker: PyrmqBroker) -> None:
 def test_unserved_rpcs_bad_bytes_and_recall_answer_as_the_java_proxy(broker: PyrmqBroker) -> None:
     """The Java proxy 5.5.0's answers (tests/compat/test_grpc_proxy_reference.py prints them): the
     offset RPCs are grpc-java's UNIMPLEMENTED; bytes that are not protobuf are UNKNOWN; RecallMessage
-    checks the topic, its DELAY type and the handle before it asks the broker (RECALL_MESSAGE, which
-    pyrmq's broker does not serve: NOT_IMPLEMENTED)."""
+    checks the topic, its DELAY type and the handle before it asks the broker (RECALL_MESSAGE); the
+    SDK's recall of a timer message keeps it from delivery."""
     import grpc
     from rocketmq.grpc_protocol import definition_pb2 as pb
     from rocketmq.grpc_protocol import service_pb2 as spb
     from rocketmq.grpc_protocol import service_pb2_grpc
 
-    from pyrmq.grpc.recall import RecallHandle
+    from pyrmq.common.recall_handle import RecallHandle
 
     delay = "GrpcRecallT"
     _create_topic(broker.addr, delay, 1, "DELAY")
@@ -270,8 +277,33 @@ def test_unserved_rpcs_bad_bytes_and_recall_answer_as_the_java_proxy(broker: Pyr
         )
         bad = recall(delay, "not a handle")
         assert (bad.code, bad.message) == (pb.Code.INTERNAL_SERVER_ERROR, "recall handle is invalid")
-        handle = RecallHandle(delay, broker.name, str(int(time.time() * 1000) + 60_000), "01AB").encode()
-        assert recall(delay, handle).code == pb.Code.NOT_IMPLEMENTED
+        other = RecallHandle(delay, "another-broker", str(int(time.time() * 1000) + 60_000), "01AB").encode()
+        refused = recall(delay, other)  # the broker's refusal (RecallMessageProcessor) is the status
+        assert (refused.code, refused.message) == (
+            pb.Code.INTERNAL_SERVER_ERROR,
+            "recall failed, broker service not available",
+        )
+
+    # end to end with the SDK: a recalled timer message is never delivered, the other one is
+    producer = rocketmq.Producer(_config(broker), (delay,))
+    producer.startup()
+    try:
+        receipts = []
+        for body in (b"recalled", b"kept"):
+            msg = _message(delay, body, "TagR")
+            msg.delivery_timestamp = int(time.time()) + 2
+            receipts.append(producer.send(msg))
+        assert all(r.recall_handle for r in receipts)
+        assert producer.recall_message(delay, receipts[0].recall_handle) == receipts[0].message_id
+    finally:
+        producer.shutdown()
+    deadline = time.monotonic() + 20
+    stored: list[m.StoredMessage] = []
+    while not stored and time.monotonic() < deadline:
+        time.sleep(0.5)
+        stored = _pull_all(broker.addr, delay)
+    time.sleep(1.5)  # the recalled one was due in the same second
+    assert [x.body for x in _pull_all(broker.addr, delay)] == [b"kept"]
 
 
 def test_sdk_namespace_is_not_applied_and_a_stored_namespace_is_split_off(broker: PyrmqBroker) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyrmq.broker.processor import REJECT_REQUEST_REMARK
+from pyrmq.broker.processor.recall import recall_handle_of
 from pyrmq.broker.put import await_put
 from pyrmq.broker.stats import record_put
 from pyrmq.common.constants import (
@@ -261,7 +262,12 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         return tc, None
 
     def _put_result_response(
-        self, cmd: RemotingCommand, result: PutMessageResult, queue_id: int, uniq_key: str | None
+        self,
+        cmd: RemotingCommand,
+        result: PutMessageResult,
+        queue_id: int,
+        uniq_key: str | None,
+        recall_handle: str | None = None,
     ) -> RemotingCommand:
         status = result.put_message_status
         if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
@@ -284,6 +290,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
         extra = {"msgId": amr.msg_id, "queueId": str(queue_id), "queueOffset": str(amr.logics_offset)}
         if uniq_key:
             extra["transactionId"] = uniq_key
+        if recall_handle is not None:
+            extra["recallHandle"] = recall_handle
         return self._response(cmd, code, None, extra)
 
     # ------------------------------------------------------------------ handlers
@@ -347,7 +355,8 @@ class SendMessageProcessor(AbstractSendMessageProcessor):
             result = await await_put(self.message_store.put_message_async(msg))
         record_put(self.broker_stats, msg.topic, result)
         self._record_put_metrics(msg.topic, props, result)
-        return self._put_result_response(cmd, result, queue_id, uniq)
+        handle = recall_handle_of(msg, self.config["brokerName"]) if result.is_ok() else None
+        return self._put_result_response(cmd, result, queue_id, uniq, handle)
 
     async def _send_batch(
         self, ctx: RequestContext, cmd: RemotingCommand, h: SendMessageRequestHeader

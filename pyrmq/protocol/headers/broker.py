@@ -74,6 +74,21 @@ class SendMessageResponseHeader(RemotingHeader):
     queue_offset: int
     transaction_id: str | None = None
     batch_uniq_id: str | None = None
+    recall_handle: str | None = None  # 5.5.0: a timer message's (pyrmq.common.recall_handle)
+
+
+@dataclass(slots=True)
+class RecallMessageRequestHeader(RemotingHeader):
+    """RECALL_MESSAGE (370), 5.5.0."""
+
+    topic: str
+    recall_handle: str
+    producer_group: str | None = None
+
+
+@dataclass(slots=True)
+class RecallMessageResponseHeader(RemotingHeader):
+    msg_id: str
 
 
 @dataclass(slots=True)

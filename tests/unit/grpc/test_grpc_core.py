@@ -98,18 +98,6 @@ def test_consistent_hash_is_a_jump_hash() -> None:
     assert len({consistent_hash(k, 8) for k in range(200)}) == 8  # every bucket gets keys
 
 
-def test_recall_handle_is_javas_v1_format() -> None:
-    from pyrmq.grpc.recall import RecallHandle
-
-    h = RecallHandle("TopicA", "broker-a", "1700000000001", "01AB")
-    # RecallMessageHandle.HandleV1#buildHandle: URL-safe Base64 of "v1 topic brokerName timestamp messageId"
-    assert h.encode() == "djEgVG9waWNBIGJyb2tlci1hIDE3MDAwMDAwMDAwMDEgMDFBQg=="
-    assert RecallHandle.decode(h.encode()) == h
-    for bad in ("", "not a handle!", "djIgYSBiIGMgZA==", "djEgYSBi"):  # v2, too few items
-        with pytest.raises(ValueError, match="recall handle is invalid"):
-            RecallHandle.decode(bad)
-
-
 def test_names_are_checked_with_the_clients_rules() -> None:
     """GrpcValidator uses client/Validators (its messages differ from the broker's TopicValidator)."""
     from pyrmq.grpc.validate import check_group, check_topic

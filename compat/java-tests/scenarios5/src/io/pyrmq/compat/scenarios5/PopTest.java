@@ -74,6 +74,15 @@ public class PopTest {
 
     /** Create the topic on every master and switch the group to POP there (the example's switchPop). */
     static void setUp(String namesrv, String topic, String group, int queues) throws Exception {
+        withTopic(namesrv, topic, group, queues);
+    }
+
+    /** Create the topic on every master (no group, no POP switch). */
+    static void createTopic(String namesrv, String topic, int queues) throws Exception {
+        withTopic(namesrv, topic, null, queues);
+    }
+
+    private static void withTopic(String namesrv, String topic, String group, int queues) throws Exception {
         DefaultMQAdminExt admin = new DefaultMQAdminExt(10_000);
         admin.setNamesrvAddr(namesrv);
         admin.setInstanceName("pop-admin-" + System.nanoTime());
@@ -89,7 +98,9 @@ public class PopTest {
             assertTrue(!masters.isEmpty(), "no master broker");
             for (String addr : masters) {
                 admin.createAndUpdateTopicConfig(addr, new TopicConfig(topic, queues, queues, 6));
-                admin.createAndUpdateSubscriptionGroupConfig(addr, subscriptionGroup(group));
+                if (group != null) {
+                    admin.createAndUpdateSubscriptionGroupConfig(addr, subscriptionGroup(group));
+                }
             }
             long deadline = System.currentTimeMillis() + 30_000;
             while (true) {
@@ -104,7 +115,7 @@ public class PopTest {
                 }
                 Thread.sleep(200);
             }
-            for (String addr : masters) {
+            for (String addr : group == null ? List.<String>of() : masters) {
                 admin.setMessageRequestMode(addr, topic, group, MessageRequestMode.POP, 0, 10_000);
             }
         } finally {
