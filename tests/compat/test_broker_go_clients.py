@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from support.clusters import JAVA_UNDER_LOAD, cluster_of
 
 pytestmark = [pytest.mark.compat, pytest.mark.go]
 
@@ -37,16 +38,6 @@ def go_binary() -> Path:
     return BINARY
 
 
-#: The Java broker is the reference here; on the loaded 2-core machine its
-#: fast-failure guard answers SYSTEM_BUSY after 200 ms in the send queue, which
-#: the Go producer does not retry. Relaxed as in test_go_clients.py.
-JAVA_BROKER_CONF = {
-    "brokerFastFailureEnable": "false",
-    "waitTimeMillsInSendQueue": 3000,
-    "osPageCacheBusyTimeOutMills": 5000,
-}
-
-
 @pytest.fixture(scope="module", params=["pyrmq", "java"])
 def broker_kind(request):
     return request.param
@@ -54,13 +45,7 @@ def broker_kind(request):
 
 @pytest.fixture
 def cluster(broker_kind, request):
-    if broker_kind == "pyrmq":
-        ns = request.getfixturevalue("pyrmq_namesrv")
-        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=BROKER)
-    else:
-        ns = request.getfixturevalue("java_namesrv")
-        broker = request.getfixturevalue("java_broker")(ns.addr, name=BROKER, **JAVA_BROKER_CONF)
-    return ns, broker
+    return cluster_of(request, broker_kind, BROKER, java_conf=JAVA_UNDER_LOAD)
 
 
 def run_case(binary: Path, case: str, cluster, **extra: str) -> str:

@@ -17,6 +17,7 @@ import uuid
 
 import pytest
 from support import probe
+from support.clusters import JAVA_UNDER_LOAD, cluster_of
 from support.java import CLIENT_VERSIONS, run_junit
 from support.procs import tail_file
 from support.pyrmq_proc import restart_broker
@@ -27,16 +28,6 @@ BROKER = "broker-core-compat"
 #: Subprocess deadline per JUnit case: the cases bound themselves well below it.
 CASE_TIMEOUT = 150
 
-#: The Java broker is the reference here; on the loaded 2-core machine its
-#: fast-failure guard answers SYSTEM_BUSY after 200 ms in the send queue, and
-#: the scenarios would measure the machine's load instead of the protocol.
-#: Relaxed as in test_go_clients.py.
-JAVA_BROKER_CONF = {
-    "brokerFastFailureEnable": "false",
-    "waitTimeMillsInSendQueue": 3000,
-    "osPageCacheBusyTimeOutMills": 5000,
-}
-
 
 @pytest.fixture(scope="module", params=["pyrmq", "java"])
 def broker_kind(request):
@@ -46,13 +37,7 @@ def broker_kind(request):
 @pytest.fixture
 def cluster(broker_kind, request, java_harness):
     """(namesrv, broker) of the kind under test: one per module and kind, replaced if it died."""
-    if broker_kind == "pyrmq":
-        ns = request.getfixturevalue("pyrmq_namesrv")
-        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=BROKER)
-    else:
-        ns = request.getfixturevalue("java_namesrv")
-        broker = request.getfixturevalue("java_broker")(ns.addr, name=BROKER, **JAVA_BROKER_CONF)
-    return ns, broker
+    return cluster_of(request, broker_kind, BROKER, java_conf=JAVA_UNDER_LOAD)
 
 
 def junit(client, cls, method, cluster, java_home, **props):

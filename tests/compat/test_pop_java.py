@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.clusters import cluster_of
 from support.java import run_junit
 
 pytestmark = [pytest.mark.compat, pytest.mark.java]
@@ -38,13 +39,7 @@ def broker_kind(request):
 
 @pytest.fixture(scope="module")
 def cluster(broker_kind, request, java_harness):
-    if broker_kind == "pyrmq":
-        ns = request.getfixturevalue("pyrmq_namesrv")
-        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=BROKER)
-    else:
-        ns = request.getfixturevalue("java_namesrv")
-        broker = request.getfixturevalue("java_broker")(ns.addr, name=BROKER)
-    return ns, broker
+    return cluster_of(request, broker_kind, BROKER)
 
 
 def test_pop_consumer(cluster, java_home):

@@ -10,6 +10,7 @@ Java 5.5.0 broker with PYRMQ_COMPAT_REFERENCE=1.
 from __future__ import annotations
 
 import pytest
+from support.clusters import cluster_of
 from support.java import run_junit
 
 pytestmark = [pytest.mark.compat, pytest.mark.java]
@@ -25,13 +26,7 @@ def broker_kind(request):
 
 @pytest.fixture(scope="module")
 def cluster(broker_kind, request, java_harness):
-    if broker_kind == "pyrmq":
-        ns = request.getfixturevalue("pyrmq_namesrv")
-        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=BROKER, recallMessageEnable="true")
-    else:
-        ns = request.getfixturevalue("java_namesrv")
-        broker = request.getfixturevalue("java_broker")(ns.addr, name=BROKER, recallMessageEnable="true")
-    return ns, broker
+    return cluster_of(request, broker_kind, BROKER, recallMessageEnable="true")
 
 
 def test_recall_timer_message(cluster, java_home):

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from support.clusters import JAVA_UNDER_LOAD, cluster_of
 
 pytestmark = [pytest.mark.compat, pytest.mark.go]
 
@@ -21,11 +22,6 @@ BINARY = GO_TESTS / "bin" / "compat.test"
 BROKER = "semantics-a-go"
 DELAY_LEVELS = "1s 2s 3s 1s 1s 10s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 DELAYS_MS = ",".join(str(int(x[:-1]) * 1000) for x in DELAY_LEVELS.split())
-JAVA_BROKER_CONF = {
-    "brokerFastFailureEnable": "false",
-    "waitTimeMillsInSendQueue": 3000,
-    "osPageCacheBusyTimeOutMills": 5000,
-}
 
 
 @pytest.fixture(scope="session")
@@ -40,15 +36,7 @@ def go_binary() -> Path:
 
 @pytest.fixture(scope="module", params=["pyrmq", "java"])
 def cluster(request):
-    if request.param == "pyrmq":
-        ns = request.getfixturevalue("pyrmq_namesrv")
-        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=BROKER, messageDelayLevel=DELAY_LEVELS)
-    else:
-        ns = request.getfixturevalue("java_namesrv")
-        broker = request.getfixturevalue("java_broker")(
-            ns.addr, name=BROKER, messageDelayLevel=DELAY_LEVELS, **JAVA_BROKER_CONF
-        )
-    return ns, broker
+    return cluster_of(request, request.param, BROKER, java_conf=JAVA_UNDER_LOAD, messageDelayLevel=DELAY_LEVELS)
 
 
 def run_case(binary: Path, case: str, cluster) -> str:

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from support.clusters import JAVA_UNDER_LOAD, cluster_of
 
 pytestmark = [pytest.mark.compat, pytest.mark.go]
 
@@ -34,12 +35,6 @@ CONF = {
     "transactionCheckMax": 60,
     "enablePropertyFilter": "true",
 }
-#: the reference broker on a loaded 2-core machine: no SYSTEM_BUSY fast failure (the Go producer does not retry it)
-JAVA_BROKER_CONF = {
-    "brokerFastFailureEnable": "false",
-    "waitTimeMillsInSendQueue": 3000,
-    "osPageCacheBusyTimeOutMills": 5000,
-}
 
 
 @pytest.fixture(scope="session")
@@ -54,13 +49,7 @@ def go_binary() -> Path:
 
 @pytest.fixture(scope="module", params=["pyrmq", "java"])
 def cluster(request):
-    if request.param == "pyrmq":
-        ns = request.getfixturevalue("pyrmq_namesrv")
-        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=BROKER, **CONF)
-    else:
-        ns = request.getfixturevalue("java_namesrv")
-        broker = request.getfixturevalue("java_broker")(ns.addr, name=BROKER, **CONF, **JAVA_BROKER_CONF)
-    return ns, broker
+    return cluster_of(request, request.param, BROKER, java_conf=JAVA_UNDER_LOAD, **CONF)
 
 
 def run_case(binary: Path, case: str, cluster, **extra: str) -> str:

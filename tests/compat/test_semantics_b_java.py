@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from support.clusters import cluster_of
 from support.java import CLIENT_VERSIONS, run_junit
 from support.servers import JavaBroker
 
@@ -41,13 +42,7 @@ def broker_kind(request):
 
 @pytest.fixture(scope="module")
 def cluster(broker_kind, request, java_harness):
-    if broker_kind == "pyrmq":
-        ns = request.getfixturevalue("pyrmq_namesrv")
-        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=BROKER, **CONF)
-    else:
-        ns = request.getfixturevalue("java_namesrv")
-        broker = request.getfixturevalue("java_broker")(ns.addr, name=BROKER, **CONF)
-    return ns, broker
+    return cluster_of(request, broker_kind, BROKER, **CONF)
 
 
 def junit(client, cls, method, ns_addr, java_home, **props):
