@@ -24,8 +24,6 @@ from pyrmq.grpc.validate import contains_control, validate_tag
 from pyrmq.store.message import MessageSysFlag
 
 BORN_HOST = "__BORNHOST"  # MessageConst.PROPERTY_BORN_HOST
-BORN_TIMESTAMP = "BORN_TIMESTAMP"  # MessageConst.PROPERTY_BORN_TIMESTAMP
-TRACE_CONTEXT = "TRACE_CONTEXT"  # MessageConst.PROPERTY_TRACE_CONTEXT
 KEY_SEPARATOR = " "
 
 #: ProxyConfig defaults
@@ -44,11 +42,15 @@ _EXTRA_RESERVED = (
     "DLQ_ORIGIN_TOPIC",
     "DLQ_ORIGIN_MESSAGE_ID",
     BORN_HOST,
-    BORN_TIMESTAMP,
 )
 RESERVED_PROPERTIES = frozenset(
     itertools.chain((v for k, v in vars(MessageConst).items() if k.isupper() and isinstance(v, str)), _EXTRA_RESERVED)
-) - {MessageConst.SHARDING_KEY, MessageConst.TRANSACTION_ID, MessageConst.START_DELIVER_TIME}
+) - {
+    MessageConst.SHARDING_KEY,
+    MessageConst.TRANSACTION_ID,
+    MessageConst.START_DELIVER_TIME,
+    MessageConst.TRACE_CONTEXT,
+}
 
 
 def millis(ts: Any) -> int:
@@ -158,12 +160,12 @@ def build_properties(message: Any, producer_group: str, remote_addr: str, now_ms
             raise GrpcProxyError(Code.ILLEGAL_MESSAGE_GROUP, "message group cannot contain control character")
         props[MessageConst.SHARDING_KEY] = group
     if sp.trace_context:
-        props[TRACE_CONTEXT] = sp.trace_context
+        props[MessageConst.TRACE_CONTEXT] = sp.trace_context
     born_host = sp.born_host.strip() or remote_addr
     if born_host:
         props[BORN_HOST] = born_host
     if sp.HasField("born_timestamp") and (sp.born_timestamp.seconds or sp.born_timestamp.nanos):
-        props[BORN_TIMESTAMP] = str(millis(sp.born_timestamp))
+        props[MessageConst.BORN_TIMESTAMP] = str(millis(sp.born_timestamp))
     return props
 
 
@@ -237,8 +239,8 @@ def to_v2_message(msg: Any, receipt_handle: str | None) -> Any:
     sp.queue_id = msg.queue_id
     sp.queue_offset = msg.queue_offset
     sp.delivery_attempt = msg.reconsume_times + 1
-    if TRACE_CONTEXT in props:
-        sp.trace_context = props[TRACE_CONTEXT]
+    if MessageConst.TRACE_CONTEXT in props:
+        sp.trace_context = props[MessageConst.TRACE_CONTEXT]
     user = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
     return pb.Message(topic=resource_of(msg.topic), user_properties=user, system_properties=sp, body=body)
 
@@ -290,8 +292,6 @@ def group_bucket(message_group: str, buckets: int) -> int:
 
 __all__ = [
     "BORN_HOST",
-    "BORN_TIMESTAMP",
-    "TRACE_CONTEXT",
     "build_properties",
     "check_body",
     "check_message_type",
