@@ -63,6 +63,11 @@ _RETRY_STATUSES = frozenset(
 )
 
 
+def timer_delete_key(real_topic: str, uniq_key: str | None) -> str:
+    """TimerMessageStore#buildDeleteKey: what a recall's delete marker names."""
+    return f"{real_topic}+{uniq_key}"
+
+
 def check_if_timer_message(msg: m.MessageExtBrokerInner, delay_level: int) -> bool:
     """Java HookUtils#checkIfTimerMessage (a DELAY level wins: the timer properties are dropped)."""
     props = msg.properties
@@ -337,7 +342,7 @@ class TimerMessageStore:
             return False
         props = msg.properties
         uniq = props.get(_MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-        key = f"{props.get(_MC.REAL_TOPIC)}+{uniq}"
+        key = timer_delete_key(props.get(_MC.REAL_TOPIC, ""), uniq)
         if uniq is None or key not in keys:
             return False
         keys.discard(key)

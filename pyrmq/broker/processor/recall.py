@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyrmq.broker.put import await_put
-from pyrmq.common.constants import MessageConst, is_writeable
+from pyrmq.broker.timer_message_store import timer_delete_key
+from pyrmq.common.constants import RETRY_GROUP_TOPIC_PREFIX, MessageConst, is_writeable
 from pyrmq.common.java_lang import hashmap_order
 from pyrmq.common.recall_handle import RecallHandle
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -43,18 +44,15 @@ _STORED = frozenset(
 )
 
 
-def timer_delete_key(real_topic: str, uniq_key: str) -> str:
-    """TimerMessageStore#buildDeleteKey: what a delete marker names."""
-    return f"{real_topic}+{uniq_key}"
-
-
 def recall_handle_of(msg: m.MessageExtBrokerInner, broker_name: str) -> str | None:
     """SendMessageProcessor#attachRecallHandle: a put timer message's handle (its slot + 1 ms,
     since the slot was rounded down), none for other messages and retry topics."""
     props = msg.properties
-    out_ms, real_topic = props.get(MessageConst.TIMER_OUT_MS), props.get(MessageConst.REAL_TOPIC)
-    uniq = props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-    if out_ms is None or real_topic is None or real_topic.startswith("%RETRY%"):
+    out_ms = props.get(MessageConst.TIMER_OUT_MS)
+    if out_ms is None:  # the common case on the send path: one lookup
+        return None
+    real_topic, uniq = props.get(MessageConst.REAL_TOPIC), props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+    if real_topic is None or real_topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         return None
     try:
         stamp = str(int(out_ms) + 1)
