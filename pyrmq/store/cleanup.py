@@ -66,7 +66,7 @@ INITIAL_DELAY_MS = 60_000
 DiskUsage = Callable[[str], float]
 
 
-def disk_partition_space_used_percent(path: str) -> float:
+def disk_partition_space_used_percent(path: str, reserved_ahead: int = 0) -> float:
     """Used fraction (0..1, rounded up to whole percent) of the partition holding ``path``; -1 on error.
 
     Java UtilAll#getDiskPartitionSpaceUsedPercent: used = total - free,
@@ -74,6 +74,7 @@ def disk_partition_space_used_percent(path: str) -> float:
     only when root could use it. A path not created yet (a fresh store's commit-log
     folder) is measured on the partition of its nearest existing parent, the one it will be
     created on; Java answers -1 there, which its cleaner then takes for a full disk.
+    ``reserved_ahead``: bytes of it the store holds reserved but unwritten, counted as free.
     """
     where = existing_ancestor(path) if path else None
     if where is None:
@@ -85,8 +86,9 @@ def disk_partition_space_used_percent(path: str) -> float:
     total = st.f_blocks * st.f_frsize
     if total <= 0:
         return -1.0
-    used = total - st.f_bfree * st.f_frsize
-    entire = used + st.f_bavail * st.f_frsize
+    reserved_ahead = min(reserved_ahead, total - st.f_bfree * st.f_frsize)
+    used = total - st.f_bfree * st.f_frsize - reserved_ahead
+    entire = used + st.f_bavail * st.f_frsize + reserved_ahead
     if entire <= 0:
         return -1.0
     pct = used * 100 // entire + (1 if used * 100 % entire else 0)
@@ -147,14 +149,14 @@ class StoreCleaner:
         self,
         store: CleanableStore,
         *,
-        disk_usage: DiskUsage = disk_partition_space_used_percent,
+        disk_usage: DiskUsage | None = None,
         clock: Callable[[], int] | None = None,
         local_hour: Callable[[int], int] = _local_hour,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store = store
         self.config = store.config
-        self.disk_usage = disk_usage
+        self.disk_usage = disk_usage or self._partition_usage
         self.clock = clock or getattr(store, "clock", None) or now_ms
         self.local_hour = local_hour
         self.sleep = sleep
@@ -166,6 +168,13 @@ class StoreCleaner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+
+    def _partition_usage(self, path: str) -> float:
+        """Java's measure, less what the commit log holds reserved ahead of its writer there.
+        Counting that reservation made a broker that had just reserved its next file's first
+        stretch on a nearly full disk see itself over diskSpaceWarningLevelRatio, and refuse puts
+        with the space freed, until files were deleted."""
+        return disk_partition_space_used_percent(path, self.store.commit_log.space_reserved_ahead(path))
 
     # --- ratios (Java getters clamp them) ---------------------------------------------------------
     def disk_space_warning_level_ratio(self) -> float:

@@ -9,6 +9,7 @@ flush wait of its FlushManager (flush.py: the flush threads).
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import threading
 import zlib
@@ -31,7 +32,7 @@ from pyrmq.store.results import (
     PutMessageStatus,
     completed_put,
 )
-from pyrmq.store.space import COMMIT_LOG_RESERVE_AHEAD, DiskFullError, space_available
+from pyrmq.store.space import COMMIT_LOG_RESERVE_AHEAD, DiskFullError, existing_ancestor, space_available
 from pyrmq.store.store_config import BrokerRole, MessageStoreConfig
 
 log = logging.getLogger(__name__)
@@ -482,6 +483,20 @@ class CommitLog:
         if self._on_disk_full is not None:
             self._on_disk_full(e)
         return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, error=f"disk full: {e.strerror}")
+
+    def space_reserved_ahead(self, path: str) -> int:
+        """Bytes of disk the commit log holds reserved ahead of its writer on the partition of
+        ``path`` (0 when the last file lies elsewhere). Space checks discount them, as Java's
+        ratio never sees them."""
+        mf = self.mapped_file_queue.get_last_mapped_file()
+        where = existing_ancestor(path)
+        if mf is None or where is None:
+            return 0
+        try:
+            dev, ahead = mf.reserved_unwritten()
+            return ahead if ahead and os.stat(where).st_dev == dev else 0
+        except OSError:
+            return 0
 
     def has_space_ahead(self) -> bool:
         """Whether the disk can back the next reservation of the current file (or a new file's

@@ -123,6 +123,11 @@ class MappedFile:
                 self._fd, self.reserved, self.wrote_position, end, self.reserve_ahead, self.file_size
             )
 
+    def reserved_unwritten(self) -> tuple[int, int]:
+        """(device, bytes): disk space this file holds reserved past its writer, and the device
+        it is on. Java's files are sparse and never hold such space (see space.py)."""
+        return os.fstat(self._fd).st_dev, max(0, self.reserved - self.wrote_position)
+
     def append_message(self, data: bytes | bytearray | memoryview, position: int | None = None) -> bool:
         """Write at the wrote position (or `position`); False when it does not fit, DiskFullError
         (nothing written) when the disk cannot hold it."""

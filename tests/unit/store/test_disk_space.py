@@ -103,6 +103,60 @@ def test_full_disk_refuses_puts_with_disk_full_flag_then_resumes(open_store, msg
     assert s.get_max_offset_in_queue("T", 0) == n + 1  # every accepted message has its entry
 
 
+class SmallDisk:
+    """os.statvfs of a partition of `files` commit-log files that holds only the commit log's
+    allocated blocks (and `filler` bytes): tmpfs as the reliability test mounts it."""
+
+    def __init__(self, commit_log_dir: str, files: int, file_size: int) -> None:
+        self.dir, self.total, self.filler = commit_log_dir, files * file_size, 0
+
+    def used(self) -> int:
+        names = os.listdir(self.dir) if os.path.isdir(self.dir) else []
+        return self.filler + sum(os.stat(os.path.join(self.dir, n)).st_blocks * 512 for n in names)
+
+    def __call__(self, path: str) -> os.statvfs_result:
+        free = max(0, self.total - self.used())
+        return os.statvfs_result((1, 1, self.total, free, free, 0, 0, 0, 0, 255))
+
+
+def test_resumes_when_its_own_reservation_fills_the_freed_space(
+    open_store, msg_factory, fallocate, monkeypatch
+) -> None:
+    """Space freed to exactly one commit-log file: resuming reserves the next file's stretch, and
+    that reservation alone must not read as a disk over diskSpaceWarningLevelRatio."""
+    from pyrmq.store import cleanup
+
+    s = open_store()
+    size = s.config.mapped_file_size_commit_log
+    disk = SmallDisk(s.config.commit_log_dir, 3, size)
+    monkeypatch.setattr(cleanup.os, "statvfs", disk)
+    n, r = 0, s.put_message(msg_factory(0))
+    while s.commit_log.mapped_file_queue.get_last_mapped_file().file_from_offset < size:  # into file 2
+        n += 1
+        r = s.put_message(msg_factory(n))
+    fallocate.full_under, disk.filler = s.config.commit_log_dir, size  # the third file's worth, taken
+    while r.is_ok():
+        n += 1
+        r = s.put_message(msg_factory(n))
+    assert r.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    fallocate.full_under, disk.filler = None, 0  # freed: exactly one file's worth
+    s._retry_after_disk_full()
+    assert s.commit_log.space_reserved_ahead(s.config.commit_log_dir) > 0  # the next stretch is held
+    assert disk.used() == disk.total  # which a plain statvfs reads as a full disk
+    assert s.cleaner.commit_log_ratio() < s.cleaner.disk_space_warning_level_ratio()
+    assert s.running_flags.is_writeable()
+    assert s.put_message(msg_factory(n + 1)).is_ok()
+
+
+def test_partition_ratio_counts_reserved_space_as_free(monkeypatch) -> None:
+    from pyrmq.store import cleanup
+
+    monkeypatch.setattr(cleanup.os, "statvfs", lambda p: os.statvfs_result((1, 1, 100, 10, 10, 0, 0, 0, 0, 255)))
+    assert cleanup.disk_partition_space_used_percent("/") == 0.90
+    assert cleanup.disk_partition_space_used_percent("/", 30) == 0.60
+    assert cleanup.disk_partition_space_used_percent("/", 500) == 0.0  # never below empty
+
+
 def test_consume_queue_without_space_stalls_dispatch_and_catches_up(open_store, msg_factory, fallocate) -> None:
     s = open_store()
     assert s.put_message(msg_factory(0)).is_ok()
