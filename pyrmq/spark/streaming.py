@@ -28,6 +28,7 @@ import copy
 import itertools
 import json
 import mmap
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -83,16 +84,52 @@ class QueueSpan:
 
 
 def _entries(log: reader.MappedLog, f: LogFile) -> np.ndarray:
-    """The entries of `f` up to its first hole (a copy: the map can be closed after)."""
+    """The entries of `f` up to its first hole, a view of the map: keep it local (the map
+    cannot be closed while a view lives)."""
     n = log.readable(f) // CQ_STORE_UNIT_SIZE
-    return np.frombuffer(log.buffer(f), dtype=ENTRY_DTYPE, count=n).copy()
+    return np.frombuffer(log.buffer(f), dtype=ENTRY_DTYPE, count=n)
+
+
+def _first(n: int, pred: Any) -> int:
+    """The first i in [0, n) with pred(i), for a predicate false then true; n if none."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _leading_valid(e: np.ndarray) -> int:
     """How many entries from the start are written (offset >= 0 and size > 0, as ConsumeQueue
-    #recover reads them); a zero entry ends the data."""
-    bad = np.flatnonzero((e["phy"] < 0) | (e["size"] <= 0))
-    return int(bad[0]) if len(bad) else len(e)
+    #recover reads them): the dispatcher appends, so written entries are a prefix and a zero
+    entry ends the data. A binary search: a queue file has 300,000 entries."""
+    return _first(len(e), lambda i: e[i]["phy"] < 0 or e[i]["size"] <= 0)
+
+
+def _file_end(log: reader.MappedLog, f: LogFile) -> int:
+    return _leading_valid(_entries(log, f))
+
+
+def _entry(log: reader.MappedLog, f: LogFile, i: int) -> tuple[int, int]:
+    e = _entries(log, f)
+    return int(e[i]["phy"]), int(e[i]["size"])
+
+
+def _file_min(log: reader.MappedLog, f: LogFile, n: int, min_phy: int) -> int:
+    """The first of the `n` written entries of `f` that is no pre-blank filler and whose record
+    is at or above `min_phy` (fillers come first, offsets grow)."""
+    e = _entries(log, f)
+    return _first(n, lambda i: e[i]["size"] != PRE_BLANK_SIZE and e[i]["phy"] >= min_phy)
+
+
+def _slice(log: reader.MappedLog, f: LogFile, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, sizes) of the written entries among lo..hi-1 of `f`, copied."""
+    part = _entries(log, f)[lo:hi]
+    n = _leading_valid(part)
+    return part["phy"][:n].astype(np.int64), part["size"][:n].astype(np.int64)
 
 
 class CommitLogProbe:
@@ -162,30 +199,28 @@ def _span(log: reader.MappedLog, q: other.QueueDir, probe: CommitLogProbe) -> Qu
         return None
     unit = CQ_STORE_UNIT_SIZE
     # the end: the last file with a written first entry (a fresh next file is all zeros)
-    last: tuple[LogFile, np.ndarray, int] | None = None
+    last: tuple[LogFile, int] | None = None
     for f in reversed(files):
-        e = _entries(log, f)
-        n = _leading_valid(e)
+        n = _file_end(log, f)
         if n:
-            last = (f, e, n)
+            last = (f, n)
             break
     if last is None:
         return QueueSpan(q.topic, q.queue_id, files[0].start // unit, files[0].start // unit)
-    f, e, n = last
+    f, n = last
     # back off from entries whose record is not (yet) complete: the writer is mid-append
-    while n and not probe.complete(int(e["phy"][n - 1]), int(e["size"][n - 1])):
+    while n and not probe.complete(*_entry(log, f, n - 1)):
         n -= 1
     end = f.start // unit + n
     # the min: the first real entry whose record the commit log still holds (correctMinOffset)
     lo = end
     for g in files:
-        ge = e if g is f else _entries(log, g)
-        k = _leading_valid(ge)
-        ok = np.flatnonzero((ge["size"][:k] != PRE_BLANK_SIZE) & (ge["phy"][:k] >= probe.min_offset))
-        if len(ok):
-            lo = min(end, g.start // unit + int(ok[0]))
+        k = n if g is f else _file_end(log, g)
+        i = _file_min(log, g, k, probe.min_offset)
+        if i < k:
+            lo = min(end, g.start // unit + i)
             break
-        if k < len(ge) or g is f:
+        if g is f or k < g.size // unit:
             break
     return QueueSpan(q.topic, q.queue_id, lo, end)
 
@@ -195,25 +230,21 @@ def read_entries(path: str, topic: str, queue_id: int, start: int, end: int) -> 
     ValueError when entries of the range are gone or not written (a checkpoint from another
     store, or the broker deleted expired files)."""
     qdir = reader.sub_dir(path, "consumequeue")
-    log, _ = reader.open_log(f"{qdir}/{topic}/{queue_id}")
+    log, _ = reader.open_log(os.path.join(qdir, topic, str(queue_id)))
     unit = CQ_STORE_UNIT_SIZE
     phys, sizes, got = [], [], start
     with log:
         for f in log.files:
             first = f.start // unit
-            count = f.size // unit
-            if got >= end or first >= end or first + count <= got:
+            if got >= end or first >= end or first + f.size // unit <= got:
                 continue
-            e = _entries(log, f)
-            lo, hi = got - first, min(end - first, len(e))
-            if lo < 0:
+            if got < first:
                 break  # a gap below the range: reported as missing
-            part = e[lo:hi]
-            n = _leading_valid(part)
-            phys.append(part["phy"][:n].astype(np.int64))
-            sizes.append(part["size"][:n].astype(np.int64))
-            got += n
-            if n < len(part):
+            p, z = _slice(log, f, got - first, end - first)
+            phys.append(p)
+            sizes.append(z)
+            got += len(p)
+            if got < min(end, first + f.size // unit):
                 break
     if got != end:
         raise ValueError(
