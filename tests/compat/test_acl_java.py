@@ -129,11 +129,20 @@ def test_java_client_outcomes_match_java_broker(client, clusters, names, tmp_pat
     assert r["wrong_secret_consume"] == "CONSUMED none"
 
 
-def _batch(ns_addr: str, broker_addr: str, home: Path, wd: Path, lines: list[list[str]]) -> list[str]:
+def _batch(
+    ns_addr: str,
+    broker_addr: str | None,
+    home: Path,
+    wd: Path,
+    lines: list[list[str]],
+    names: dict[str, str] | None = None,
+) -> list[str]:
     """mqadmin 5.5.0 commands in one MqadminBatch JVM (its tools.yml read from ``home``), each
-    answer with the broker address replaced and without stack frames and links."""
+    given ``-b broker_addr`` unless it is None, each answer with the broker addresses replaced
+    (``broker_addr`` by <broker>, ``names``' values by their keys) and without stack frames and links."""
     wd.mkdir(parents=True, exist_ok=True)
-    script = ["\t".join([*args, "-b", broker_addr, "-n", ns_addr]) for args in lines]
+    target = ["-b", broker_addr] if broker_addr else []
+    script = ["\t".join([*args, *target, "-n", ns_addr]) for args in lines]
     (wd / "script.txt").write_text("\n".join(script) + "\n")
     argv = java_argv(
         CLIENT_MODULE["5.5.0"],
@@ -151,7 +160,9 @@ def _batch(ns_addr: str, broker_addr: str, home: Path, wd: Path, lines: list[lis
     texts = []
     for i, args in enumerate(lines):
         text = (out / f"{i}.out").read_text() + (out / f"{i}.err").read_text()
-        texts.append(f"{' '.join(args)}\n{_essence(text.replace(broker_addr, '<broker>'))}")
+        for name, addr in {**(names or {}), **({"<broker>": broker_addr} if broker_addr else {})}.items():
+            text, args = text.replace(addr, name), [a.replace(addr, name) for a in args]
+        texts.append(f"{' '.join(args)}\n{_essence(text)}")
     return texts
 
 
@@ -202,6 +213,43 @@ def test_mqadmin_tools_yml_and_user_acl_commands(clusters, tmp_path):
     app = out[len(ADMIN_LINES) :]
     assert "CODE: 16" in app[0] and "User:app_user has no permission to access Topic:AclAdminT_app" in app[0]
     assert "User:app_user has no permission to access Cluster:" in app[1]
+
+
+def test_mqadmin_copy_user_and_acl_between_java_and_pyrmq(clusters, tmp_path):
+    """copyUser and copyAcl (made of getUser/listUser/createUser/updateUser and their ACL twins)
+    move a user and its policy from the Java broker to pyrmq's and back, as between two Java
+    brokers: a store moved between the two keeps its users this way (docs/security.md)."""
+    java, pyrmq = clusters["java"][1].addr, clusters["pyrmq"][1].addr
+    run = uuid.uuid4().hex[:6]
+    u1, u2 = f"copy_j{run}", f"copy_p{run}"
+    lines = [
+        ["createUser", "-u", u1, "-p", "pw_j", "-b", java],
+        ["createAcl", "-s", f"User:{u1}", "-r", "Topic:copied", "-a", "Pub", "-d", "Allow", "-b", java],
+        ["copyUser", "-f", java, "-t", pyrmq, "-u", u1],
+        ["copyAcl", "-f", java, "-t", pyrmq, "-s", f"User:{u1}"],
+        ["getUser", "-u", u1, "-b", pyrmq],
+        ["getAcl", "-s", f"User:{u1}", "-b", pyrmq],
+        ["createUser", "-u", u2, "-p", "pw_p", "-b", pyrmq],
+        ["updateUser", "-u", u1, "-p", "pw_j2", "-b", pyrmq],
+        ["copyUser", "-f", pyrmq, "-t", java],  # every user: u1 exists there (update), u2 not (create)
+        ["getUser", "-u", u1, "-b", java],
+        ["getUser", "-u", u2, "-b", java],
+    ]
+    home = prepare_home(tmp_path / "home")
+    (home / "conf" / "tools.yml").write_text("accessKey: admin_user\nsecretKey: admin_secret_1\n")
+    ns = clusters["pyrmq"][0].addr
+    out = _batch(ns, None, home, tmp_path / "batch", lines, {"<java>": java, "<pyrmq>": pyrmq})
+    text = "\n\n".join(out)
+    print(text)
+    for i in (2, 8):
+        assert "success" in out[i] and "Exception" not in out[i], out[i]
+    assert f"copy user of {u1} from <java> to <pyrmq> success." in out[2]
+    assert f"copy acl of User:{u1} from <java> to <pyrmq> success." in out[3]
+    assert u1 in out[4] and "pw_j" in out[4], out[4]
+    assert "copied" in out[5] and "Pub" in out[5] and "Allow" in out[5], out[5]
+    assert f"copy user of {u2} from <pyrmq> to <java> success." in out[8]
+    assert "pw_j2" in out[9], out[9]
+    assert u2 in out[10] and "pw_p" in out[10], out[10]
 
 
 def _essence(text: str) -> str:
