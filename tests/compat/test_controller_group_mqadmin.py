@@ -21,8 +21,6 @@ tests/golden/controller/ by the reference test, which runs the same steps on thr
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import os
 import re
 import subprocess
@@ -32,8 +30,8 @@ from pathlib import Path
 import pytest
 from compat.test_controller_java import ADDR, _assert_same, _parse_outputs
 from support import java, probe
-from support.controller_group import serving_leader, wait_replica_state
-from support.fakes import GOLDEN_DIR, golden
+from support.controller_group import controller_mode_conf, serving_leader, wait_replica_state
+from support.fakes import golden, record_golden
 from support.ports import free_port
 from support.pyrmq_proc import PyrmqBroker
 from support.servers import JavaNamesrvControllerMember, PyrmqNamesrvControllerMember, controller_peers
@@ -70,15 +68,9 @@ class GroupSide:
         self.members = [f.result() for f in futures]  # a failed start raises here (the others are stopped below)
 
     def start_brokers(self) -> None:
-        conf = {
-            "namesrvAddr": ";".join(m.addr for m in self.members),
-            "enableControllerMode": "true",
-            "controllerAddr": ";".join(m.controller_addr for m in self.members),
-            "controllerHeartBeatTimeoutMills": 3000,
-            "syncControllerMetadataPeriod": 1000,
-            "mappedFileSizeCommitLog": 64 * 1024,
-            "bindAddress": "127.0.0.1",
-        }
+        conf = controller_mode_conf(
+            [m.controller_addr for m in self.members], namesrvAddr=";".join(m.addr for m in self.members)
+        )
         for i in (1, 2):  # in turn: the first one registered is the master (broker id 1)
             b = PyrmqBroker(self.members[0].addr, self.workdir / f"b{i}", name=NAME, cluster=CLUSTER, **conf)
             b.broker_id = i  # type: ignore[attr-defined]
@@ -272,19 +264,13 @@ def test_java_controller_group_in_name_servers_reference(sides):
     _scenario(side)
     _assert_java_shapes(side.outputs)
     if os.environ.get("PYRMQ_RECORD_GOLDEN") == "1":
-        text = (side.workdir / "mqadmin-outputs.txt").read_bytes()
-        path = GOLDEN_DIR / GOLDEN
-        path.write_bytes(text)
-        manifest = path.parent / "MANIFEST.json"
-        entries = json.loads(manifest.read_text(encoding="utf-8"))
-        entries["files"][path.name] = {
-            "source": "official mqadmin 5.5.0 against three NamesrvStartup 5.5.0 with enableControllerInNamesrv "
+        record_golden(
+            GOLDEN,
+            (side.workdir / "mqadmin-outputs.txt").read_bytes(),
+            "official mqadmin 5.5.0 against three NamesrvStartup 5.5.0 with enableControllerInNamesrv "
             "(one controller group) and two pyrmq brokers, normalised; recorded by "
             "tests/compat/test_controller_group_mqadmin.py::test_java_controller_group_in_name_servers_reference "
             "(PYRMQ_RECORD_GOLDEN=1)",
-            "sha256": hashlib.sha256(text).hexdigest(),
-            "length": len(text),
-        }
-        manifest.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
+        )
         return
     _assert_same(side.outputs, _parse_outputs(golden(GOLDEN).decode()), "java now")

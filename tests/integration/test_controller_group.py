@@ -12,11 +12,18 @@ controller leader elects the slave.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 
-from support.controller_group import call, metadata, replica_info, serving_leader, wait_replica_state
+from support.controller_group import (
+    assert_one_leader,
+    call,
+    controller_mode_conf,
+    in_sync_ids,
+    serving_leader,
+    until_serving_leader,
+    wait_replica_state,
+)
 from support.ports import free_port
 from support.pyrmq_proc import PyrmqBroker
 from support.requests import send_v2
@@ -24,7 +31,6 @@ from support.servers import PyrmqControllerMember, PyrmqNamesrv, controller_peer
 
 from pyrmq.controller.config import ControllerConfig
 from pyrmq.controller.manager import ControllerManager
-from pyrmq.protocol.bodies.controller import BrokerReplicasInfo
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.headers.controller import (
     ApplyBrokerIdRequestHeader,
@@ -58,21 +64,8 @@ def test_group_of_three_keeps_its_state_and_fails_over(tmp_path):
             for i, p in enumerate(ports)
         ]
         ns = PyrmqNamesrv(tmp_path / "ns")
-        conf = {
-            "name": NAME,
-            "enableControllerMode": "true",
-            "controllerAddr": ";".join(m.addr for m in members),
-            "controllerHeartBeatTimeoutMills": 3000,
-            "syncControllerMetadataPeriod": 1000,
-            "mappedFileSizeCommitLog": 64 * 1024,
-            "bindAddress": "127.0.0.1",
-        }
-
-        async def until_leader() -> PyrmqControllerMember:
-            async with RemotingClient() as c:
-                return await _serving_leader(c, members)
-
-        leader = asyncio.run(until_leader())
+        conf = controller_mode_conf([m.addr for m in members], name=NAME)
+        leader = next(m for m in members if m.addr == until_serving_leader([m.addr for m in members]))
         brokers.append(PyrmqBroker(ns.addr, tmp_path / "b1", **conf))  # returns once registered: the master
         brokers.append(PyrmqBroker(ns.addr, tmp_path / "b2", **conf))
         first, second = brokers
@@ -82,27 +75,14 @@ def test_group_of_three_keeps_its_state_and_fails_over(tmp_path):
                 before = await wait_replica_state(c, leader.addr, NAME, lambda s: s[1] == first.addr and s[4] == [1, 2])
                 assert before[:3] == ("1", first.addr, "1"), before
                 followers = [m for m in members if m is not leader]
-                for m in followers:
-                    r = await replica_info(c, m.addr, NAME)
-                    assert (r.code, r.remark) == (
-                        ResponseCode.CONTROLLER_NOT_LEADER,
-                        "The controller is not in leader state",
-                    )
-                    meta = await metadata(c, m.addr)
-                    assert (meta.controller_leader_address, meta.is_leader) == (leader.addr, False), meta
-                meta = await metadata(c, leader.addr)
-                assert meta.is_leader and meta.peers == "".join(f"n{i}:127.0.0.1:{p};" for i, p in enumerate(ports))
+                await assert_one_leader(c, leader.addr, [m.addr for m in followers], ports)
 
                 killed = time.monotonic()
                 leader.kill9()
                 new_leader = await _serving_leader(c, followers, timeout=30)
                 elected_in = time.monotonic() - killed
                 assert await wait_replica_state(c, new_leader.addr, NAME, lambda s: True) == before
-                body = json.dumps([NAME]).encode()
-                r = await call(c, new_leader.addr, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=body)
-                assert r.code == ResponseCode.SUCCESS, r
-                info = BrokerReplicasInfo.decode(r.body).replicas_info_table[NAME]
-                assert sorted(m.broker_id for m in info.in_sync_replicas) == [1, 2], info
+                assert await in_sync_ids(c, new_leader.addr, NAME) == [1, 2]
 
                 killed = time.monotonic()
                 first.kill9()

@@ -12,19 +12,24 @@ slave is elected, takes a send, and the surviving name servers route to it as th
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 
 from support import probe
-from support.controller_group import call, metadata, replica_info, serving_leader, wait_replica_state
+from support.controller_group import (
+    assert_one_leader,
+    controller_mode_conf,
+    in_sync_ids,
+    serving_leader,
+    until_serving_leader,
+    wait_replica_state,
+)
 from support.ports import free_port
 from support.pyrmq_proc import PyrmqBroker
 from support.requests import send_v2
 from support.servers import PyrmqNamesrvControllerMember, controller_peers
 
-from pyrmq.protocol.bodies.controller import BrokerReplicasInfo
-from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.codes import ResponseCode
 from pyrmq.remoting.client import RemotingClient
 
 NAME = "ctl-ns-pair"
@@ -71,22 +76,8 @@ def test_group_of_three_in_name_servers_fails_over(tmp_path):
             for i, p in enumerate(ports)
         ]
         by_ctl = {s.controller_addr: s for s in servers}
-        conf = {
-            "name": NAME,
-            "namesrvAddr": ";".join(s.addr for s in servers),
-            "enableControllerMode": "true",
-            "controllerAddr": ";".join(by_ctl),
-            "controllerHeartBeatTimeoutMills": 3000,
-            "syncControllerMetadataPeriod": 1000,
-            "mappedFileSizeCommitLog": 64 * 1024,
-            "bindAddress": "127.0.0.1",
-        }
-
-        async def until_leader() -> str:
-            async with RemotingClient() as c:
-                return await serving_leader(c, list(by_ctl))
-
-        leader = by_ctl[asyncio.run(until_leader())]
+        conf = controller_mode_conf(list(by_ctl), name=NAME, namesrvAddr=";".join(s.addr for s in servers))
+        leader = by_ctl[until_serving_leader(list(by_ctl))]
         brokers.append(PyrmqBroker(servers[0].addr, tmp_path / "b1", **conf))  # registered: the master
         brokers.append(PyrmqBroker(servers[1].addr, tmp_path / "b2", **conf))
         first, second = brokers
@@ -105,27 +96,14 @@ def test_group_of_three_in_name_servers_fails_over(tmp_path):
                         lambda s=s: probe.topic_route(s.addr, TOPIC),
                     )
                 followers = [s for s in servers if s is not leader]
-                for s in followers:
-                    r = await replica_info(c, s.controller_addr, NAME)
-                    assert (r.code, r.remark) == (
-                        ResponseCode.CONTROLLER_NOT_LEADER,
-                        "The controller is not in leader state",
-                    )
-                    meta = await metadata(c, s.controller_addr)
-                    assert (meta.controller_leader_address, meta.is_leader) == (leader.controller_addr, False)
-                meta = await metadata(c, leader.controller_addr)
-                assert meta.is_leader and meta.peers == "".join(f"n{i}:127.0.0.1:{p};" for i, p in enumerate(ports))
+                await assert_one_leader(c, leader.controller_addr, [s.controller_addr for s in followers], ports)
 
                 killed = time.monotonic()
                 leader.kill9()  # the name server and its controller: one process
                 new_leader = by_ctl[await serving_leader(c, [s.controller_addr for s in followers], timeout=30)]
                 elected_in = time.monotonic() - killed
                 assert await wait_replica_state(c, new_leader.controller_addr, NAME, lambda s: True) == before
-                body = json.dumps([NAME]).encode()
-                r = await call(c, new_leader.controller_addr, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=body)
-                assert r.code == ResponseCode.SUCCESS, r
-                info = BrokerReplicasInfo.decode(r.body).replicas_info_table[NAME]
-                assert sorted(m.broker_id for m in info.in_sync_replicas) == [1, 2], info
+                assert await in_sync_ids(c, new_leader.controller_addr, NAME) == [1, 2]
                 for s in followers:  # the routes did not go with the killed name server
                     assert _routes_to_master(s.addr, first.addr), s
                 await _send_until_ok(c, first.addr, b"between", time.monotonic())
