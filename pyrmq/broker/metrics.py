@@ -67,6 +67,7 @@ CREATE_TIME_BUCKETS = (10, 100, 1000, 3000, 5000)  # ms
 #: rocketmq_finish_message_latency: Java records seconds in a histogram whose unit says "ms"
 FINISH_LATENCY_BUCKETS = (5, 60, 10 * 60, 60 * 60, 12 * 60 * 60, 24 * 60 * 60)
 #: TimerMetrics#timerDist default: the bounds (s) of rocketmq_timer_message_snapshot
+DELAY_LATENCY_BUCKETS = (60, 600, 3600, 43200, 86400, 259200)  # s, DefaultStoreMetricsManager#getMetricsView
 POP_SCAN_BUCKETS = (1, 10, 100, 1000, 2000, 3000)  # ms, PopMetricsManager#getMetricsView
 TIMER_DIST_S = (5, 60, 300, 900, 3600, 14400, 28800, 86400)
 #: the processor families of rocketmq_processor_watermark, in Java's order
@@ -718,6 +719,17 @@ class BrokerMetricsManager:
             "rocketmq_timer_message_snapshot",
             "Timer message distribution snapshot, only count timing messages in 24h.",
             self._timer_snapshot,
+        )
+        m.gauge(
+            "rocketmq_timing_messages",
+            "Current message number in timing",
+            lambda: [(n, self._store_labels(topic=t)) for t, n in list(self.timer.timing.items())],
+        )
+        set_latency = m.histogram(
+            "rocketmq_delay_message_latency", "Timer message set latency distribution", DELAY_LATENCY_BUCKETS, "seconds"
+        )
+        self.timer.on_set_latency = lambda topic, seconds: set_latency.record(
+            seconds, self._store_labels(**({} if topic is None else {"topic": topic}))
         )
 
     def _timer_enqueue(self) -> tuple[int, int]:
