@@ -432,3 +432,89 @@ def test_popped_messages_count_out_with_is_retry(make_broker):
     labels = {"topic": TOPIC, "consumer_group": GROUP, "is_retry": "false", "is_system": "false"}
     assert s.total("rocketmq_messages_out_total", **labels) == 3
     assert s.total("rocketmq_throughput_out_total", **labels) == sum(x.store_size for x in msgs)
+
+
+def test_pop_metrics_count_revive_records_retries_and_lag(make_broker, clock):
+    """Java PopMetricsManager's series: checkpoints and acks written (by type and put status) and
+    read back by the revive service (by revive queue), messages put back for retry, each revive
+    queue's lag; the buffer gauges at 0 as with Java's pop buffer off."""
+    from support.prom import parse
+
+    broker = make_broker(metricsExporterType="PROM")
+    setup(broker, n=3)
+
+    def scrape():
+        return parse(broker.c.broker_metrics.render())
+
+    async def go():
+        r, msgs = await pop(broker, invisible=10_000)
+        qid = r.ext_fields["reviveQid"]
+        for x in msgs[:2]:
+            assert (await ack(broker, r, x)).code == ResponseCode.SUCCESS
+        s = scrape()
+        put = "rocketmq_pop_revive_in_message_total"
+        assert s.total(put, consumer_group=GROUP, topic=TOPIC, revive_message_type="CK", put_status="PUT_OK") == 1
+        assert s.total(put, consumer_group=GROUP, topic=TOPIC, revive_message_type="ACK", put_status="PUT_OK") == 2
+        assert s.total("rocketmq_pop_revive_out_message_total") == 0
+        assert s.total("rocketmq_pop_offset_buffer_size") == s.total("rocketmq_pop_checkpoint_buffer_size") == 0
+        assert s.total("rocketmq_pop_revive_lag_milliseconds") == 0  # no pass has run yet (Java: 0 then)
+        await deliver_timer(broker)
+        clock.advance(10_000 + 2_001)
+        await deliver_timer(broker)
+        svc = broker.c.pop_services.revive_service
+        assert await svc.revive_queue(int(qid)) == 1
+        s = scrape()
+        got = "rocketmq_pop_revive_out_message_total"
+        assert s.total(got, queue_id=qid, revive_message_type="CK", consumer_group=GROUP) == 1
+        assert s.total(got, queue_id=qid, revive_message_type="ACK", topic=TOPIC) == 2
+        retry = "rocketmq_pop_revive_retry_messages_total"
+        assert s.series(retry) and s.total(retry, consumer_group=GROUP, topic=TOPIC, put_status="PUT_OK") == 1
+        # Java's reviveOffset is the last handled checkpoint's: the two acks after it count as lag
+        assert s.total("rocketmq_pop_revive_lag_milliseconds", queue_id=qid) == 2
+        assert s.total("rocketmq_pop_revive_latency_milliseconds", queue_id=qid) >= 2_001
+        assert s.types["rocketmq_pop_revive_latency_milliseconds"] == "gauge"
+        assert s.total("rocketmq_pop_buffer_scan_time_consume_milliseconds_count") == 0  # no buffer, no scan
+
+    asyncio.run(go())
+
+
+def test_pop_group_lag_counts_popped_unacked_messages_and_its_retry_topic(make_broker, clock):
+    """Java ConsumerLagCalculator with isPop: the consumer offset moves at pop time, popped and
+    unacked messages count as lag and in flight; the retry topic has series of its own (is_retry)."""
+    from support.prom import parse
+
+    from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, SubscriptionData
+
+    broker = make_broker(metricsExporterType="PROM")
+    setup(broker, n=3)
+    consumer = ConsumerData(
+        GROUP, "CONSUME_POP", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET", [SubscriptionData.build(TOPIC, "*")]
+    )
+    hb = RemotingCommand.request(RequestCode.HEART_BEAT, {}, HeartbeatData("ip@1", [], [consumer]).encode())
+    hb.version = 513
+
+    def series(name, retry):
+        s = parse(broker.c.broker_metrics.render())
+        return s.total(name, consumer_group=GROUP, topic=TOPIC, is_retry=retry)
+
+    async def go():
+        assert (await broker.call(hb, FakeChannel("127.0.0.1:7"))).code == ResponseCode.SUCCESS
+        r, msgs = await pop(broker, invisible=10_000)
+        assert len(msgs) == 3
+        assert (await ack(broker, r, msgs[0])).code == ResponseCode.SUCCESS
+        assert series("rocketmq_consumer_lag_messages", "false") == 2  # offset at 3, two not acked
+        assert series("rocketmq_consumer_inflight_messages", "false") == 2
+        assert series("rocketmq_consumer_ready_messages", "false") == 0
+        assert series("rocketmq_consumer_lag_messages", "true") == 0  # no retry topic yet
+        clock.advance(10_000 + 2_001)
+        assert await revive_all(broker) == 1  # the two unacked messages go to the retry topic
+        assert series("rocketmq_consumer_inflight_messages", "false") == 0
+        assert series("rocketmq_consumer_lag_messages", "false") == 0
+        assert series("rocketmq_consumer_lag_messages", "true") == 2
+        assert series("rocketmq_consumer_ready_messages", "true") == 2
+        _, again = await pop(broker, invisible=10_000)
+        assert len(again) == 2
+        assert series("rocketmq_consumer_inflight_messages", "true") == 2
+        assert series("rocketmq_consumer_ready_messages", "true") == 0
+
+    asyncio.run(go())
