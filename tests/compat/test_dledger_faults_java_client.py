@@ -1,0 +1,261 @@
+"""A DLedger broker group (issue 13) under the official 5.5.0 client, through three faults in a row.
+
+One group of three brokers (enableDLegerCommitLog=true) and one name server serve one load that
+lasts the whole test: the Java scenario FaultPhasesLoadTest sends sync from two producer threads
+(unique keys, 8 KiB bodies, so megabytes pile up in seconds) with a push consumer on the topic,
+until the test writes its `stop` file. Meanwhile:
+
+1. **SIGSTOP of the leader** (a partition: alive, sockets open, silent). The others elect a new
+   leader once its heartbeats stay away, it registers as brokerId 0 and the producer goes on there;
+   measured: SIGSTOP -> the first SEND_OK stored on the new leader. Then SIGCONT: the old leader
+   meets a higher term, steps down, registers as a slave and follows; its ledger is then
+   byte-identical to the new leader's (whatever it held that was not committed is gone).
+2. **A follower far behind**: a follower SIGKILLed, several MiB written without it (hundreds of
+   entries, far beyond one push), restarted on its store: it catches up, and its DLedger data is
+   byte-identical to the leader's over the range the leader held at the restart (read through
+   pyrmq's DLedgerStoreReader).
+3. **Two of three down**: both followers SIGKILLed under load. No send that started after that is
+   acknowledged before a member is back (the client sees failures and timeouts); one follower
+   restarted: a leader again, writes resume.
+
+At the end every body the producer saw SEND_OK for is consumed (duplicates allowed, none lost),
+and the live members' ledgers are byte-identical.
+
+`broker_kind` "pyrmq": pyrmq name server and brokers (the default run). "java": the Java 5.5.0 name
+server and three Java brokers with a small heap (the reference run, PYRMQ_COMPAT_REFERENCE=1): the
+same assertions, and the SIGSTOP -> first SEND_OK time to compare.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from compat.test_dledger_brokers_java_client import _create_topic, _wait_table
+from support import java
+from support.failover_load import load_argv, rows, store_host
+from support.ports import free_port
+from support.pyrmq_proc import restart_broker
+
+from pyrmq.dledger.store_files import DLedgerStoreReader, default_path
+
+pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
+
+CLUSTER = "DlFaultCluster"
+IDS = ("n0", "n1", "n2")
+THREADS = 2
+BODY_BYTES = 8192
+#: what the leader writes while a follower is down: several MiB, hundreds of entries
+FAR_BEHIND_BYTES = 4 * 1024 * 1024
+#: both followers down this long: longer than maxWaitAckTimeMs (2.5 s), so sends time out
+TWO_DOWN_S = 5.0
+DRAIN_MS = 40_000
+
+
+@dataclass
+class Load:
+    """The FaultPhasesLoadTest process and its files."""
+
+    out: Path
+    proc: subprocess.Popen
+    log: Path
+
+    def progress(self) -> tuple[int, int, int]:
+        """(SEND_OK count, ms of the last SEND_OK, failed count)."""
+        try:
+            acks, last, fails = (int(x) for x in (self.out / "progress").read_text().split())
+        except (FileNotFoundError, ValueError):
+            return 0, 0, 0
+        return acks, last, fails
+
+    def wait(self, ok, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not ok(*self.progress()):
+            assert self.proc.poll() is None, self.log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"{what} not within {timeout} s: {self.progress()}"
+            time.sleep(0.05)
+
+    def more_acks(self, n: int, timeout: float, what: str, after_ms: float = 0) -> None:
+        """Until `n` more SEND_OK than now, the last one after `after_ms`."""
+        base = self.progress()[0]
+        self.wait(lambda a, last, _: a >= base + n and last > after_ms, timeout, what)
+
+
+def _start_load(ns: str, topic: str, java_home: Path, out: Path) -> Load:
+    props = {
+        "namesrv": ns,
+        "topic": topic,
+        "group": f"{topic}_c",
+        "threads": THREADS,
+        "bodyBytes": BODY_BYTES,
+        "drainMs": DRAIN_MS,
+        "out": out,
+    }
+    argv = load_argv("FaultPhasesLoadTest", props, java_home)
+    out.mkdir(parents=True)
+    log = out.with_suffix(".log")
+    with log.open("w") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=java.java_env(java_home))
+    return Load(out, proc, log)
+
+
+def _reader(broker, self_id: str) -> DLedgerStoreReader:
+    """The member's DLedger store (`<storePathRootDir>/dledger-<selfId>`), recovered from its files."""
+    return DLedgerStoreReader(default_path(str(broker.store_dir), self_id))
+
+
+def _data(reader: DLedgerStoreReader, end: int) -> bytes:
+    """The member's DLedger data files from their start up to `end` (an entry boundary)."""
+    out = bytearray()
+    for start, path in reader.data_files:
+        if start >= end:
+            break
+        with open(path, "rb") as f:
+            out += f.read(min(reader.data_file_size, end - start))
+    return bytes(out)
+
+
+def _caught_up(brokers, follower: str, leader: str, timeout: float) -> tuple[int, int]:
+    """Wait until `follower` holds everything `leader` holds now; their data files are then
+    byte-identical up to there. Returns (entries, bytes) compared."""
+    target = _reader(brokers[leader], leader)
+    deadline = time.monotonic() + timeout
+    while (r := _reader(brokers[follower], follower)).ledger_end_index < target.ledger_end_index:
+        assert time.monotonic() < deadline, (
+            f"{follower} at index {r.ledger_end_index}, {leader} was at {target.ledger_end_index}"
+        )
+        time.sleep(0.2)
+    assert _data(r, target.write_pos) == _data(target, target.write_pos), f"{follower} differs from {leader}"
+    return target.ledger_end_index + 1, target.write_pos
+
+
+@dataclass
+class Marks:
+    """Wall-clock ms of the faults, to read the client's records against."""
+
+    times: dict[str, float] = field(default_factory=dict)
+
+    def __call__(self, what: str) -> float:
+        self.times[what] = time.time() * 1000
+        return self.times[what]
+
+
+@pytest.mark.parametrize("broker_kind", ["pyrmq", "java"])
+def test_official_client_through_sigstop_far_behind_follower_and_two_down(
+    broker_kind, java_harness, request, java_home, tmp_path
+):
+    started = time.monotonic()
+    ns = request.getfixturevalue(f"{broker_kind}_namesrv")
+    factory = request.getfixturevalue(f"{broker_kind}_broker")
+    name = f"dl-faults-{broker_kind}"
+    peers = ";".join(f"{i}-127.0.0.1:{free_port()}" for i in IDS)
+
+    def start(self_id: str):
+        return factory(
+            ns.addr,
+            fresh=True,
+            name=name,
+            cluster=CLUSTER,
+            start_timeout=90,
+            enableDLegerCommitLog="true",
+            dLegerGroup=name,
+            dLegerPeers=peers,
+            dLegerSelfId=self_id,
+            mappedFileSizeCommitLog=16 * 1024 * 1024,
+        )
+
+    with ThreadPoolExecutor(len(IDS)) as pool:  # a member registers only once the group has a leader
+        brokers = dict(zip(IDS, pool.map(start, IDS), strict=True))
+    request.addfinalizer(lambda: [b.stop() for b in brokers.values()])
+    addrs = {i: b.addr for i, b in brokers.items()}
+    ids = {a: i for i, a in addrs.items()}
+
+    def slave_id(member: str) -> int:
+        return int(member[1:]) + 1
+
+    def master(timeout: float, among: set[str]) -> str:
+        table = _wait_table(ns.addr, name, lambda t: t.get(0) in {addrs[i] for i in among}, timeout)
+        return ids[table[0]]
+
+    leader = master(60, set(IDS))
+    topic = f"DlFaults_{broker_kind}"
+    _create_topic(topic, list(addrs.values()))
+    load = _start_load(ns.addr, topic, java_home, tmp_path / "load")
+    mark = Marks()
+    try:
+        load.wait(lambda a, *_: a >= 30, 60, "30 SEND_OK before the first fault")
+
+        # 1. SIGSTOP the leader; a new one is elected and takes the sends; SIGCONT: it follows.
+        old = leader
+        mark("sigstop")
+        brokers[old].managed.pause()
+        # what it held when it stopped (entries are written through the page cache: nothing moves now)
+        paused = [(e.index, e.term) for e in _reader(brokers[old], old).entries()]
+        leader = master(60, set(IDS) - {old})
+        load.more_acks(20, 60, "SEND_OK on the new leader", after_ms=mark.times["sigstop"])
+        mark("sigcont")
+        brokers[old].managed.resume()
+        _wait_table(ns.addr, name, lambda t: t.get(slave_id(old)) == addrs[old] and t.get(0) == addrs[leader], 60)
+        rejoined = _caught_up(brokers, old, leader, 30)
+        after = _reader(brokers[old], old)
+        replaced = sum(1 for index, term in paused if index <= after.ledger_end_index and after.get(index).term != term)
+
+        # 2. A follower SIGKILLed, MiBs written without it, restarted: it catches up.
+        behind = next(i for i in IDS if i not in (leader, old))
+        brokers[behind].kill9()
+        mark("follower_killed")
+        load.more_acks(FAR_BEHIND_BYTES // BODY_BYTES, 120, f"{FAR_BEHIND_BYTES} B written without {behind}")
+        gap = _reader(brokers[leader], leader).write_pos - _reader(brokers[behind], behind).write_pos
+        assert gap >= FAR_BEHIND_BYTES, gap
+        mark("follower_restart")
+        restart_broker(brokers[behind])
+        caught_up = _caught_up(brokers, behind, leader, 60)
+        mark("follower_caught_up")
+        load.more_acks(20, 30, "SEND_OK with the follower back")
+
+        # 3. Both followers SIGKILLed: nothing new acknowledged until one is back.
+        followers = [i for i in IDS if i != leader]
+        for f in followers:
+            brokers[f].kill9()
+        mark("two_down")
+        fails = load.progress()[2]
+        load.wait(lambda a, last, failed: failed > fails, 30, "a failed send with two of three down")
+        time.sleep(max(0.0, TWO_DOWN_S - (time.time() * 1000 - mark.times["two_down"]) / 1000))
+        back = followers[0]
+        mark("one_back")
+        restart_broker(brokers[back])
+        leader = master(60, {leader, back})
+        load.more_acks(20, 60, "SEND_OK with one member back", after_ms=mark.times["one_back"])
+    finally:
+        (load.out / "stop").write_text("stop")
+        rc = load.proc.wait(timeout=DRAIN_MS / 1000 + 60)
+    assert rc == 0 and (load.out / "done").exists(), load.log.read_text()[-5000:]
+
+    acked = rows(load.out / "acked.tsv")
+    failed = rows(load.out / "failed.tsv")
+    consumed = {c[0] for c in rows(load.out / "consumed.tsv")}
+    lost = [a[0] for a in acked if a[0] not in consumed]
+    t = mark.times
+    on_new = [int(a[3]) for a in acked if int(a[3]) > t["sigstop"] and store_host(a[1]) != addrs[old]]
+    first_ok = (min(on_new) - t["sigstop"]) / 1000
+    # sends started with two of three down and answered SEND_OK before a member was back: none may be
+    unsafe = [a for a in acked if t["two_down"] < int(a[2]) and int(a[3]) < t["one_back"]]
+    window_failures = [f for f in failed if t["two_down"] <= int(f[2]) <= t["one_back"] + 1000]
+    print(
+        f"\nDLedger group of three {broker_kind} brokers: SIGSTOP of the leader -> first SEND_OK on the new "
+        f"leader {first_ok:.2f} s; the resumed leader followed (ledgers identical over {rejoined[0]} "
+        f"entries, {replaced} of its entries replaced); a follower {gap / 2**20:.1f} MiB behind caught up in "
+        f"{(t['follower_caught_up'] - t['follower_restart']) / 1000:.1f} s (restart included, "
+        f"{caught_up[0]} entries, {caught_up[1]} B identical); two of three down: {len(window_failures)} "
+        f"failed sends, {len(unsafe)} acknowledged; {len(acked)} SEND_OK, {len(failed)} failed, "
+        f"{len(lost)} acknowledged lost; {time.monotonic() - started:.0f} s"
+    )
+    assert not lost, lost[:20]
+    assert not unsafe, unsafe[:5]
+    assert window_failures, "no failed send with two of three down"
+    # the live members' ledgers end up byte-identical
+    _caught_up(brokers, back, leader, 30)
