@@ -2,7 +2,7 @@
 
 One group of three brokers (enableDLegerCommitLog=true) and one name server serve one load that
 lasts the whole test: the Java scenario FaultPhasesLoadTest sends sync from two producer threads
-(unique keys, 8 KiB bodies, so megabytes pile up in seconds) with a push consumer on the topic,
+(unique keys, 32 KiB bodies, so megabytes pile up in seconds) with a push consumer on the topic,
 until the test writes its `stop` file. Meanwhile:
 
 1. **SIGSTOP of the leader** (a partition: alive, sockets open, silent). The others elect a new
@@ -10,10 +10,12 @@ until the test writes its `stop` file. Meanwhile:
    measured: SIGSTOP -> the first SEND_OK stored on the new leader. Then SIGCONT: the old leader
    meets a higher term, steps down, registers as a slave and follows; its ledger is then
    byte-identical to the new leader's (whatever it held that was not committed is gone).
-2. **A follower far behind**: a follower SIGKILLed, several MiB written without it (hundreds of
-   entries, far beyond one push), restarted on its store: it catches up, and its DLedger data is
-   byte-identical to the leader's over the range the leader held at the restart (read through
-   pyrmq's DLedgerStoreReader).
+2. **A follower far behind, and an uncommitted tail**: follower A SIGKILLed, several MiB written
+   without it (far beyond one push); then follower B SIGKILLed: the leader, alone, appends entries
+   nobody else gets (none answered SEND_OK) and is SIGSTOPped. A and B restarted on their stores:
+   B leads, A catches up (its DLedger data byte-identical to the new leader's, read through
+   pyrmq's DLedgerStoreReader), writes resume. On SIGCONT the old leader steps down and truncates
+   its tail: the new leader's entries replace it.
 3. **Two of three down**: both followers SIGKILLed under load. No send that started after that is
    acknowledged before a member is back (the client sees failures and timeouts); one follower
    restarted: a leader again, writes resume.
@@ -196,10 +198,12 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
     leader = master(60, set(IDS))
     topic = f"DlFaults_{broker_kind}"
     _create_topic(topic, list(addrs.values()))
-    load = _start_load(ns.addr, topic, java_home, tmp_path / "load")
     mark = Marks()
+    mark("group_up")
+    load = _start_load(ns.addr, topic, java_home, tmp_path / "load")
     try:
         load.wait(lambda a, *_: a >= 30, 60, "30 SEND_OK before the first fault")
+        mark("load_up")
 
         # 1. SIGSTOP the leader; a new one is elected and takes the sends; SIGCONT: it follows.
         old = leader
@@ -219,19 +223,44 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
         assert after.term.curr_term > frozen.term.curr_term, (frozen.term, after.term)  # it stepped down
         replaced = sum(1 for index, term in paused if index <= after.ledger_end_index and after.get(index).term != term)
 
-        # 2. A follower SIGKILLed, MiBs written without it, restarted: it catches up.
+        # 2. A follower far behind, and a leader's uncommitted tail. Follower A SIGKILLed and MiBs
+        #    written without it; then follower B too: the leader, alone, appends entries nobody else
+        #    gets (no SEND_OK for them) and is SIGSTOPped. A and B restarted: B, which holds every
+        #    committed entry, leads; A catches up from MiBs behind; writes resume. On SIGCONT the
+        #    old leader meets the higher term and truncates its tail: the new leader's entries
+        #    replace it.
+        lone = leader
         behind = next(i for i in IDS if i not in (leader, old))
         brokers[behind].kill9()
         mark("follower_killed")
         # (+ THREADS: the sends in flight at the kill may have reached it)
         load.more_acks(FAR_BEHIND_BYTES // BODY_BYTES + THREADS, 120, f"{FAR_BEHIND_BYTES} B written without {behind}")
-        gap = _reader(brokers[leader], leader).write_pos - _reader(brokers[behind], behind).write_pos
+        brokers[old].kill9()
+        mark("leader_alone")
+        others_end = max(_reader(brokers[i], i).ledger_end_index for i in (old, behind))
+        deadline = time.monotonic() + 30
+        while _reader(brokers[lone], lone).ledger_end_index <= others_end:
+            assert time.monotonic() < deadline, "the lone leader appended nothing"
+            time.sleep(0.02)
+        brokers[lone].managed.pause()
+        mark("lone_frozen")
+        tail = [(e.index, e.term) for e in _reader(brokers[lone], lone).entries() if e.index > others_end]
+        gap = _reader(brokers[old], old).write_pos - _reader(brokers[behind], behind).write_pos
         assert gap >= FAR_BEHIND_BYTES, gap
-        mark("follower_restart")
-        restart_broker(brokers[behind], RESTART_TIMEOUT[broker_kind])
+        mark("restart")
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda i: restart_broker(brokers[i], RESTART_TIMEOUT[broker_kind]), (old, behind)))
+        leader = master(60, {old, behind})
         caught_up = _caught_up(brokers, behind, leader, CATCH_UP_TIMEOUT[broker_kind])
         mark("follower_caught_up")
-        load.more_acks(20, 30, "SEND_OK with the follower back")
+        load.more_acks(20, 60, "SEND_OK without the frozen leader", after_ms=mark.times["lone_frozen"])
+        mark("lone_resumed")
+        brokers[lone].managed.resume()
+        _wait_table(ns.addr, name, lambda t: t.get(slave_id(lone)) == addrs[lone] and t.get(0) == addrs[leader], 60)
+        _caught_up(brokers, lone, leader, CATCH_UP_TIMEOUT[broker_kind])
+        after = _reader(brokers[lone], lone)
+        truncated = sum(1 for index, term in tail if index > after.ledger_end_index or after.get(index).term != term)
+        assert truncated >= 1, (tail, after.ledger_end_index)
 
         # 3. Both followers SIGKILLed: nothing new acknowledged until one is back.
         followers = [i for i in IDS if i != leader]
@@ -250,6 +279,7 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
     finally:
         (load.out / "stop").write_text("stop")
         rc = load.proc.wait(timeout=DRAIN_MS / 1000 + 60)
+        mark("drained")
     assert rc == 0 and (load.out / "done").exists(), load.log.read_text()[-5000:]
 
     acked = rows(load.out / "acked.tsv")
@@ -259,18 +289,25 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
     t = mark.times
     on_new = [int(a[3]) for a in acked if int(a[3]) > t["sigstop"] and store_host(a[1]) != addrs[old]]
     first_ok = (min(on_new) - t["sigstop"]) / 1000
-    # sends started with two of three down and answered SEND_OK before a member was back: none may be
-    unsafe = [a for a in acked if t["two_down"] < int(a[2]) and int(a[3]) < t["one_back"]]
+    # sends started with two of three down (or the leader alone) and answered SEND_OK before a member
+    # was back: none may be
+    unsafe = [
+        a
+        for a in acked
+        for down, up in (("leader_alone", "restart"), ("two_down", "one_back"))
+        if t[down] < int(a[2]) and int(a[3]) < t[up]
+    ]
     window_failures = [f for f in failed if t["two_down"] <= int(f[2]) <= t["one_back"] + 1000]
     reasons = sorted({f[3].split(":")[0] for f in window_failures})
     print(
         f"\nDLedger group of three {broker_kind} brokers: SIGSTOP of the leader -> first SEND_OK on the new "
         f"leader {first_ok:.2f} s (registered at the name server after {(t['new_master'] - t['sigstop']) / 1000:.1f} s); the resumed leader followed (ledgers identical over {rejoined[0]} "
         f"entries, {replaced} of its entries replaced); a follower {gap / 2**20:.1f} MiB behind caught up in "
-        f"{(t['follower_caught_up'] - t['follower_restart']) / 1000:.1f} s (restart included, "
+        f"{(t['follower_caught_up'] - t['restart']) / 1000:.1f} s (restart included, "
         f"{caught_up[0]} entries, {caught_up[1]} B identical); two of three down: {len(window_failures)} "
         f"failed sends ({', '.join(reasons)}), {len(unsafe)} acknowledged, one back -> writes resumed "
-        f"{(t['resumed'] - t['one_back']) / 1000:.1f} s (restart included); {len(acked)} SEND_OK, {len(failed)} failed, "
+        f"{(t['resumed'] - t['one_back']) / 1000:.1f} s (restart included); the frozen lone leader's {len(tail)} "
+        f"uncommitted entries: {truncated} truncated and replaced; {len(acked)} SEND_OK, {len(failed)} failed, "
         f"{len(lost)} acknowledged lost; phases (s): "
         + ", ".join(f"{k} {(v - t['sigstop']) / 1000:.1f}" for k, v in t.items())
         + f"; {time.monotonic() - started:.0f} s in all"
@@ -279,4 +316,5 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
     assert not unsafe, unsafe[:5]
     assert window_failures, "no failed send with two of three down"
     # the live members' ledgers end up byte-identical
-    _caught_up(brokers, back, leader, CATCH_UP_TIMEOUT[broker_kind])
+    for member in {back} - {leader}:
+        _caught_up(brokers, member, leader, CATCH_UP_TIMEOUT[broker_kind])
