@@ -99,6 +99,7 @@ def _start_load(ns: str, topic: str, java_home: Path, out: Path) -> Load:
         "threads": THREADS,
         "bodyBytes": BODY_BYTES,
         "drainMs": DRAIN_MS,
+        "goWaitMs": 300_000,
         "maxLoadMs": 900_000,  # a safety net: the test ends the load with its `stop` file
         "out": out,
     }
@@ -182,6 +183,10 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
             mappedFileSizeCommitLog=16 * 1024 * 1024,
         )
 
+    topic = f"DlFaults_{broker_kind}"
+    # the client's JVM starts with the brokers; its sends wait for the `go` file
+    load = _start_load(ns.addr, topic, java_home, tmp_path / "load")
+    request.addfinalizer(lambda: load.proc.poll() is None and (load.proc.kill(), load.proc.wait()))
     with ThreadPoolExecutor(len(IDS)) as pool:  # a member registers only once the group has a leader
         brokers = dict(zip(IDS, pool.map(start, IDS), strict=True))
     request.addfinalizer(lambda: [b.stop() for b in brokers.values()])
@@ -196,11 +201,10 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
         return ids[table[0]]
 
     leader = master(60, set(IDS))
-    topic = f"DlFaults_{broker_kind}"
     _create_topic(topic, list(addrs.values()))
     mark = Marks()
     mark("group_up")
-    load = _start_load(ns.addr, topic, java_home, tmp_path / "load")
+    (load.out / "go").write_text("go")
     try:
         load.wait(lambda a, *_: a >= 30, 60, "30 SEND_OK before the first fault")
         mark("load_up")

@@ -45,7 +45,8 @@ import org.junit.jupiter.api.Test;
  * offsetMsgId, ms), done (last).
  *
  * <p>Properties: namesrv, topic, group, threads (2), bodyBytes (8192), maxLoadMs (120000),
- * drainMs (60000), out (dir), pollMs (1000), sendTimeoutMs (5000).
+ * drainMs (60000), out (dir), pollMs (1000), sendTimeoutMs (5000), goWaitMs (0: how long the
+ * senders wait for the file `go` in `out`, so that the JVM can start before the topic exists).
  */
 public class FaultPhasesLoadTest {
 
@@ -88,6 +89,13 @@ public class FaultPhasesLoadTest {
         producer.setPollNameServerInterval(pollMs);
         producer.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE); // the filler stays the size it is
         producer.start();
+
+        // the JVM starts while the test starts the brokers; the sends wait for its `go` file
+        Path go = out.resolve("go");
+        long goUntil = System.currentTimeMillis() + Props.integer("goWaitMs", 0);
+        while (!Files.exists(go) && System.currentTimeMillis() < goUntil) {
+            Thread.sleep(20);
+        }
 
         ConcurrentLinkedQueue<String> acked = new ConcurrentLinkedQueue<>();
         ConcurrentLinkedQueue<String> failed = new ConcurrentLinkedQueue<>();
