@@ -195,6 +195,7 @@ def _core_defaults() -> dict[str, Any]:
         "enableMessageStoreMetrics": True,
         "enableTransactionMetrics": True,
         "enablePopMetrics": True,
+        "retrieveMessageFromPopRetryTopicV1": True,  # POP lag: a V1 retry topic when V2 has none
         "enableScheduleMessageStats": True,  # MessageStoreConfig: delayed deliveries counted in the metrics
         # NettyServerConfig
         "bindAddress": "0.0.0.0",

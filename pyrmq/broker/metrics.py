@@ -33,12 +33,14 @@ from pyrmq.metrics.exposition import write_text
 from pyrmq.metrics.http import MetricsHttpServer
 from pyrmq.metrics.registry import Counter, HistogramPoint, InstrumentType, Labels, Meter, Observation, label_key
 from pyrmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
+from pyrmq.protocol.headers.pop import build_pop_retry_topic
 from pyrmq.protocol.version import version_desc
 
 if TYPE_CHECKING:
     from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
     from pyrmq.broker.config import BrokerConfig
     from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
+    from pyrmq.broker.pop.inflight import PopInflightMessageCounter
     from pyrmq.broker.pop.revive_log import ReviveLog
     from pyrmq.broker.pop.revive_service import PopReviveService
     from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
@@ -65,6 +67,7 @@ CREATE_TIME_BUCKETS = (10, 100, 1000, 3000, 5000)  # ms
 #: rocketmq_finish_message_latency: Java records seconds in a histogram whose unit says "ms"
 FINISH_LATENCY_BUCKETS = (5, 60, 10 * 60, 60 * 60, 12 * 60 * 60, 24 * 60 * 60)
 #: TimerMetrics#timerDist default: the bounds (s) of rocketmq_timer_message_snapshot
+DELAY_LATENCY_BUCKETS = (60, 600, 3600, 43200, 86400, 259200)  # s, DefaultStoreMetricsManager#getMetricsView
 POP_SCAN_BUCKETS = (1, 10, 100, 1000, 2000, 3000)  # ms, PopMetricsManager#getMetricsView
 TIMER_DIST_S = (5, 60, 300, 900, 3600, 14400, 28800, 86400)
 #: the processor families of rocketmq_processor_watermark, in Java's order
@@ -167,6 +170,7 @@ class BrokerMetricsManager:
         self.timer = timer_message_store
         self.now = now
         self.tables: list[ProcessorTable] = []
+        self.pop_inflight: PopInflightMessageCounter | None = None
         self.http: MetricsHttpServer | None = None
         exporter = str(config["metricsExporterType"]).upper()
         self.enabled = exporter == "PROM"
@@ -444,12 +448,16 @@ class BrokerMetricsManager:
         if self.rpc_latency is not None:
             table.rpc_observer = self.on_rpc
 
-    def watch_pop(self, revive_log: ReviveLog, revive_service: PopReviveService) -> None:
+    def watch_pop(
+        self, revive_log: ReviveLog, revive_service: PopReviveService, inflight: PopInflightMessageCounter
+    ) -> None:
         """PopMetricsManager#initMetrics (enablePopMetrics): revive records written and read,
         messages put back for retry, and each revive queue's lag. pyrmq has no pop buffer (Java's
         enablePopBufferMerge, off by default), so its two buffer gauges read 0 as Java's do with the
         buffer off; Java still times its empty scan every 5 ms, pyrmq has none to time and exports
-        the buffer-scan histogram with no observation (count 0), so the series exist alike."""
+        the buffer-scan histogram with no observation (count 0), so the series exist alike.
+        ``inflight`` is what POP groups' lag series count as popped and not acked."""
+        self.pop_inflight = inflight
         if not (self.enabled and self.config["enablePopMetrics"]):
             return
         m = self.meter
@@ -532,13 +540,14 @@ class BrokerMetricsManager:
                 ),
             )
 
-    def _groups(self) -> Iterator[tuple[str, str, int]]:
-        """ConsumerLagCalculator#processAllGroup for non-pop consumers: (group, topic, queues)."""
+    def _groups(self) -> Iterator[tuple[str, str, bool, str | None]]:
+        """ConsumerLagCalculator#processAllGroup: (group, topic, is POP, the POP retry topic or None)."""
         permission = int(self.config["brokerPermission"])
         for group in list(self.groups.table):
             info = self.consumers.get_consumer_group_info(group, True)
-            if info is None or info.consume_type == "CONSUME_POP":
-                continue  # POP groups' lag (Java reads the POP buffers) is not computed yet: docs/operations.md
+            if info is None:
+                continue
+            is_pop = info.consume_type == "CONSUME_POP"
             for topic in list(info.subscription_table):
                 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                     continue
@@ -548,11 +557,38 @@ class BrokerMetricsManager:
                 perm = tc.perm & permission
                 if not is_readable(perm) and not is_writeable(perm):
                     continue
-                yield group, topic, tc.write_queue_nums
+                yield group, topic, is_pop, self._pop_retry_topic(topic, group) if is_pop else None
 
-    def _lag_labels(self, group: str, topic: str) -> dict[str, object]:
+    def _pop_retry_topic(self, topic: str, group: str) -> str | None:
+        """The POP retry topic the group's retried messages are in, when it exists and is usable."""
+        names = [build_pop_retry_topic(topic, group, bool(self.config["enableRetryTopicV2"]))]
+        if self.config["enableRetryTopicV2"] and self.config["retrieveMessageFromPopRetryTopicV1"]:
+            names.append(build_pop_retry_topic(topic, group))
+        permission = int(self.config["brokerPermission"])
+        for name in names:
+            tc = self.topics.select_topic_config(name)
+            if tc is not None and (is_readable(tc.perm & permission) or is_writeable(tc.perm & permission)):
+                return name
+        return None
+
+    def _series(self) -> Iterator[tuple[str, str, bool, str | None, bool]]:
+        """(group, topic, is_retry, the topic measured, is POP) per lag series: a POP group also
+        has one for its retry topic (Java calculateLag/Inflight/Available)."""
+        for group, topic, is_pop, retry in self._groups():
+            yield group, topic, False, topic, is_pop
+            if is_pop:
+                yield group, topic, True, retry, True
+
+    def _queues(self, topic: str | None) -> range:
+        tc = self.topics.select_topic_config(topic) if topic else None
+        return range(tc.write_queue_nums if tc is not None else 0)
+
+    def _in_flight_popped(self, topic: str, group: str, queue_id: int) -> int:
+        return self.pop_inflight.get(topic, group, queue_id) if self.pop_inflight is not None else 0
+
+    def _lag_labels(self, group: str, topic: str, is_retry: bool) -> dict[str, object]:
         system = is_system_topic(topic) or is_system_group(group)
-        return self._with(consumer_group=group, topic=topic, is_retry=False, is_system=system)
+        return self._with(consumer_group=group, topic=topic, is_retry=is_retry, is_system=system)
 
     def _store_time(self, topic: str, queue_id: int, offset: int) -> int:
         if offset < 0:
@@ -564,39 +600,57 @@ class BrokerMetricsManager:
         return 0 if earliest in (0, _NEVER) or earliest < 0 else max(self.now() - earliest, 0)
 
     def _lag(self, *, latency: bool) -> Iterator[Observation]:
-        for group, topic, queues in self._groups():
+        """A POP group has no pull offsets: its consumer offset moves at pop time, and what it
+        popped and has not acked counts as lag (Java getConsumerLagStats with isPop)."""
+        for group, topic, is_retry, measured, is_pop in self._series():
             total, earliest = 0, _NEVER
-            for q in range(queues):
-                broker = max(self.store.get_max_offset_in_queue(topic, q), 0)
-                consumer = self.offsets.query_offset(group, topic, q)
+            for q in self._queues(measured):
+                assert measured is not None
+                broker = max(self.store.get_max_offset_in_queue(measured, q), 0)
+                consumer = self.offsets.query_offset(group, measured, q)
                 if consumer < 0:
                     consumer = broker
                 total += max(broker - consumer, 0)
-                earliest = min(earliest, self._store_time(topic, q, consumer))
-            yield (self._since(earliest) if latency else total), self._lag_labels(group, topic)
+                if is_pop:
+                    popped = self._in_flight_popped(measured, group, q)
+                    total += popped
+                    consumer -= popped
+                earliest = min(earliest, self._store_time(measured, q, consumer))
+            yield (self._since(earliest) if latency else total), self._lag_labels(group, topic, is_retry)
 
     def _inflight(self, *, latency: bool) -> Iterator[Observation]:
-        for group, topic, queues in self._groups():
+        for group, topic, is_retry, measured, is_pop in self._series():
             total, earliest = 0, _NEVER
-            for q in range(queues):
-                pulled = max(self.offsets.query_pull_offset(group, topic, q), 0)
-                committed = self.offsets.query_offset(group, topic, q)
-                if committed < 0:
-                    committed = pulled
-                total += max(pulled - committed, 0)
-                earliest = min(earliest, self._store_time(topic, q, pulled))
-            yield (self._since(earliest) if latency else total), self._lag_labels(group, topic)
+            for q in self._queues(measured):
+                assert measured is not None
+                if is_pop:
+                    total += self._in_flight_popped(measured, group, q)
+                    pulled = self.offsets.query_offset(group, measured, q)
+                    if pulled < 0:
+                        pulled = self.store.get_max_offset_in_queue(measured, q)
+                else:
+                    pulled = max(self.offsets.query_pull_offset(group, measured, q), 0)
+                    committed = self.offsets.query_offset(group, measured, q)
+                    if committed < 0:
+                        committed = pulled
+                    total += max(pulled - committed, 0)
+                earliest = min(earliest, self._store_time(measured, q, pulled))
+            yield (self._since(earliest) if latency else total), self._lag_labels(group, topic, is_retry)
 
     def _ready(self) -> Iterator[Observation]:
-        for group, topic, queues in self._groups():
+        for group, topic, is_retry, measured, is_pop in self._series():
             total = 0
-            for q in range(queues):
-                broker = max(self.store.get_max_offset_in_queue(topic, q), 0)
-                pulled = self.offsets.query_pull_offset(group, topic, q)
+            for q in self._queues(measured):
+                assert measured is not None
+                broker = max(self.store.get_max_offset_in_queue(measured, q), 0)
+                if is_pop:
+                    pulled = self.offsets.query_offset(group, measured, q)
+                else:
+                    pulled = self.offsets.query_pull_offset(group, measured, q)
                 if pulled < 0:
                     pulled = broker
                 total += max(broker - pulled, 0)
-            yield total, self._lag_labels(group, topic)
+            yield total, self._lag_labels(group, topic, is_retry)
 
     def _init_store_metrics(self) -> None:
         """DefaultStoreMetricsManager#init: storage gauges, and the timer's when timerWheelEnable."""
@@ -665,6 +719,17 @@ class BrokerMetricsManager:
             "rocketmq_timer_message_snapshot",
             "Timer message distribution snapshot, only count timing messages in 24h.",
             self._timer_snapshot,
+        )
+        m.gauge(
+            "rocketmq_timing_messages",
+            "Current message number in timing",
+            lambda: [(n, self._store_labels(topic=t)) for t, n in list(self.timer.timing.items())],
+        )
+        set_latency = m.histogram(
+            "rocketmq_delay_message_latency", "Timer message set latency distribution", DELAY_LATENCY_BUCKETS, "seconds"
+        )
+        self.timer.on_set_latency = lambda topic, seconds: set_latency.record(
+            seconds, self._store_labels(**({} if topic is None else {"topic": topic}))
         )
 
     def _timer_enqueue(self) -> tuple[int, int]:

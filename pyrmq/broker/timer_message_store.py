@@ -140,6 +140,10 @@ class TimerMessageStore:
         #: told the REAL_TOPIC of each timer read into the heap / about to be delivered (metrics)
         self.on_enqueued: Callable[[str | None], None] | None = None
         self.on_dequeued: Callable[[str | None], None] | None = None
+        #: told (REAL_TOPIC, delivery time - born time in s) of each timer read (Java's timer set latency)
+        self.on_set_latency: Callable[[str | None, int], None] | None = None
+        #: timers waiting in the heap by REAL_TOPIC (Java TimerMetrics#timingCount)
+        self.timing: dict[str, int] = {}
         root = config.store.store_path_root_dir
         self.checkpoint = TimerCheckpoint(os.path.join(root, "config", "timercheck"))
         self._java_timer_log = os.path.join(root, "timerlog")
@@ -149,7 +153,8 @@ class TimerMessageStore:
         #: next queue offset to read into the heap
         self.read_offset = 0
         self._delivered: set[int] = set()
-        self._heap: list[tuple[int, int, int, int]] = []  # (_MC.TIMER_OUT_MS, queue offset, phy offset, size)
+        #: (_MC.TIMER_OUT_MS, queue offset, phy offset, size, REAL_TOPIC)
+        self._heap: list[tuple[int, int, int, int, str]] = []
         #: slot (TIMER_OUT_MS) -> the delete keys of its recall markers (Java's per-slot delete list)
         self._deleted: dict[int, set[str]] = {}
         self._wake: asyncio.Event | None = None
@@ -185,6 +190,7 @@ class TimerMessageStore:
         hi = cq.get_max_offset_in_queue() if cq else 0
         self.low_water = self.read_offset = min(max(self.checkpoint.master_timer_queue_offset, lo, self.low_water), hi)
         self._heap.clear()
+        self.timing.clear()
         self._delivered.clear()
         self._deleted.clear()
 
@@ -281,8 +287,12 @@ class TimerMessageStore:
                 out_ms = int(msg.properties.get(_MC.TIMER_OUT_MS, now))
             except ValueError:
                 out_ms = now
+            topic = msg.properties.get(_MC.REAL_TOPIC)
             if self.on_enqueued is not None:
-                self.on_enqueued(msg.properties.get(_MC.REAL_TOPIC))
+                self.on_enqueued(topic)
+            if self.on_set_latency is not None:
+                ahead = out_ms - msg.born_timestamp  # Java long division: toward zero
+                self.on_set_latency(topic, ahead // 1000 if ahead >= 0 else -(-ahead // 1000))
             n += 1
             delete_key = msg.properties.get(_MC.TIMER_DEL_UNIQKEY)
             if delete_key is not None:
@@ -292,7 +302,17 @@ class TimerMessageStore:
                 self._deleted.setdefault(out_ms, set()).add(delete_key)
                 self._mark_delivered(qoff)
                 continue
-            heapq.heappush(self._heap, (out_ms, qoff, phy, size))
+            heapq.heappush(self._heap, (out_ms, qoff, phy, size, topic or ""))
+            if topic:
+                self.timing[topic] = self.timing.get(topic, 0) + 1
+
+    def _pop(self) -> None:
+        topic = heapq.heappop(self._heap)[4]
+        n = self.timing.get(topic, 0) - 1
+        if n > 0:
+            self.timing[topic] = n
+        else:
+            self.timing.pop(topic, None)
 
     def _mark_delivered(self, qoff: int) -> None:
         self._delivered.add(qoff)
@@ -305,20 +325,20 @@ class TimerMessageStore:
         """Deliver every due entry; returns how long to wait before the next one is due (s)."""
         store = self.message_store
         while self._heap and self.started:
-            out_ms, qoff, phy, size = self._heap[0]
+            out_ms, qoff, phy, size, _ = self._heap[0]
             now = self.now()
             if out_ms > now:
                 self._forget_deletes_before(out_ms)
                 return min((out_ms - now) / 1000, IDLE_RECHECK_S * 10)
             msg = store.look_message_by_offset(phy, size)
             if msg is None or self._recalled(out_ms, msg):
-                heapq.heappop(self._heap)
+                self._pop()
                 self._mark_delivered(qoff)
                 continue
             inner = convert_message(msg, msg.store_timestamp, now)
             if not inner.topic:
                 log.error("timer message without REAL_TOPIC at queue offset %d, dropped", qoff)
-                heapq.heappop(self._heap)
+                self._pop()
                 self._mark_delivered(qoff)
                 continue
             if self.on_dequeued is not None:  # Java counts each delivery attempt
@@ -330,7 +350,7 @@ class TimerMessageStore:
                 return 0.05
             if status is not PutMessageStatus.PUT_OK:
                 log.warning("timer message at queue offset %d dropped: %s", qoff, status.name)
-            heapq.heappop(self._heap)
+            self._pop()
             self._mark_delivered(qoff)
         self._forget_deletes_before(self.now() + 1)
         return IDLE_RECHECK_S

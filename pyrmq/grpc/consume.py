@@ -19,6 +19,7 @@ from pyrmq.grpc.local import LocalInvoker
 from pyrmq.grpc.message import timestamp, to_v2_message
 from pyrmq.grpc.proto import pb, spb
 from pyrmq.grpc.receipt import ReceiptHandle
+from pyrmq.grpc.renew import ReceiptHandleManager, TrackedHandle
 from pyrmq.grpc.status import Code, GrpcProxyError, from_response, ok, status
 from pyrmq.grpc.validate import validate_group, validate_invisible_time, validate_topic
 from pyrmq.protocol.codes import RequestCode, ResponseCode
@@ -44,6 +45,7 @@ MIN_INVISIBLE_TIME_FOR_RECV_MS = 10_000
 DEFAULT_INVISIBLE_TIME_MS = 60_000
 CONSUME_INIT_MODE_MAX = 1  # ConsumeInitMode.MAX
 ILLEGAL_POLLING_TIME_INTRODUCED_CLIENT_VERSION = "5.0.3"
+RENEW_ADDR = "127.0.0.1:0"  # the endpoint's own renewals (Java ProxyContext#createForInner)
 
 
 def _ms(duration: Any) -> int:
@@ -55,6 +57,8 @@ class ConsumeActivity:
         self.controller = controller
         self.clients = clients
         self.invoker = invoker
+        #: the handles of push consumers' messages, renewed until acked (enableProxyAutoRenew)
+        self.renewal = ReceiptHandleManager(self._renew, self._consumer_online, self._retry_delay)
 
     @property
     def broker_name(self) -> str:
@@ -144,10 +148,42 @@ class ConsumeActivity:
             if not messages:
                 yield spb.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no match message"))
                 return
+        if request.auto_renew:
+            self._track(ctx.client_id, group, topic, messages)
         yield spb.ReceiveMessageResponse(status=ok())
         for msg in messages:
             handle = msg.properties.get(MessageConst.POP_CK)
             yield spb.ReceiveMessageResponse(message=to_v2_message(msg, handle))
+
+    def _track(self, client_id: str, group: str, topic: str, messages: list[Any]) -> None:
+        """ReceiveMessageActivity with autoRenew: each message's handle is renewed until acked."""
+        now = int(time.time() * 1000)
+        for msg in messages:
+            message_id = msg.properties.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id
+            handle = msg.properties[MessageConst.POP_CK]
+            self.renewal.add(client_id, TrackedHandle(group, topic, message_id, handle, msg.reconsume_times, now))
+
+    def _latest_handle(self, ctx: Any, group: str, message_id: str, handle: str) -> str:
+        """The client's own ack, nack or change stops the renewal; a renewed message's handle
+        is the latest one, not the one the client holds (Java removeReceiptHandle)."""
+        tracked = self.renewal.remove(ctx.client_id, group, message_id, handle)
+        return handle if tracked is None else tracked.handle
+
+    def _consumer_online(self, client_id: str, group: str) -> bool:
+        return self.controller.consumer_manager.find_channel(group, client_id) is not None
+
+    def _retry_delay(self, tracked: TrackedHandle) -> int:
+        """The group's retry policy for a message renewed for RENEW_MAX_MS (STOP_RENEW)."""
+        config = self.clients._group_config(tracked.group)
+        return config.group_retry_policy.retry_policy().next_delay_duration(tracked.reconsume_times)
+
+    async def _renew(self, tracked: TrackedHandle, invisible: int) -> str | None:
+        handle = ReceiptHandle.decode(tracked.handle)
+        r = await self._change_invisible(RENEW_ADDR, tracked.group, tracked.topic, handle, invisible)
+        if r.code != ResponseCode.SUCCESS:
+            log.warning("renew of %s refused: %s %s", tracked.message_id, r.code, r.remark)
+            return None
+        return self._renewed_handle(handle, r).encode()
 
     def _set_receipt_handles(self, r: RemotingCommand, header: PopMessageRequestHeader, messages: list[Any]) -> None:
         """LocalMessageService#popMessage: the POP_CK a client builds from the response header,
@@ -201,7 +237,8 @@ class ConsumeActivity:
         entries = []
         for entry in request.entries:
             try:
-                handle = ReceiptHandle.decode(entry.receipt_handle)
+                text = self._latest_handle(ctx, request.group.name, entry.message_id, entry.receipt_handle)
+                handle = ReceiptHandle.decode(text)
                 r = await self._ack(ctx, request.group.name, request.topic.name, handle)
                 st = (
                     ok()
@@ -227,9 +264,20 @@ class ConsumeActivity:
         validate_group(request.group)
         invisible = _ms(request.invisible_duration)
         validate_invisible_time(invisible)
-        handle = ReceiptHandle.decode(request.receipt_handle)
-        handle.check()
         group, topic = request.group.name, request.topic.name
+        ReceiptHandle.decode(request.receipt_handle)
+        handle = ReceiptHandle.decode(self._latest_handle(ctx, group, request.message_id, request.receipt_handle))
+        handle.check()
+        r = await self._change_invisible(ctx.remote_addr, group, topic, handle, invisible)
+        if r.code != ResponseCode.SUCCESS:
+            return spb.ChangeInvisibleDurationResponse(
+                status=status(Code.INTERNAL_SERVER_ERROR, "changeInvisibleDuration failed: status is abnormal")
+            )
+        return spb.ChangeInvisibleDurationResponse(status=ok(), receipt_handle=self._renewed_handle(handle, r).encode())
+
+    async def _change_invisible(
+        self, remote_addr: str, group: str, topic: str, handle: ReceiptHandle, invisible: int
+    ) -> RemotingCommand:
         header = ChangeInvisibleTimeRequestHeader(
             consumer_group=group,
             topic=handle.real_topic(topic, group),
@@ -239,13 +287,12 @@ class ConsumeActivity:
             invisible_time=invisible,
         )
         cmd = RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext_fields())
-        r = await self.invoker.invoke(cmd, ctx.remote_addr)
-        if r.code != ResponseCode.SUCCESS:
-            return spb.ChangeInvisibleDurationResponse(
-                status=status(Code.INTERNAL_SERVER_ERROR, "changeInvisibleDuration failed: status is abnormal")
-            )
+        return await self.invoker.invoke(cmd, remote_addr)
+
+    @staticmethod
+    def _renewed_handle(handle: ReceiptHandle, r: RemotingCommand) -> ReceiptHandle:
         h = ChangeInvisibleTimeResponseHeader.from_command(r)
-        new = ReceiptHandle(
+        return ReceiptHandle(
             handle.start_offset,
             h.pop_time,
             h.invisible_time,
@@ -257,14 +304,14 @@ class ConsumeActivity:
             handle.commit_log_offset,
             "",
         )
-        return spb.ChangeInvisibleDurationResponse(status=ok(), receipt_handle=new.encode())
 
     async def forward_to_dlq(self, ctx: Any, request: Any) -> Any:
         """ForwardMessageToDLQActivity + ProducerProcessor#forwardMessageToDeadLetterQueue: send back
         with delay level -1 (straight to %DLQ%), then ack the original."""
         validate_topic(request.topic)
         validate_group(request.group)
-        handle = ReceiptHandle.decode(request.receipt_handle)
+        text = self._latest_handle(ctx, request.group.name, request.message_id, request.receipt_handle)
+        handle = ReceiptHandle.decode(text)
         r = await self._forward_to_dlq(ctx, request.group.name, request.topic.name, handle, request.message_id)
         return spb.ForwardMessageToDeadLetterQueueResponse(status=from_response(r.code, r.remark))
 

@@ -201,6 +201,7 @@ class GrpcEndpoint:
         self._tls_port: asyncio.Future[int] | None = None  # ... and its port, once it serves
         self.mode = TlsMode.DISABLED
         self.tls = False  # serves TLS (enforcing: only TLS; permissive: TLS and plaintext)
+        self.activities: activities.Activities | None = None
 
     @property
     def address(self) -> str:
@@ -214,7 +215,9 @@ class GrpcEndpoint:
 
     async def start(self) -> None:
         logging.getLogger("grpc._cython.cygrpc").addFilter(_DECODE_FILTER)  # once: a set of filters
-        servicer = MessagingServicer(activities.Activities(self.controller, lambda: self.address), self._peer_of)
+        self.activities = activities.Activities(self.controller, lambda: self.address)
+        self.activities.consumer.renewal.start()
+        servicer = MessagingServicer(self.activities, self._peer_of)
         tls = self.controller.tls.with_config_file()
         self.mode = tls.server_mode
         self.tls = self.mode is not TlsMode.DISABLED
@@ -282,6 +285,9 @@ class GrpcEndpoint:
             if server is not None:
                 await server.stop(grace=1.0)
         self.server = self.tls_server = None
+        if self.activities is not None:
+            await self.activities.consumer.renewal.shutdown()
+            self.activities = None
 
 
 __all__ = ["GrpcEndpoint", "MessagingServicer"]

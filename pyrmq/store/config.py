@@ -248,6 +248,10 @@ class ExponentialRetryPolicy(FastJsonBody):
     max: int = 7_200_000
     multiplier: int = 2
 
+    def next_delay_duration(self, reconsume_times: int) -> int:
+        power: int = self.multiplier ** min(max(reconsume_times, 0), 32)
+        return min(self.max, self.initial * power)
+
 
 #: 1s 5s 10s 30s 1m 2m ... 10m 20m 30m 1h 2h, in ms (Java CustomizedRetryPolicy#next)
 DEFAULT_RETRY_NEXT: tuple[int, ...] = tuple(
@@ -264,6 +268,9 @@ class CustomizedRetryPolicy(FastJsonBody):
     def __post_init__(self) -> None:
         self.next = tuple(int(x) for x in self.next)  # long[] is written on one line
 
+    def next_delay_duration(self, reconsume_times: int) -> int:
+        return self.next[min(max(reconsume_times, 0) + 2, len(self.next) - 1)]
+
 
 @dataclass(slots=True)
 class GroupRetryPolicy(FastJsonBody):
@@ -272,6 +279,14 @@ class GroupRetryPolicy(FastJsonBody):
     type: str = "CUSTOMIZED"
     exponential_retry_policy: ExponentialRetryPolicy | None = None
     customized_retry_policy: CustomizedRetryPolicy | None = None
+
+    def retry_policy(self) -> ExponentialRetryPolicy | CustomizedRetryPolicy:
+        """Java getRetryPolicy: the type's policy, the default customized one when it is unset."""
+        if self.type == "EXPONENTIAL" and self.exponential_retry_policy is not None:
+            return self.exponential_retry_policy
+        if self.type == "CUSTOMIZED" and self.customized_retry_policy is not None:
+            return self.customized_retry_policy
+        return CustomizedRetryPolicy()
 
 
 @dataclass(slots=True)

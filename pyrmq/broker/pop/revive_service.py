@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from pyrmq.broker.pop.inflight import PopInflightMessageCounter
 from pyrmq.broker.pop.revive_log import ACK_TIME_INTERVAL_MS, REVIVE_GROUP, SECOND_MS, ReviveLog
 from pyrmq.broker.put import await_put
 from pyrmq.common.constants import PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX, MessageConst
@@ -46,6 +47,7 @@ class PopReviveService:
         subscription_group_manager,
         consumer_offset_manager,
         revive_log: ReviveLog,
+        inflight: PopInflightMessageCounter,
         timer_caught_up: Callable[[], bool],
         now: Callable[[], int],
     ) -> None:
@@ -55,6 +57,7 @@ class PopReviveService:
         self.subscription_group_manager = subscription_group_manager
         self.consumer_offset_manager = consumer_offset_manager
         self.revive_log = revive_log
+        self.inflight = inflight
         self.topic = revive_log.topic
         self.timer_caught_up = timer_caught_up
         self.now = now
@@ -276,6 +279,7 @@ class PopReviveService:
         if result.put_message_status is not PutMessageStatus.PUT_OK:
             log.warning("revive put to %s failed: %s", topic, result.put_message_status.name)
             return False
+        self.inflight.decrement(ck.topic or "", group, ck.queue_id, 1, ck.pop_time)
         return True
 
     def add_retry_topic_if_not_exist(self, retry_topic: str, group: str) -> None:

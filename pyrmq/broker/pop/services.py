@@ -10,6 +10,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pyrmq.broker.pop.inflight import PopInflightMessageCounter
 from pyrmq.broker.pop.long_polling import PopLongPollingService
 from pyrmq.broker.pop.order_info import ConsumerOrderInfoManager
 from pyrmq.broker.pop.revive_log import ReviveLog
@@ -39,6 +40,7 @@ class PopServices:
             os.path.join(cfg_dir, "consumerOrderInfo.json"), now=now
         )
         self.revive_log = ReviveLog(config=config, message_store=message_store, now=now)
+        self.pop_inflight_message_counter = PopInflightMessageCounter(now())
         self.pop_long_polling_service = PopLongPollingService(config=config, now=now, rerun=rerun_pop)
         self.notification_long_polling_service = PopLongPollingService(config=config, now=now, rerun=rerun_notification)
         self.revive_service = PopReviveService(
@@ -48,6 +50,7 @@ class PopServices:
             subscription_group_manager=subscription_group_manager,
             consumer_offset_manager=consumer_offset_manager,
             revive_log=self.revive_log,
+            inflight=self.pop_inflight_message_counter,
             timer_caught_up=timer_caught_up,
             now=now,
         )
@@ -58,6 +61,7 @@ class PopServices:
     def dependencies(self) -> dict[str, Any]:
         return {
             "revive_log": self.revive_log,
+            "pop_inflight_message_counter": self.pop_inflight_message_counter,
             "consumer_order_info_manager": self.consumer_order_info_manager,
             "pop_long_polling_service": self.pop_long_polling_service,
             "notification_long_polling_service": self.notification_long_polling_service,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from pyrmq.broker.pop.inflight import PopInflightMessageCounter
 from pyrmq.broker.pop.long_polling import PopLongPollingService
 from pyrmq.broker.pop.order_info import ConsumerOrderInfoManager
 from pyrmq.broker.pop.revive_log import ReviveLog, lock_key
@@ -51,6 +52,7 @@ class AckMessageProcessor:
         revive_log: ReviveLog,
         pop_long_polling_service: PopLongPollingService,
         consumer_order_info_manager: ConsumerOrderInfoManager,
+        pop_inflight_message_counter: PopInflightMessageCounter,
     ) -> None:
         self.config = config
         self.message_store = message_store
@@ -59,6 +61,7 @@ class AckMessageProcessor:
         self.revive_log = revive_log
         self.long_polling = pop_long_polling_service
         self.order_info = consumer_order_info_manager
+        self.inflight = pop_inflight_message_counter
 
     @handles(RequestCode.ACK_MESSAGE)
     async def ack_message(self, ctx: RequestContext, cmd: RemotingCommand) -> RemotingCommand:
@@ -88,6 +91,7 @@ class AckMessageProcessor:
             broker_name=extra.broker_name,
         )
         await self.revive_log.put_ack(ack, extra.revive_qid, extra.invisible_time)
+        self.inflight.decrement(h.topic, h.consumer_group, h.queue_id, 1, extra.pop_time)
         return response
 
     @handles(RequestCode.BATCH_ACK_MESSAGE)
@@ -137,6 +141,7 @@ class AckMessageProcessor:
             broker_name=broker_name,
         )
         await self.revive_log.put_ack(ack, back.revive_queue_id, back.invisible_time)
+        self.inflight.decrement(topic, group, back.queue_id, len(offsets), back.pop_time)
 
     async def ack_orderly(
         self,
@@ -176,6 +181,7 @@ class AckMessageProcessor:
                 )
         finally:
             locks.unlock(key)
+        self.inflight.decrement(topic, group, queue_id, 1, pop_time)  # not after the early returns, as Java
 
 
 def check_topic_queue(topic_config_manager, topic: str, queue_id: int, ctx: RequestContext) -> tuple[int, str] | None:

@@ -78,12 +78,14 @@ class AdminBrokerProcessor:
         message_store,
         broker_stats,
         broker_metrics,
+        pop_inflight_message_counter,
         config_data_version,
         update_config,
         register_increment_broker_data,
         special_services_running,
         now,
     ) -> None:
+        self.pop_inflight = pop_inflight_message_counter
         self.config = config
         self.topic_config_manager = topic_config_manager
         self.consumer_offset_manager = consumer_offset_manager
@@ -298,6 +300,7 @@ class AdminBrokerProcessor:
             self.topic_config_manager.delete_topic_config(h.topic)
             self.consumer_offset_manager.clean_offset_by_topic(h.topic)
             self.broker_stats.on_topic_deleted(h.topic)
+            self.pop_inflight.clear_topic(h.topic)
             self.message_store.delete_topics({h.topic})
         except Exception as e:  # Java: buildErrorResponse(SYSTEM_ERROR, t.getMessage())
             log.exception("delete topic %s failed", h.topic)

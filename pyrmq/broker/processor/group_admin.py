@@ -71,7 +71,9 @@ class GroupAdminProcessor:
         broker_stats,
         broker_metrics,
         broker2client,
+        pop_inflight_message_counter,
     ) -> None:
+        self.pop_inflight = pop_inflight_message_counter
         self.config = config
         self.topic_config_manager = topic_config_manager
         self.subscription_group_manager = subscription_group_manager
@@ -165,6 +167,7 @@ class GroupAdminProcessor:
         if h.clean_offset or h.remove_offset:  # removeOffset: the 4.9.x tools' name, honoured too
             self.consumer_offset_manager.remove_offset(h.group_name)
         self.broker_stats.on_group_deleted(h.group_name)
+        self.pop_inflight.clear_group(h.group_name)
         return cmd.make_response(ResponseCode.SUCCESS)
 
     # ------------------------------------------------------------ consume stats
@@ -342,6 +345,7 @@ class GroupAdminProcessor:
         body = ResetOffsetBody()
         for qid, off in offsets.items():
             self.consumer_offset_manager.assign_reset_offset(h.topic, h.group, qid, off)
+            self.pop_inflight.clear(h.topic, h.group, qid)
             body.offset_table[MessageQueue(h.topic, self._broker_name, qid)] = off
         log.info("Reset offset, topic=%s, group=%s, queues=%s", h.topic, h.group, offsets)
         return cmd.make_response(ResponseCode.SUCCESS, None, None, body.encode())

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from pyrmq.broker.filter.consumer_filter_manager import is_tag_type
 from pyrmq.broker.filter.expression_message_filter import ExpressionMessageFilter
+from pyrmq.broker.pop.inflight import PopInflightMessageCounter
 from pyrmq.broker.pop.long_polling import PollingResult, PopLongPollingService
 from pyrmq.broker.pop.order_info import ConsumerOrderInfoManager
 from pyrmq.broker.pop.revive_log import ReviveLog, lock_key
@@ -82,11 +83,13 @@ class PopMessageProcessor:
         revive_log: ReviveLog,
         pop_long_polling_service: PopLongPollingService,
         consumer_order_info_manager: ConsumerOrderInfoManager,
+        pop_inflight_message_counter: PopInflightMessageCounter,
         broker_metrics,
         now,
     ) -> None:
         self.config = config
         self.broker_metrics = broker_metrics
+        self.inflight = pop_inflight_message_counter
         self.message_store = message_store
         self.topic_config_manager = topic_config_manager
         self.subscription_group_manager = subscription_group_manager
@@ -262,6 +265,7 @@ class PopMessageProcessor:
             if h.order:
                 if self.order_info.check_block(h.attempt_id, topic, group, queue_id, h.invisible_time):
                     return rest
+                self.inflight.clear(topic, group, queue_id)
             if batch.full:
                 return store.get_max_offset_in_queue(topic, queue_id) - offset + rest
             want = h.max_msg_nums - len(batch.buffers)
@@ -303,6 +307,7 @@ class PopMessageProcessor:
                     self._add_messages(topic, is_retry, batch, queue_id, offset, result.message_buffer_list)
                     size = sum(len(b) for b in result.message_buffer_list)
                     self.broker_metrics.on_pop(h.topic, group, len(offsets), size, is_retry)
+                    self.inflight.increment(topic, group, queue_id, len(offsets))
                 elif result.status in _SKIPPED and result.next_begin_offset > -1:
                     # nothing matched up to there: the offset moves on (Java addCkMock / commitOffset)
                     self.consumer_offset_manager.commit_offset(

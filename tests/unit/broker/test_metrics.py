@@ -16,7 +16,7 @@ from pyrmq.remoting.channel import RequestContext
 from pyrmq.store import message as m
 
 
-def send(b, topic="MT", props=None, body=b"hello", queue_id=0):
+def send(b, topic="MT", props=None, body=b"hello", queue_id=0, born=1):
     ext = {
         "a": "pg",
         "b": topic,
@@ -24,7 +24,7 @@ def send(b, topic="MT", props=None, body=b"hello", queue_id=0):
         "d": "4",
         "e": str(queue_id),
         "f": "0",
-        "g": "1",
+        "g": str(born),
         "h": "0",
         "i": m.message_properties_to_string(props or {"TAGS": "a"}),
         "n": "broker-t",
@@ -235,9 +235,18 @@ def _by_topic(s, name, **match):
 
 def test_timer_messages_count_when_read_and_when_delivered(make_broker, clock):
     b = make_broker(metricsExporterType="PROM")
-    send(b, topic="TimerM", props={"TIMER_DELAY_MS": "3000"})
+    send(b, topic="TimerM", props={"TIMER_DELAY_MS": "3000"}, born=clock.now())
+    send(b, topic="TimerM", props={"TIMER_DELAY_SEC": "7200"}, born=clock.now())
     timer = b.c.timer_message_store
-    assert timer.enqueue() == 1
+    assert timer.enqueue() == 2
+    labels = {"topic": "TimerM", "storage_type": "local", "storage_medium": "disk"}
+    s = scrape(b)
+    assert s.total("rocketmq_timing_messages", **labels) == 2  # Java TimerMetrics' count by real topic
+    # Java's set latency: delivery time - born time, in whole seconds (buckets 60 s ... 3 days)
+    assert s.total("rocketmq_delay_message_latency_seconds_count", **labels) == 2
+    assert s.total("rocketmq_delay_message_latency_seconds_bucket", le="60.0", **labels) == 1
+    assert s.total("rocketmq_delay_message_latency_seconds_bucket", le="3600.0", **labels) == 1
+    assert s.total("rocketmq_delay_message_latency_seconds_bucket", le="43200.0", **labels) == 2
 
     async def deliver():
         timer.started = True
@@ -246,7 +255,7 @@ def test_timer_messages_count_when_read_and_when_delivered(make_broker, clock):
 
     asyncio.run(deliver())
     s = scrape(b)
-    labels = {"topic": "TimerM", "storage_type": "local", "storage_medium": "disk"}
-    assert s.total("rocketmq_timer_enqueue_total", **labels) == 1
+    assert s.total("rocketmq_timing_messages", **labels) == 1  # the 2-hour one still waits
+    assert s.total("rocketmq_timer_enqueue_total", **labels) == 2
     assert s.total("rocketmq_timer_dequeue_total", **labels) == 1
-    assert s.total("rocketmq_messages_in_total", topic="rmq_sys_wheel_timer", message_type="delay") == 1
+    assert s.total("rocketmq_messages_in_total", topic="rmq_sys_wheel_timer", message_type="delay") == 2

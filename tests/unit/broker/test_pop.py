@@ -476,3 +476,45 @@ def test_pop_metrics_count_revive_records_retries_and_lag(make_broker, clock):
         assert s.total("rocketmq_pop_buffer_scan_time_consume_milliseconds_count") == 0  # no buffer, no scan
 
     asyncio.run(go())
+
+
+def test_pop_group_lag_counts_popped_unacked_messages_and_its_retry_topic(make_broker, clock):
+    """Java ConsumerLagCalculator with isPop: the consumer offset moves at pop time, popped and
+    unacked messages count as lag and in flight; the retry topic has series of its own (is_retry)."""
+    from support.prom import parse
+
+    from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, SubscriptionData
+
+    broker = make_broker(metricsExporterType="PROM")
+    setup(broker, n=3)
+    consumer = ConsumerData(
+        GROUP, "CONSUME_POP", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET", [SubscriptionData.build(TOPIC, "*")]
+    )
+    hb = RemotingCommand.request(RequestCode.HEART_BEAT, {}, HeartbeatData("ip@1", [], [consumer]).encode())
+    hb.version = 513
+
+    def series(name, retry):
+        s = parse(broker.c.broker_metrics.render())
+        return s.total(name, consumer_group=GROUP, topic=TOPIC, is_retry=retry)
+
+    async def go():
+        assert (await broker.call(hb, FakeChannel("127.0.0.1:7"))).code == ResponseCode.SUCCESS
+        r, msgs = await pop(broker, invisible=10_000)
+        assert len(msgs) == 3
+        assert (await ack(broker, r, msgs[0])).code == ResponseCode.SUCCESS
+        assert series("rocketmq_consumer_lag_messages", "false") == 2  # offset at 3, two not acked
+        assert series("rocketmq_consumer_inflight_messages", "false") == 2
+        assert series("rocketmq_consumer_ready_messages", "false") == 0
+        assert series("rocketmq_consumer_lag_messages", "true") == 0  # no retry topic yet
+        clock.advance(10_000 + 2_001)
+        assert await revive_all(broker) == 1  # the two unacked messages go to the retry topic
+        assert series("rocketmq_consumer_inflight_messages", "false") == 0
+        assert series("rocketmq_consumer_lag_messages", "false") == 0
+        assert series("rocketmq_consumer_lag_messages", "true") == 2
+        assert series("rocketmq_consumer_ready_messages", "true") == 2
+        _, again = await pop(broker, invisible=10_000)
+        assert len(again) == 2
+        assert series("rocketmq_consumer_inflight_messages", "true") == 2
+        assert series("rocketmq_consumer_ready_messages", "true") == 0
+
+    asyncio.run(go())
