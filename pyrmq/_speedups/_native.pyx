@@ -10,7 +10,7 @@ from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.long cimport PyLong_AsLongLongAndOverflow
-from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -749,3 +749,210 @@ def write_record(buf, pos, header, total, version, body_crc, queue_id, flag, que
                                     physical_offset, sys_flag, born_timestamp, born_host, store_timestamp,
                                     store_host, reconsume_times, prepared_transaction_offset, body, topic_part,
                                     properties, head)
+
+
+# --- pyrmq.spark.bulk.walk_records -----------------------------------------------------------------
+
+cdef uint32_t _crc_table[8][256]
+cdef bint _crc_ready = False
+
+
+cdef void _crc_init() noexcept nogil:
+    """CRC-32 (zlib's: reflected polynomial 0xEDB88320U) tables for slicing by 8 bytes."""
+    cdef uint32_t c
+    cdef int i, j, k
+    for i in range(256):
+        c = <uint32_t>i
+        for j in range(8):
+            c = (c >> 1) ^ (0xEDB88320U if c & 1 else 0)
+        _crc_table[0][i] = c
+    for i in range(256):
+        c = _crc_table[0][i]
+        for k in range(1, 8):
+            c = (c >> 8) ^ _crc_table[0][c & 0xFF]
+            _crc_table[k][i] = c
+
+
+cdef inline uint32_t _le32(const unsigned char* p) noexcept nogil:
+    return <uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef uint32_t _crc32(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """zlib.crc32(p[:n]), eight bytes per step."""
+    cdef uint32_t crc = 0xFFFFFFFFU, a, b
+    while n >= 8:
+        a = _le32(p) ^ crc
+        b = _le32(p + 4)
+        crc = (
+            _crc_table[7][a & 0xFF] ^ _crc_table[6][(a >> 8) & 0xFF]
+            ^ _crc_table[5][(a >> 16) & 0xFF] ^ _crc_table[4][a >> 24]
+            ^ _crc_table[3][b & 0xFF] ^ _crc_table[2][(b >> 8) & 0xFF]
+            ^ _crc_table[1][(b >> 16) & 0xFF] ^ _crc_table[0][b >> 24]
+        )
+        p += 8
+        n -= 8
+    while n > 0:
+        crc = (crc >> 8) ^ _crc_table[0][(crc ^ p[0]) & 0xFF]
+        p += 1
+        n -= 1
+    return crc ^ 0xFFFFFFFFU
+
+
+def crc32(data):
+    """zlib.crc32(data) of a bytes-like object (the table walk the record walk uses; tested
+    against zlib)."""
+    cdef Py_buffer v
+    cdef uint32_t c
+    if not _crc_ready:
+        _crc_start()
+    PyObject_GetBuffer(data, &v, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            c = _crc32(<const unsigned char*>v.buf, v.len)
+    finally:
+        PyBuffer_Release(&v)
+    return c
+
+
+cdef void _crc_start():
+    global _crc_ready
+    _crc_init()
+    _crc_ready = True
+
+
+cdef bint _utf8_ok(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """True when p[:n] is what bytes.decode('utf-8') accepts (no overlong forms, no surrogates,
+    nothing above U+10FFFF)."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned char c, d
+    while i < n:
+        c = p[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            if i + 1 >= n or (p[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
+        elif 0xE0 <= c <= 0xEF:
+            if i + 2 >= n:
+                return False
+            d = p[i + 1]
+            if c == 0xE0:
+                if not (0xA0 <= d <= 0xBF):
+                    return False
+            elif c == 0xED:
+                if not (0x80 <= d <= 0x9F):
+                    return False
+            elif (d & 0xC0) != 0x80:
+                return False
+            if (p[i + 2] & 0xC0) != 0x80:
+                return False
+            i += 3
+        elif 0xF0 <= c <= 0xF4:
+            if i + 3 >= n:
+                return False
+            d = p[i + 1]
+            if c == 0xF0:
+                if not (0x90 <= d <= 0xBF):
+                    return False
+            elif c == 0xF4:
+                if not (0x80 <= d <= 0x8F):
+                    return False
+            elif (d & 0xC0) != 0x80:
+                return False
+            if (p[i + 2] & 0xC0) != 0x80 or (p[i + 3] & 0xC0) != 0x80:
+                return False
+            i += 4
+        else:
+            return False
+    return True
+
+
+cdef Py_ssize_t _walk(const unsigned char* b, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t limit,
+                      bint check_crc, int64_t* out, Py_ssize_t cap, Py_ssize_t* n_out) noexcept nogil:
+    """The record-boundary walk of walk_records, on raw memory; returns where it stopped."""
+    cdef Py_ssize_t n = 0, e, q, topic_at, body_at
+    cdef int32_t total, magic, sys_flag, body_len, topic_len, props_len
+    while pos < stop and pos + 8 <= limit and n < cap:
+        total = _i32(b + pos)
+        magic = _i32(b + pos + 4)
+        if magic != <int32_t>0xDAA320A7U and magic != <int32_t>0xDAA320ABU:
+            break
+        if total < 91 or total > limit - pos:
+            break
+        e = pos + total
+        sys_flag = _i32(b + pos + 36)
+        q = pos + 48 + (20 if sys_flag & 0x10 else 8) + 8 + (20 if sys_flag & 0x20 else 8) + 16
+        if q > e:
+            break
+        body_len = _i32(b + q - 4)
+        if body_len < 0 or body_len > e - q:
+            break
+        body_at = q
+        q += body_len
+        if magic == <int32_t>0xDAA320ABU:
+            if q + 2 > e:
+                break
+            topic_len = _i16(b + q)
+            q += 2
+        else:
+            if q + 1 > e:
+                break
+            topic_len = <signed char>b[q]
+            q += 1
+        if topic_len < 0 or topic_len > e - q:
+            break
+        topic_at = q
+        q += topic_len
+        if q + 2 > e:
+            break
+        props_len = _i16(b + q)
+        if props_len < 0 or q + 2 + props_len != e:
+            break
+        if not _utf8_ok(b + topic_at, topic_len):
+            break
+        if check_crc and (_crc32(b + body_at, body_len) & 0x7FFFFFFFU) != <uint32_t>_i32(b + pos + 8):
+            break
+        out[n] = pos
+        n += 1
+        pos = e
+    n_out[0] = n
+    return pos
+
+
+def walk_records(buf, pos, stop, limit, check_crc, out):
+    """Reference: pyrmq.spark.bulk.walk_records. The same walk over the raw bytes, without the
+    GIL: each record's structure, topic UTF-8 and (when asked) BODYCRC checked in one pass.
+    Arguments out of the common range go to the reference."""
+    cdef Py_buffer bv, ov
+    cdef Py_ssize_t c_pos, c_stop, c_limit, n = 0, end
+    cdef bint crc = bool(check_crc)
+    if not (type(pos) is int and type(stop) is int and type(limit) is int):
+        return _ref("walk_records")(buf, pos, stop, limit, check_crc, out)
+    c_pos, c_stop, c_limit = pos, stop, limit
+    try:
+        PyObject_GetBuffer(buf, &bv, PyBUF_SIMPLE)
+    except Exception:
+        return _ref("walk_records")(buf, pos, stop, limit, check_crc, out)
+    try:
+        PyObject_GetBuffer(out, &ov, PyBUF_WRITABLE | PyBUF_FORMAT)
+    except Exception:
+        PyBuffer_Release(&bv)
+        return _ref("walk_records")(buf, pos, stop, limit, check_crc, out)
+    try:
+        if c_pos < 0 or c_limit > bv.len or ov.itemsize != 8 or ov.format == NULL or ov.format[0] not in b"lq":
+            ok = False
+        else:
+            ok = True
+            if crc and not _crc_ready:
+                _crc_start()
+            with nogil:
+                end = _walk(<const unsigned char*>bv.buf, c_pos, c_stop, c_limit, crc, <int64_t*>ov.buf,
+                            ov.len // 8, &n)
+    finally:
+        PyBuffer_Release(&ov)
+        PyBuffer_Release(&bv)
+    if not ok:
+        return _ref("walk_records")(buf, pos, stop, limit, check_crc, out)
+    return n, end

@@ -1,19 +1,28 @@
 """The bulk decoder (pyrmq.spark.bulk) gives the reference decoder's rows, in the same order, for
 every record shape, every filter, any split and batch size, and the same corrupt-record handling
-(without Spark: both decoders are called directly)."""
+(without Spark: both decoders are called directly). Every comparison runs twice: with the
+record walk's numpy reference (bulk.walk_records as PYRMQ_PURE=1 selects it) and with its compiled
+twin in pyrmq._speedups."""
 
 from __future__ import annotations
 
+import os
+import random
 import shutil
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from spark.store_builder import BASE_TS, CL_SIZE, LONG_TOPIC
 from support.fakes import GOLDEN_DIR
 from support.fakes import golden as load_golden
 
+from pyrmq import _speedups
+from pyrmq.spark import bulk
 from pyrmq.spark import commitlog_scan as scan
 from pyrmq.spark.bulk import BulkScan
 from pyrmq.spark.columns import MESSAGE_COLUMNS, MessageColumns, RecordFilter, arrow_schema
@@ -21,6 +30,23 @@ from pyrmq.store import message as m
 
 ALL = list(MESSAGE_COLUMNS)
 HEADER = ["topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "bodySize", "storeTimestamp"]
+REFERENCE_WALK = _speedups.REFERENCES["walk_records"]
+NATIVE_WALK = getattr(_speedups.native, "walk_records", None)
+REQUIRED = os.environ.get("PYRMQ_REQUIRE_SPEEDUPS", "") not in ("", "0")
+
+
+@pytest.fixture(params=["reference", "compiled"])
+def walk(request, monkeypatch) -> str:
+    """The bulk decoder with the record walk's numpy reference, then with the compiled twin."""
+    if request.param == "compiled":
+        if NATIVE_WALK is None:
+            if REQUIRED and _speedups.describe().find("PYRMQ_PURE") < 0:
+                pytest.fail("PYRMQ_REQUIRE_SPEEDUPS=1 but the compiled walk_records is missing")
+            pytest.skip("the extension is not built or PYRMQ_PURE=1")
+        monkeypatch.setattr(bulk, "walk_records", NATIVE_WALK)
+    else:
+        monkeypatch.setattr(bulk, "walk_records", REFERENCE_WALK)
+    return str(request.param)
 
 
 def reference_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", check_crc=True):
@@ -51,7 +77,7 @@ def bulk_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", chec
     return rows, stats
 
 
-def test_every_column_equals_the_reference(pyrmq_store) -> None:
+def test_every_column_equals_the_reference(pyrmq_store, walk) -> None:
     root, sent = pyrmq_store
     want, _ = reference_rows(root, ALL)
     assert len(want) == len(sent.by_uniq)  # inner-batch elements are rows, their record is not
@@ -81,7 +107,7 @@ def test_every_column_equals_the_reference(pyrmq_store) -> None:
     ],
     ids=["topics", "queues", "offsets", "time", "tags", "combined", "none"],
 )
-def test_filters_equal_the_reference(pyrmq_store, flt) -> None:
+def test_filters_equal_the_reference(pyrmq_store, flt, walk) -> None:
     root, _ = pyrmq_store
     for names in (HEADER, ["commitLogOffset", "body", "keys"]):
         want, _ = reference_rows(root, names, flt)
@@ -112,7 +138,7 @@ def _flip(path: str, pos: int) -> None:
 
 
 @pytest.mark.parametrize("where", ["body", "totalsize", "topic length", "magic"])
-def test_corrupt_records_are_handled_like_the_reference(pyrmq_store, tmp_path, where) -> None:
+def test_corrupt_records_are_handled_like_the_reference(pyrmq_store, tmp_path, where, walk) -> None:
     copy = _copy(pyrmq_store[0], tmp_path)
     recs = _records(copy)
     for path, pos in (recs[5], recs[30]):
@@ -139,7 +165,7 @@ def test_corrupt_records_are_handled_like_the_reference(pyrmq_store, tmp_path, w
         assert got_stats.records == want_stats.records
 
 
-def test_crc_check_off_reads_a_bad_body_like_the_reference(pyrmq_store, tmp_path) -> None:
+def test_crc_check_off_reads_a_bad_body_like_the_reference(pyrmq_store, tmp_path, walk) -> None:
     copy = _copy(pyrmq_store[0], tmp_path)
     path, pos = _records(copy)[12]
     msg = m.decode_message(open(path, "rb").read(), pos, read_body=False)
@@ -149,7 +175,7 @@ def test_crc_check_off_reads_a_bad_body_like_the_reference(pyrmq_store, tmp_path
     assert got == want and not stats.corrupt
 
 
-def test_torn_tail_and_zeros_end_the_data(pyrmq_store, tmp_path) -> None:
+def test_torn_tail_and_zeros_end_the_data(pyrmq_store, tmp_path, walk) -> None:
     copy = _copy(pyrmq_store[0], tmp_path)
     path, pos = _records(copy)[-1]
     with open(path, "r+b") as fh:  # the last record half-written, zeros after it
@@ -182,7 +208,7 @@ def _golden_log(tmp_path: Path) -> Path:
     return root
 
 
-def test_java_format_golden_records(tmp_path) -> None:
+def test_java_format_golden_records(tmp_path, walk) -> None:
     root = _golden_log(tmp_path)
     want, _ = reference_rows(root, ALL)
     assert len(want) == 6 and {r["version"] for r in want} == {1, 2}
@@ -192,7 +218,7 @@ def test_java_format_golden_records(tmp_path) -> None:
         assert got == want
 
 
-def test_compressed_body_in_the_body_column(pyrmq_store) -> None:
+def test_compressed_body_in_the_body_column(pyrmq_store, walk) -> None:
     root, sent = pyrmq_store
     got, _ = bulk_rows(root, ["msgId", "body", "bodySize", "sysFlag"])
     compressed = [r for r in got if r["sysFlag"] & m.MessageSysFlag.COMPRESSED_FLAG]
@@ -209,7 +235,7 @@ def test_arrow_schema_matches_spark_types() -> None:
     assert pa.types.is_list(s.field("keys").type)
 
 
-def test_odd_properties_rows_equal_the_reference(tmp_path) -> None:
+def test_odd_properties_rows_equal_the_reference(tmp_path, walk) -> None:
     """A repeated key (the last value wins, as in a dict), pairs with an empty name or value,
     no properties at all: the same rows from both decoders."""
     from spark.store_builder import store_config
@@ -230,3 +256,69 @@ def test_odd_properties_rows_equal_the_reference(tmp_path) -> None:
     assert [r["tags"] for r in want] == ["b", None, None, None]
     got, _ = bulk_rows(root, names)
     assert got == want
+
+
+def _both_walks(buf, pos: int, stop: int, limit: int, check_crc: bool, cap: int) -> tuple[int, int, list[int]]:
+    """walk_records by the reference and by the compiled twin; they must agree exactly."""
+    want_out = np.zeros(cap, dtype=np.int64)
+    n, end = REFERENCE_WALK(buf, pos, stop, limit, check_crc, want_out)
+    if NATIVE_WALK is not None:
+        got_out = np.zeros(cap, dtype=np.int64)
+        assert NATIVE_WALK(buf, pos, stop, limit, check_crc, got_out) == (n, end)
+        assert got_out[:n].tolist() == want_out[:n].tolist()
+    return n, end, want_out[:n].tolist()
+
+
+def test_walks_agree_on_damaged_logs(pyrmq_store) -> None:
+    """Both walks stop at the same record, with the same starts, on every commit-log file of the
+    test store and on copies with bytes changed at random (headers, lengths, bodies, topics)."""
+    rng = random.Random(17)
+    files = [f.path for f in scan.list_commit_log(str(pyrmq_store[0]))]
+    starts_seen = 0
+    for path in files:
+        data = open(path, "rb").read()
+        n, end, starts = _both_walks(data, 0, len(data), len(data), True, 100_000)
+        starts_seen += n
+        assert starts and m.peek_total_size_and_magic(data, end)[1] in (m.BLANK_MAGIC_CODE, 0)
+        for _ in range(60):
+            bad = bytearray(data)
+            rec = rng.choice(starts)
+            for _ in range(rng.choice((1, 1, 2, 4))):
+                bad[min(len(bad) - 1, rec + rng.randrange(0, 300))] ^= 1 << rng.randrange(8)
+            for check_crc in (True, False):
+                _both_walks(bad, 0, len(bad), len(bad), check_crc, 100_000)
+            mid = rng.randrange(len(bad))
+            _both_walks(bad, rec, mid, min(len(bad), mid + rng.randrange(0, 2000)), True, rng.choice((1, 3, 1000)))
+    assert starts_seen > 100
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=4, max_size=4), st.booleans())
+def test_walks_agree_on_topic_bytes(topic: bytes, v2: bool) -> None:
+    """A record whose 4 topic bytes are anything: accepted exactly when they are UTF-8 that
+    bytes.decode accepts (overlong forms, surrogates, code points past U+10FFFF rejected)."""
+    msg = m.MessageExtBrokerInner(topic="abcd", body=b"x" * 33, properties_string="TAGS\x01t\x02")
+    if v2:
+        msg.version = m.MessageVersion.MESSAGE_VERSION_V2
+    rec = bytearray(m.encode_message(msg))
+    body_at = m.body_position(0)
+    rec[m.BODYCRC_OFFSET : m.BODYCRC_OFFSET + 4] = m.crc32(bytes(rec[body_at : body_at + 33])).to_bytes(4, "big")
+    at = body_at + 33 + (2 if v2 else 1)
+    assert rec[at : at + 4] == b"abcd"
+    rec[at : at + 4] = topic
+    data = bytes(rec) + bytes(8)
+    try:
+        topic.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    assert _both_walks(data, 0, len(data), len(data), True, 4) == ((1, len(rec), [0]) if valid else (0, 0, []))
+
+
+@pytest.mark.skipif(NATIVE_WALK is None, reason="the extension is not built or PYRMQ_PURE=1")
+def test_compiled_crc32_is_zlibs() -> None:
+    rng = random.Random(3)
+    for n in (0, 1, 7, 8, 9, 15, 16, 17, 1023, 1024, 1025, 65537):
+        data = rng.randbytes(n)
+        assert _speedups.native.crc32(data) == zlib.crc32(data)
+        assert _speedups.native.crc32(memoryview(data)[1:]) == zlib.crc32(data[1:])
