@@ -14,6 +14,7 @@ from cpython.buffer cimport PyBUF_FORMAT, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+import os
 
 cdef object _references = None
 cdef object _RemotingCommand = None
@@ -777,9 +778,74 @@ cdef inline uint32_t _le32(const unsigned char* p) noexcept nogil:
     return <uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
 
 
-cdef uint32_t _crc32(const unsigned char* p, Py_ssize_t n) noexcept nogil:
-    """zlib.crc32(p[:n]), eight bytes per step."""
-    cdef uint32_t crc = 0xFFFFFFFFU, a, b
+cdef extern from *:
+    """
+    /* CRC-32 folding with carry-less multiplication (x86-64 PCLMULQDQ), own derivation:
+       in the reflected bit order a 64x64 carry-less product of A and B is x*A*B, so folding a
+       128-bit remainder X = L*x^64 + H forward by D bits is clmul(L, x^(63+D) mod P) xor
+       clmul(H, x^(D-1) mod P), each constant a 32-bit remainder in reflected 64-bit form
+       (computed by tools/bench/crc32_fold_constants.py). Four lanes fold 64 bytes a step, then
+       they fold into one; the caller reduces the 16 bytes left (and the tail) with its table. */
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    #include <immintrin.h>
+    static int pyrmq_clmul_ok(void) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+    }
+    __attribute__((target("pclmul,sse2")))
+    static inline __m128i pyrmq_fold(__m128i x, __m128i k) {
+        return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+    }
+    __attribute__((target("pclmul,sse2")))
+    static Py_ssize_t pyrmq_crc_fold(uint32_t reg, const unsigned char* p, Py_ssize_t n, unsigned char* out16) {
+        const __m128i k512 = _mm_set_epi64x((long long)0xcad38e8f00000000ULL, (long long)0x653d982200000000ULL);
+        const __m128i k384 = _mm_set_epi64x((long long)0x2a28386200000000ULL, (long long)0x69ccfc0d00000000ULL);
+        const __m128i k256 = _mm_set_epi64x((long long)0x01b5fd1d00000000ULL, (long long)0x9570d49500000000ULL);
+        const __m128i k128 = _mm_set_epi64x((long long)0x9ba54c6f00000000ULL, (long long)0x65673b4600000000ULL);
+        __m128i x0, x1, x2, x3;
+        Py_ssize_t done = 64;
+        if (n < 64) return 0;
+        x0 = _mm_xor_si128(_mm_loadu_si128((const __m128i*)p), _mm_cvtsi32_si128((int)reg));
+        x1 = _mm_loadu_si128((const __m128i*)(p + 16));
+        x2 = _mm_loadu_si128((const __m128i*)(p + 32));
+        x3 = _mm_loadu_si128((const __m128i*)(p + 48));
+        while (n - done >= 64) {
+            const unsigned char* q = p + done;
+            x0 = _mm_xor_si128(pyrmq_fold(x0, k512), _mm_loadu_si128((const __m128i*)q));
+            x1 = _mm_xor_si128(pyrmq_fold(x1, k512), _mm_loadu_si128((const __m128i*)(q + 16)));
+            x2 = _mm_xor_si128(pyrmq_fold(x2, k512), _mm_loadu_si128((const __m128i*)(q + 32)));
+            x3 = _mm_xor_si128(pyrmq_fold(x3, k512), _mm_loadu_si128((const __m128i*)(q + 48)));
+            done += 64;
+        }
+        x0 = _mm_xor_si128(_mm_xor_si128(pyrmq_fold(x0, k384), pyrmq_fold(x1, k256)),
+                           _mm_xor_si128(pyrmq_fold(x2, k128), x3));
+        while (n - done >= 16) {
+            x0 = _mm_xor_si128(pyrmq_fold(x0, k128), _mm_loadu_si128((const __m128i*)(p + done)));
+            done += 16;
+        }
+        _mm_storeu_si128((__m128i*)out16, x0);
+        return done;
+    }
+    #else
+    static int pyrmq_clmul_ok(void) { return 0; }
+    static Py_ssize_t pyrmq_crc_fold(uint32_t reg, const unsigned char* p, Py_ssize_t n, unsigned char* out16) {
+        (void)reg; (void)p; (void)n; (void)out16;
+        return 0;
+    }
+    #endif
+    """
+    int pyrmq_clmul_ok() nogil
+    Py_ssize_t pyrmq_crc_fold(uint32_t reg, const unsigned char* p, Py_ssize_t n, unsigned char* out16) nogil
+
+
+cdef bint _clmul = False
+
+
+cdef inline uint32_t _crc_table_step(uint32_t crc, const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """The CRC register after n bytes (no initial or final inversion), eight bytes per step."""
+    cdef uint32_t a, b
     while n >= 8:
         a = _le32(p) ^ crc
         b = _le32(p + 4)
@@ -795,7 +861,22 @@ cdef uint32_t _crc32(const unsigned char* p, Py_ssize_t n) noexcept nogil:
         crc = (crc >> 8) ^ _crc_table[0][(crc ^ p[0]) & 0xFF]
         p += 1
         n -= 1
-    return crc ^ 0xFFFFFFFFU
+    return crc
+
+
+cdef uint32_t _crc32(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """zlib.crc32(p[:n]): folding with carry-less multiplication where the CPU has it (bodies of
+    64 bytes and more), the table for the rest."""
+    cdef uint32_t crc = 0xFFFFFFFFU
+    cdef unsigned char rest[16]
+    cdef Py_ssize_t done
+    if _clmul and n >= 64:
+        done = pyrmq_crc_fold(crc, p, n, rest)
+        if done:
+            crc = _crc_table_step(0, rest, 16)
+            p += done
+            n -= done
+    return _crc_table_step(crc, p, n) ^ 0xFFFFFFFFU
 
 
 def crc32(data):
@@ -815,9 +896,18 @@ def crc32(data):
 
 
 cdef void _crc_start():
-    global _crc_ready
+    global _crc_ready, _clmul
     _crc_init()
+    _clmul = pyrmq_clmul_ok() != 0 and os.environ.get("PYRMQ_CRC_TABLE", "") in ("", "0")
     _crc_ready = True
+
+
+def crc32_method():
+    """Which CRC-32 the record walk uses: "clmul" (carry-less multiply folding) or "table"
+    (PYRMQ_CRC_TABLE=1, or a CPU without PCLMULQDQ)."""
+    if not _crc_ready:
+        _crc_start()
+    return "clmul" if _clmul else "table"
 
 
 cdef bint _utf8_ok(const unsigned char* p, Py_ssize_t n) noexcept nogil:

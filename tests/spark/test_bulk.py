@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -315,10 +317,23 @@ def test_walks_agree_on_topic_bytes(topic: bytes, v2: bool) -> None:
     assert _both_walks(data, 0, len(data), len(data), True, 4) == ((1, len(rec), [0]) if valid else (0, 0, []))
 
 
+_CRC_CHECK = """
+import random, zlib
+from pyrmq._speedups import native
+rng = random.Random(3)
+for n in [*range(0, 300), 1023, 1024, 1025, 4099, 65537]:
+    data = rng.randbytes(n)
+    assert native.crc32(data) == zlib.crc32(data), n
+    assert native.crc32(memoryview(data)[1:]) == zlib.crc32(data[1:]), n
+print(native.crc32_method())
+"""
+
+
 @pytest.mark.skipif(NATIVE_WALK is None, reason="the extension is not built or PYRMQ_PURE=1")
-def test_compiled_crc32_is_zlibs() -> None:
-    rng = random.Random(3)
-    for n in (0, 1, 7, 8, 9, 15, 16, 17, 1023, 1024, 1025, 65537):
-        data = rng.randbytes(n)
-        assert _speedups.native.crc32(data) == zlib.crc32(data)
-        assert _speedups.native.crc32(memoryview(data)[1:]) == zlib.crc32(data[1:])
+@pytest.mark.parametrize("table", ["0", "1"], ids=["clmul-if-the-cpu-has-it", "table"])
+def test_compiled_crc32_is_zlibs(table) -> None:
+    """The walk's CRC-32 (carry-less-multiply folding, or the table with PYRMQ_CRC_TABLE=1) is
+    zlib.crc32 for every length around the folding steps."""
+    env = {**os.environ, "PYRMQ_CRC_TABLE": table}
+    out = subprocess.run([sys.executable, "-c", _CRC_CHECK], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() in (("clmul", "table") if table == "0" else ("table",))
