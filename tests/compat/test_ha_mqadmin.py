@@ -9,7 +9,11 @@ import re
 import time
 
 import pytest
+from support import probe
 from support.java import mqadmin
+from support.requests import send_v2
+
+from pyrmq.protocol.codes import RequestCode, ResponseCode
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
@@ -60,6 +64,45 @@ def _wait_in_sync(master_addr: str, java_home, timeout: float = 120) -> str:
         time.sleep(1)
 
 
+def _send_burst(master_addr: str, n: int = 200) -> None:
+    """``n`` messages to the master, on a topic made for them (the slave replicates them)."""
+    topic = "HaAdminTps"
+    fields = {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": "4",
+        "writeQueueNums": "4",
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+    }
+    assert probe.request(master_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, timeout=10).code == 0
+    for i in range(n):
+        req = send_v2(topic, NAME, b"tps-%d" % i, queue_id=i % 4)
+        r = probe.request(master_addr, RequestCode.SEND_MESSAGE_V2, req.ext_fields, timeout=10, body=req.body)
+        assert r.code == ResponseCode.SUCCESS, r
+
+
+def _in_tps(text: str, addr: str) -> float:
+    """clusterList's InTPS of the broker at ``addr`` (the figure before "(load)")."""
+    for line in text.splitlines():
+        cols = line.split()
+        if len(cols) >= 6 and cols[0] == CLUSTER and cols[3] == addr:
+            return float(cols[5].split("(")[0])
+    raise AssertionError(f"{addr} not in clusterList:\n{text}")
+
+
+def _slave_in_tps(ns_addr: str, master_addr: str, slave_addr: str, java_home, timeout: float = 30) -> float:
+    """A slave counts the records it replicates as puts (Java's ReputMessageService on a SLAVE),
+    so its InTPS follows the master's while messages flow; the figure is a 10 s window."""
+    _send_burst(master_addr)
+    deadline = time.monotonic() + timeout
+    while True:
+        tps = _in_tps(_run(java_home, "clusterList", "-n", ns_addr), slave_addr)
+        if tps > 0 or time.monotonic() > deadline:
+            return tps
+        _send_burst(master_addr, 50)
+
+
 def test_mqadmin_sees_a_pyrmq_pair_as_a_java_pair(pyrmq_namesrv, pyrmq_broker, java_namesrv, java_broker, java_home):
     sides = {
         "pyrmq": (pyrmq_namesrv, *_pair(pyrmq_namesrv, pyrmq_broker)),
@@ -77,6 +120,7 @@ def test_mqadmin_sees_a_pyrmq_pair_as_a_java_pair(pyrmq_namesrv, pyrmq_broker, j
         status = _run(java_home, "brokerStatus", "-b", slave.addr)
         seen[kind] = {
             "clusterList": rows,
+            "slave InTPS above 0 while messages flow": _slave_in_tps(ns.addr, master.addr, slave.addr, java_home) > 0,
             "slave brokerStatus keys": sorted(
                 re.sub(r"_/.*", "_<path>", ln.split(":")[0].strip()) for ln in status.splitlines() if ":" in ln
             ),
