@@ -1046,3 +1046,158 @@ def walk_records(buf, pos, stop, limit, check_crc, out):
     if not ok:
         return _ref("walk_records")(buf, pos, stop, limit, check_crc, out)
     return n, end
+
+
+# --- pyrmq.spark.bulk.record_fields, copy_ranges ---------------------------------------------------
+
+cdef inline int64_t _i64(const unsigned char* p) noexcept nogil:
+    return <int64_t>((<uint64_t>_u32(p) << 32) | <uint64_t>_u32(p + 4))
+
+
+cdef bint _int64_array(Py_buffer* v) noexcept:
+    return v.itemsize == 8 and v.format != NULL and (v.format[0] == b'l' or v.format[0] == b'q')
+
+
+cdef bint _fields(const unsigned char* b, Py_ssize_t blen, const int64_t* s, Py_ssize_t n, Py_ssize_t limit,
+                  int64_t* o) noexcept nogil:
+    """The rows of record_fields for records that are whole and well-formed; False at the first
+    one that is not (the caller hands the batch to the reference)."""
+    cdef Py_ssize_t i, p, e, q, born_len, store_len, body_pos, topic_pos
+    cdef int32_t total, magic, sys_flag, body_len, topic_len, props_len
+    if limit > blen:
+        return False
+    for i in range(n):
+        p = s[i]
+        if p < 0 or p + 8 > limit:
+            return False
+        total = _i32(b + p)
+        magic = _i32(b + p + 4)
+        if (magic != <int32_t>0xDAA320A7U and magic != <int32_t>0xDAA320ABU) or total < 91 or total > limit - p:
+            return False
+        e = p + total
+        sys_flag = _i32(b + p + 36)
+        born_len = 20 if sys_flag & 0x10 else 8
+        store_len = 20 if sys_flag & 0x20 else 8
+        q = p + 48 + born_len + 8 + store_len
+        body_pos = q + 16
+        if body_pos > e:
+            return False
+        body_len = _i32(b + q + 12)
+        if body_len < 0 or body_len > e - body_pos:
+            return False
+        q = body_pos + body_len
+        if magic == <int32_t>0xDAA320ABU:
+            if q + 2 > e:
+                return False
+            topic_len = _i16(b + q)
+            topic_pos = q + 2
+        else:
+            if q + 1 > e:
+                return False
+            topic_len = <signed char>b[q]
+            topic_pos = q + 1
+        if topic_len < 0 or topic_len > e - topic_pos - 2:
+            return False
+        props_len = _i16(b + topic_pos + topic_len)
+        if props_len < 0 or topic_pos + topic_len + 2 + props_len != e:
+            return False
+        o[i] = total
+        o[n + i] = magic
+        o[2 * n + i] = _i32(b + p + 8)
+        o[3 * n + i] = _i32(b + p + 12)
+        o[4 * n + i] = _i32(b + p + 16)
+        o[5 * n + i] = _i64(b + p + 20)
+        o[6 * n + i] = _i64(b + p + 28)
+        o[7 * n + i] = sys_flag
+        o[8 * n + i] = _i64(b + p + 40)
+        o[9 * n + i] = _i64(b + p + 48 + born_len)
+        o[10 * n + i] = _i32(b + body_pos - 16)
+        o[11 * n + i] = _i64(b + body_pos - 12)
+        o[12 * n + i] = born_len
+        o[13 * n + i] = p + 48 + born_len + 8
+        o[14 * n + i] = store_len
+        o[15 * n + i] = body_pos
+        o[16 * n + i] = body_len
+        o[17 * n + i] = topic_pos
+        o[18 * n + i] = topic_len
+        o[19 * n + i] = topic_pos + topic_len + 2
+        o[20 * n + i] = props_len
+    return True
+
+
+def record_fields(buf, starts, limit, out):
+    """Reference: pyrmq.spark.bulk.record_fields. One pass over the records (they are whole and
+    well-formed when the compiled walk found them); any other batch goes to the reference."""
+    cdef Py_buffer bv, sv, ov
+    cdef Py_ssize_t c_limit, n
+    cdef bint ok = False
+    if type(limit) is not int:
+        return _ref("record_fields")(buf, starts, limit, out)
+    c_limit = limit
+    PyObject_GetBuffer(buf, &bv, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(starts, &sv, PyBUF_FORMAT)
+        try:
+            PyObject_GetBuffer(out, &ov, PyBUF_WRITABLE | PyBUF_FORMAT)
+            try:
+                n = sv.len // 8
+                if _int64_array(&sv) and _int64_array(&ov) and ov.len == 21 * 8 * n:
+                    with nogil:
+                        ok = _fields(<const unsigned char*>bv.buf, bv.len, <const int64_t*>sv.buf, n, c_limit,
+                                     <int64_t*>ov.buf)
+            finally:
+                PyBuffer_Release(&ov)
+        finally:
+            PyBuffer_Release(&sv)
+    finally:
+        PyBuffer_Release(&bv)
+    if not ok:
+        return _ref("record_fields")(buf, starts, limit, out)
+    return None
+
+
+def copy_ranges(buf, pos, length, out):
+    """Reference: pyrmq.spark.bulk.copy_ranges. memcpy per range, without the GIL, when every
+    range is inside ``buf`` and ``out`` is exactly their total; anything else goes to the reference."""
+    cdef Py_buffer bv, pv, lv, ov
+    cdef Py_ssize_t i, n, at = 0
+    cdef const int64_t* ps
+    cdef const int64_t* ls
+    cdef bint ok = False
+    PyObject_GetBuffer(buf, &bv, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(pos, &pv, PyBUF_FORMAT)
+        try:
+            PyObject_GetBuffer(length, &lv, PyBUF_FORMAT)
+            try:
+                PyObject_GetBuffer(out, &ov, PyBUF_WRITABLE)
+                try:
+                    if _int64_array(&pv) and _int64_array(&lv) and pv.len == lv.len:
+                        n = pv.len // 8
+                        ps = <const int64_t*>pv.buf
+                        ls = <const int64_t*>lv.buf
+                        with nogil:
+                            ok = True
+                            for i in range(n):
+                                if ps[i] < 0 or ls[i] < 0 or ls[i] > bv.len - ps[i] or ls[i] > ov.len - at:
+                                    ok = False
+                                    break
+                                at += ls[i]
+                            if ok and at == ov.len:
+                                at = 0
+                                for i in range(n):
+                                    memcpy(<unsigned char*>ov.buf + at, <const unsigned char*>bv.buf + ps[i], ls[i])
+                                    at += ls[i]
+                            else:
+                                ok = False
+                finally:
+                    PyBuffer_Release(&ov)
+            finally:
+                PyBuffer_Release(&lv)
+        finally:
+            PyBuffer_Release(&pv)
+    finally:
+        PyBuffer_Release(&bv)
+    if not ok:
+        return _ref("copy_ranges")(buf, pos, length, out)
+    return None

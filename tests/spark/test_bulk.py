@@ -34,20 +34,25 @@ ALL = list(MESSAGE_COLUMNS)
 HEADER = ["topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "bodySize", "storeTimestamp"]
 REFERENCE_WALK = _speedups.REFERENCES["walk_records"]
 NATIVE_WALK = getattr(_speedups.native, "walk_records", None)
+#: the bulk decoder's functions with a compiled twin
+TWINS = ("walk_records", "record_fields", "copy_ranges")
 REQUIRED = os.environ.get("PYRMQ_REQUIRE_SPEEDUPS", "") not in ("", "0")
 
 
 @pytest.fixture(params=["reference", "compiled"])
 def walk(request, monkeypatch) -> str:
-    """The bulk decoder with the record walk's numpy reference, then with the compiled twin."""
+    """The bulk decoder with its numpy references (the PYRMQ_PURE=1 path), then with the
+    compiled twins of the walk, the field gather and the range copy."""
     if request.param == "compiled":
         if NATIVE_WALK is None:
             if REQUIRED and _speedups.describe().find("PYRMQ_PURE") < 0:
                 pytest.fail("PYRMQ_REQUIRE_SPEEDUPS=1 but the compiled walk_records is missing")
             pytest.skip("the extension is not built or PYRMQ_PURE=1")
-        monkeypatch.setattr(bulk, "walk_records", NATIVE_WALK)
+        for name in TWINS:
+            monkeypatch.setattr(bulk, name, getattr(_speedups.native, name))
     else:
-        monkeypatch.setattr(bulk, "walk_records", REFERENCE_WALK)
+        for name in TWINS:
+            monkeypatch.setattr(bulk, name, _speedups.REFERENCES[name])
     return str(request.param)
 
 
@@ -292,6 +297,42 @@ def test_walks_agree_on_damaged_logs(pyrmq_store) -> None:
             mid = rng.randrange(len(bad))
             _both_walks(bad, rec, mid, min(len(bad), mid + rng.randrange(0, 2000)), True, rng.choice((1, 3, 1000)))
     assert starts_seen > 100
+
+
+def _both_fields_and_ranges(buf, starts: list[int], ranges: bool = True) -> None:
+    """record_fields (and, for real records, copy_ranges) by the reference and the compiled twin agree."""
+    s = np.array(starts, dtype=np.int64)
+    want = np.zeros((len(bulk.FIELD_ROWS), len(s)), dtype=np.int64)
+    _speedups.REFERENCES["record_fields"](buf, s, len(buf), want)
+    got = np.zeros_like(want)
+    _speedups.native.record_fields(buf, s, len(buf), got)
+    assert got.tolist() == want.tolist()
+    if not ranges:
+        return
+    rows = dict(zip(bulk.FIELD_ROWS, want, strict=True))
+    for pos, length in (("body_pos", "body_len"), ("topic_pos", "topic_len"), ("props_pos", "props_len")):
+        p, n = rows[pos], rows[length]
+        want_data = np.zeros(int(n.sum()), dtype=np.uint8)
+        _speedups.REFERENCES["copy_ranges"](buf, p, n, want_data)
+        got_data = np.zeros_like(want_data)
+        _speedups.native.copy_ranges(buf, p, n, got_data)
+        assert got_data.tobytes() == want_data.tobytes()
+
+
+@pytest.mark.skipif(NATIVE_WALK is None, reason="the extension is not built or PYRMQ_PURE=1")
+def test_field_gather_and_range_copy_agree(pyrmq_store) -> None:
+    """On every record of the test store (IPv6 hosts, V2, compressed, batches) and on starts that
+    are no record (the compiled gather hands those to the reference), and on ranges past the data."""
+    for f in scan.list_commit_log(str(pyrmq_store[0])):
+        data = open(f.path, "rb").read()
+        _, _, starts = _both_walks(data, 0, len(data), len(data), True, 100_000)
+        if not starts:
+            continue
+        _both_fields_and_ranges(data, starts)
+        _both_fields_and_ranges(data, [*starts[:3], starts[1] + 1], ranges=False)  # a start that is no record
+    data = bytes(range(256))
+    with pytest.raises(IndexError):
+        _speedups.native.copy_ranges(data, np.array([250], np.int64), np.array([10], np.int64), np.zeros(10, np.uint8))
 
 
 @settings(max_examples=200, deadline=None)
