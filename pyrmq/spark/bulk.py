@@ -144,8 +144,17 @@ def _gather(u8: np.ndarray, pos: np.ndarray, width: int, dtype: Any) -> np.ndarr
 
 def copy_ranges(buf: Any, pos: np.ndarray, length: np.ndarray, out: np.ndarray) -> None:
     """The byte ranges [pos, pos+length) of `buf` one after another into `out` (uint8, exactly
-    their total length; int64 pos and length). The reference: one numpy gather."""
+    their total length; int64 pos and length). The reference: one numpy gather for short ranges
+    (topics, properties), a join of slices for long ones (bodies)."""
+    if len(pos) and (int(pos.min()) < 0 or int((pos + length).max()) > len(buf)):
+        raise IndexError("a byte range outside the buffer")
     if len(out) == 0:
+        return
+    if len(out) > 64 * len(pos):
+        with memoryview(buf) as mv:
+            out[:] = np.frombuffer(
+                b"".join([mv[a : a + n] for a, n in zip(pos.tolist(), length.tolist(), strict=True)]), dtype=np.uint8
+            )
         return
     starts = np.zeros(len(pos), dtype=np.int64)
     np.cumsum(length[:-1], out=starts[1:])

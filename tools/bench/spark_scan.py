@@ -8,7 +8,8 @@ Generates (once) a commit log of --size bytes of --body-size messages, then time
   bulk-compiled    the bulk decoder with the compiled walk / gather / copy (pyrmq._speedups), 1 core
                    (both bulk measures for header columns, then header columns + body)
   header           spark.read.format("rocketmq"), header columns, count + sum (bulk decoder)
-  header-256m      the same with 256 MiB splits (4 tasks)
+  header-<n>m      the same with n MiB splits (--split-sizes, default 256: 4 tasks)
+  header-rows<n>   the same with 256 MiB splits and batchRows=n (--batch-rows)
   header-ref       the same with decoder=reference
   nocrc            header columns with checkCRC=false
   bodies           header columns + body (sum of body lengths), bulk decoder
@@ -111,6 +112,8 @@ def main(argv=None) -> int:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--split-size", type=int, default=64 * 1024 * 1024)
     p.add_argument("--skip", default="", help="comma list of measurements to skip")
+    p.add_argument("--split-sizes", default="256", help="header scans with these split sizes (MiB), comma list")
+    p.add_argument("--batch-rows", default="", help="header scans (256 MiB splits) with these batchRows, comma list")
     args = p.parse_args(argv)
     skip = set(args.skip.split(","))
 
@@ -219,7 +222,10 @@ def main(argv=None) -> int:
         report(f"spark {name} ({args.master})", seconds, row.n, extra)
 
     spark_scan("header", header)
-    spark_scan("header-256m", header, splitSize=str(256 << 20))
+    for mib in (int(x) for x in args.split_sizes.split(",") if x):
+        spark_scan(f"header-{mib}m", header, splitSize=str(mib << 20))
+    for rows in (int(x) for x in args.batch_rows.split(",") if x):
+        spark_scan(f"header-rows{rows}", header, splitSize=str(256 << 20), batchRows=str(rows))
     spark_scan("header-ref", header, decoder="reference")
     spark_scan("nocrc", header, checkCRC="false")
     spark_scan("bodies", [*header, "body"])
