@@ -194,6 +194,7 @@ def _core_defaults() -> dict[str, Any]:
         "enableRemotingMetrics": True,
         "enableMessageStoreMetrics": True,
         "enableTransactionMetrics": True,
+        "enablePopMetrics": True,
         "enableScheduleMessageStats": True,  # MessageStoreConfig: delayed deliveries counted in the metrics
         # NettyServerConfig
         "bindAddress": "0.0.0.0",

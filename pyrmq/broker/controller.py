@@ -302,6 +302,7 @@ class BrokerController:
             rerun_pop=lambda ctx, cmd: call_handler(self.pop_processor.pop_message, ctx, cmd),
             rerun_notification=lambda ctx, cmd: call_handler(self.notification_processor.notification, ctx, cmd),
         )
+        self.broker_metrics.watch_pop(self.pop_services.revive_log, self.pop_services.revive_service)
         self.pop_processor = self.build(PopMessageProcessor)
         self.notification_processor = self.build(NotificationProcessor)
         # one pull processor for the main port: its hold service answers held pulls

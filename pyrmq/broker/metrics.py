@@ -31,7 +31,7 @@ from pyrmq.common.constants import (
 )
 from pyrmq.metrics.exposition import write_text
 from pyrmq.metrics.http import MetricsHttpServer
-from pyrmq.metrics.registry import Counter, InstrumentType, Labels, Meter, Observation, label_key
+from pyrmq.metrics.registry import Counter, HistogramPoint, InstrumentType, Labels, Meter, Observation, label_key
 from pyrmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from pyrmq.protocol.version import version_desc
 
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from pyrmq.broker.client_manager import ConsumerManager, ProducerManager
     from pyrmq.broker.config import BrokerConfig
     from pyrmq.broker.consumer_offset_manager import ConsumerOffsetManager
+    from pyrmq.broker.pop.revive_log import ReviveLog
+    from pyrmq.broker.pop.revive_service import PopReviveService
     from pyrmq.broker.subscription_group_manager import SubscriptionGroupManager
     from pyrmq.broker.timer_message_store import TimerMessageStore
     from pyrmq.broker.topic_config_manager import TopicConfigManager
@@ -63,6 +65,7 @@ CREATE_TIME_BUCKETS = (10, 100, 1000, 3000, 5000)  # ms
 #: rocketmq_finish_message_latency: Java records seconds in a histogram whose unit says "ms"
 FINISH_LATENCY_BUCKETS = (5, 60, 10 * 60, 60 * 60, 12 * 60 * 60, 24 * 60 * 60)
 #: TimerMetrics#timerDist default: the bounds (s) of rocketmq_timer_message_snapshot
+POP_SCAN_BUCKETS = (1, 10, 100, 1000, 2000, 3000)  # ms, PopMetricsManager#getMetricsView
 TIMER_DIST_S = (5, 60, 300, 900, 3600, 14400, 28800, 86400)
 #: the processor families of rocketmq_processor_watermark, in Java's order
 PROCESSORS = (
@@ -440,6 +443,48 @@ class BrokerMetricsManager:
         self.tables.append(table)
         if self.rpc_latency is not None:
             table.rpc_observer = self.on_rpc
+
+    def watch_pop(self, revive_log: ReviveLog, revive_service: PopReviveService) -> None:
+        """PopMetricsManager#initMetrics (enablePopMetrics): revive records written and read,
+        messages put back for retry, and each revive queue's lag. pyrmq has no pop buffer (Java's
+        enablePopBufferMerge, off by default), so its two buffer gauges read 0 as Java's do with the
+        buffer off; Java still times its empty scan every 5 ms, pyrmq has none to time and exports
+        the buffer-scan histogram with no observation (count 0), so the series exist alike."""
+        if not (self.enabled and self.config["enablePopMetrics"]):
+            return
+        m = self.meter
+        put_total = m.counter("rocketmq_pop_revive_in_message_total", "Total number of put message to revive topic")
+        get_total = m.counter("rocketmq_pop_revive_out_message_total", "Total number of get message from revive topic")
+        retry_total = m.counter(
+            "rocketmq_pop_revive_retry_messages_total", "Total number of put message to pop retry topic"
+        )
+        revive_log.on_put = lambda group, topic, kind, status: put_total.add(
+            1, self._with(consumer_group=group, topic=topic, revive_message_type=kind, put_status=status)
+        )
+        revive_service.on_get = lambda group, topic, qid, kind: get_total.add(
+            1, self._with(consumer_group=group, topic=topic, queue_id=qid, revive_message_type=kind)
+        )
+        revive_service.on_retry = lambda group, topic, status: retry_total.add(
+            1, self._with(consumer_group=group, topic=topic, put_status=status)
+        )
+        scan = m.histogram(
+            "rocketmq_pop_buffer_scan_time_consume",
+            "Time consuming of pop buffer scan",
+            POP_SCAN_BUCKETS,
+            "milliseconds",
+        )
+        scan.points[label_key(self.labels)] = HistogramPoint([0] * (len(scan.bounds) + 1))
+        m.gauge("rocketmq_pop_offset_buffer_size", "Time number of buffered offset", lambda: [(0, self.labels)])
+        m.gauge("rocketmq_pop_checkpoint_buffer_size", "The number of buffered checkpoint", lambda: [(0, self.labels)])
+
+        def revive(which: int) -> Iterator[Observation]:
+            for qid in range(int(self.config["reviveQueueNum"])):
+                yield revive_service.revive_behind(qid)[which], self._with(queue_id=qid)
+
+        m.gauge("rocketmq_pop_revive_lag", "The processing lag of revive topic", lambda: revive(0), "milliseconds")
+        m.gauge(
+            "rocketmq_pop_revive_latency", "The processing latency of revive topic", lambda: revive(1), "milliseconds"
+        )
 
     # ------------------------------------------------------------------ gauges
 

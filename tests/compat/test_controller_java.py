@@ -20,7 +20,6 @@ failover through the controller embedded in `pyrmq namesrv` (enableControllerInN
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import re
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import pytest
 from support import probe
-from support.fakes import GOLDEN_DIR, golden
+from support.fakes import golden, record_golden
 from support.ports import free_port
 from support.requests import send_v2
 from support.servers import JavaBroker, JavaController, PyrmqController, PyrmqNamesrv, namesrv_under_test
@@ -345,12 +344,6 @@ def test_java_controller_reference(side_factory):
     print(f"\nkill -> first SEND_OK on the new master: java controller {took:.2f}s")
     _assert_java_shapes(side.outputs)
     if os.environ.get("PYRMQ_RECORD_GOLDEN") == "1":
-        text = (side.workdir / "mqadmin-outputs.txt").read_bytes()
-        path = GOLDEN_DIR / GOLDEN
-        path.write_bytes(text)
-        manifest = path.parent / "MANIFEST.json"
-        entries = json.loads(manifest.read_text(encoding="utf-8"))
-        entries["files"][path.name].update(sha256=hashlib.sha256(text).hexdigest(), length=len(text))
-        manifest.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
+        record_golden(GOLDEN, (side.workdir / "mqadmin-outputs.txt").read_bytes())
         return
     _assert_same(side.outputs, _parse_outputs(golden(GOLDEN).decode()), "java now")

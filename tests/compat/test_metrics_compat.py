@@ -25,7 +25,7 @@ from support.prometheus import Prometheus
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.reference]
 
 #: series Java exports and pyrmq does not (docs/operations.md, "What differs from Java 5.5.0")
-NOT_IN_PYRMQ = ("rocketmq_pop_",)
+NOT_IN_PYRMQ: tuple[str, ...] = ()
 #: the Java broker is the reference: its fast-failure guard would measure this machine's load
 JAVA_BROKER_CONF = {"brokerFastFailureEnable": "false", "waitTimeMillsInSendQueue": 3000}
 LOAD = {"normal": 20, "dlq": 3, "delayed": 2}

@@ -1,8 +1,10 @@
-"""docker/compose.yaml, profile "controller": a controller and two master + slave groups, driven by
-the official Java client 5.5.0 through a SIGKILL of broker-a's master.
+"""docker/compose.yaml, profile "controller": a group of three controllers and two master + slave
+groups, driven by the official Java client 5.5.0 through a SIGKILL of broker-a's master.
 
 The profile's services come up under a unique project name on free ports. Once the controller
-shows a master and two in-sync replicas for broker-a and broker-b, ControllerFailoverTest creates a
+group's leader shows a master and two in-sync replicas for broker-a and broker-b, the container of
+the controller leader is killed (`compose kill`) and the two others must elect a leader that
+holds the same replicas info. Then ControllerFailoverTest creates a
 topic, consumes throughout, sends over both groups, runs `compose kill` on the container of
 broker-a's master, probes broker-a until a send is SEND_OK again, and checks that every
 acknowledged message is consumed (allAckInSyncStateSet: nothing acknowledged is lost). Afterwards
@@ -24,6 +26,7 @@ import time
 import uuid
 
 import pytest
+from support.controller_group import serving_leader
 from support.java import mqadmin, run_junit
 
 from pyrmq.protocol.bodies.controller import BrokerReplicasInfo, ReplicasInfo
@@ -41,7 +44,12 @@ COMPOSE_FILE = os.path.join(ROOT, "docker", "compose.yaml")
 GROUPS = {"broker-a": ("broker-a-0", "broker-a-1"), "broker-b": ("broker-b-0", "broker-b-1")}
 PORT_VARS = {"broker-a-0": "BROKER_A0_PORT", "broker-a-1": "BROKER_A1_PORT"}
 PORT_VARS |= {"broker-b-0": "BROKER_B0_PORT", "broker-b-1": "BROKER_B1_PORT"}
-ENV_KEYS = ("PYRMQ_IMAGE", "NAMESRV_PORT", "CONTROLLER_PORT", "PYRMQ_CLUSTER", *PORT_VARS.values())
+CONTROLLER_VARS = {
+    "controller-0": "CONTROLLER_PORT",
+    "controller-1": "CONTROLLER1_PORT",
+    "controller-2": "CONTROLLER2_PORT",
+}
+ENV_KEYS = ("PYRMQ_IMAGE", "NAMESRV_PORT", *CONTROLLER_VARS.values(), "PYRMQ_CLUSTER", *PORT_VARS.values())
 
 
 def _broker_ports(n: int) -> list[int]:
@@ -71,12 +79,29 @@ async def _replicas(controller: str) -> dict[str, ReplicasInfo]:
     return BrokerReplicasInfo.decode(r.body).replicas_info_table
 
 
-def replicas(controller: str) -> dict[str, ReplicasInfo]:
-    """The controller's view of both groups (CONTROLLER_GET_SYNC_STATE_DATA), {} while it does not answer."""
-    try:
-        return asyncio.run(_replicas(controller))
-    except (OSError, TimeoutError, AssertionError, RemotingTimeout, RemotingConnectError, RemotingSendRequestError):
-        return {}
+def replicas(controllers: list[str]) -> dict[str, ReplicasInfo]:
+    """The controller leader's view of both groups (CONTROLLER_GET_SYNC_STATE_DATA; the followers
+    answer CONTROLLER_NOT_LEADER), {} while no member answers it."""
+    for controller in controllers:
+        try:
+            return asyncio.run(_replicas(controller))
+        except (OSError, TimeoutError, AssertionError, RemotingTimeout, RemotingConnectError, RemotingSendRequestError):
+            continue
+    return {}
+
+
+def _elected(table: dict[str, ReplicasInfo]) -> dict[str, tuple]:
+    """Per group: the master, its epoch and the SyncStateSet (what an election decides)."""
+    return {
+        name: (i.master_broker_id, i.master_address, i.master_epoch, i.sync_state_set_epoch,
+               sorted((r.broker_id, r.broker_address) for r in i.in_sync_replicas))
+        for name, i in table.items()
+    }  # fmt: skip
+
+
+async def _leader(controllers: list[str]) -> str:
+    async with RemotingClient() as c:
+        return await serving_leader(c, controllers, timeout=60)
 
 
 def _health(container: str) -> str:
@@ -94,7 +119,7 @@ def controller_cluster(compose_cmd, pyrmq_image):
         os.environ,
         PYRMQ_IMAGE=pyrmq_image,
         NAMESRV_PORT=str(free_port()),
-        CONTROLLER_PORT=str(free_port()),
+        **{var: str(free_port()) for var in CONTROLLER_VARS.values()},
         PYRMQ_CLUSTER=f"Cluster{uuid.uuid4().hex[:6]}",
         **{var: str(p) for var, p in zip(PORT_VARS.values(), ports, strict=True)},
     )
@@ -103,17 +128,17 @@ def controller_cluster(compose_cmd, pyrmq_image):
     def compose(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         return subprocess.run([*base, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
-    r = compose("up", "-d", "controller", *PORT_VARS)
+    r = compose("up", "-d", *CONTROLLER_VARS, *PORT_VARS)
     try:
         assert r.returncode == 0, r.stderr
         services = compose("ps", "--services", "--filter", "status=running").stdout.split()
-        assert sorted(services) == sorted(["namesrv", "controller", *PORT_VARS]), services  # no plain broker
+        assert sorted(services) == sorted(["namesrv", *CONTROLLER_VARS, *PORT_VARS]), services  # no plain broker
         ns = f"127.0.0.1:{env['NAMESRV_PORT']}"
-        ctrl = f"127.0.0.1:{env['CONTROLLER_PORT']}"
+        ctrls = {svc: f"127.0.0.1:{env[var]}" for svc, var in CONTROLLER_VARS.items()}
         addrs = {svc: f"127.0.0.1:{env[var]}" for svc, var in PORT_VARS.items()}
         deadline = time.monotonic() + 120
         while True:
-            table = replicas(ctrl)
+            table = replicas(list(ctrls.values()))
             ready = all(
                 name in table and table[name].master_address and len(table[name].in_sync_replicas) == 2
                 for name in GROUPS
@@ -123,19 +148,34 @@ def controller_cluster(compose_cmd, pyrmq_image):
             assert time.monotonic() < deadline, f"{table}\n{compose('logs', '--no-color').stdout[-6000:]}"
             time.sleep(0.5)
         # the image's HEALTHCHECK probes the controller on its peer port (CONTROLLER_GET_METADATA_INFO)
-        cid = compose("ps", "-q", "controller").stdout.strip()
-        while (health := _health(cid)) != "healthy":
-            assert time.monotonic() < deadline + 30, f"controller container {health}"
-            time.sleep(1)
-        yield ns, ctrl, addrs, compose, " ".join(shlex.quote(a) for a in base), env
+        for svc in CONTROLLER_VARS:
+            cid = compose("ps", "-q", svc).stdout.strip()
+            while (health := _health(cid)) != "healthy":
+                assert time.monotonic() < deadline + 30, f"{svc} container {health}"
+                time.sleep(1)
+        yield ns, ctrls, addrs, compose, " ".join(shlex.quote(a) for a in base), env
     finally:
         print(compose("logs", "--no-color").stdout[-6000:])
         compose("down", "-v", "--timeout", "30")
 
 
 def test_controller_elects_a_new_master_and_loses_nothing(controller_cluster, java_home):
-    ns, ctrl, addrs, compose_run, compose, env = controller_cluster
-    before = replicas(ctrl)["broker-a"]
+    ns, ctrls, addrs, compose_run, compose, env = controller_cluster
+    table = replicas(list(ctrls.values()))
+    before = table["broker-a"]
+
+    # the controller leader's container killed: the two others elect a leader holding the same state
+    leader = asyncio.run(_leader(list(ctrls.values())))
+    (leader_svc,) = [svc for svc, a in ctrls.items() if a == leader]
+    r = compose_run("kill", leader_svc)
+    assert r.returncode == 0, r.stderr
+    survivors = [a for a in ctrls.values() if a != leader]
+    killed_at = time.monotonic()
+    new_leader = asyncio.run(_leader(survivors))
+    print(f"controller leader {leader_svc} killed; new leader {new_leader} in {time.monotonic() - killed_at:.1f} s")
+    assert new_leader in survivors
+    assert _elected(replicas(survivors)) == _elected(table)
+    ctrl = new_leader
     killed_addr = before.master_address
     (victim,) = [svc for svc in GROUPS["broker-a"] if addrs[svc] == killed_addr]
     (survivor,) = [svc for svc in GROUPS["broker-a"] if svc != victim]
@@ -164,11 +204,12 @@ def test_controller_elects_a_new_master_and_loses_nothing(controller_cluster, ja
     assert re.search(outage, out), out[-3000:]
     assert re.search(r"acknowledged (\d+), received \1 of them", out), out[-3000:]
 
-    after = replicas(ctrl)["broker-a"]
+    after = replicas(survivors)["broker-a"]
     assert after.master_address == addrs[survivor], after
     assert (after.master_epoch or 0) > (before.master_epoch or 0), (before, after)
-    assert replicas(ctrl)["broker-b"].master_address in (addrs["broker-b-0"], addrs["broker-b-1"])
-    shown = mqadmin("5.5.0", "getSyncStateSet", "-a", ctrl, "-b", "broker-a", home=java_home)
+    assert replicas(survivors)["broker-b"].master_address in (addrs["broker-b-0"], addrs["broker-b-1"])
+    follower = next(a for a in survivors if a != ctrl)  # mqadmin asks it who leads, then asks the leader
+    shown = mqadmin("5.5.0", "getSyncStateSet", "-a", follower, "-b", "broker-a", home=java_home)
     print(shown.stdout)
     assert f"#MasterAddr\t{addrs[survivor]}\n#MasterEpoch\t{after.master_epoch}\n" in shown.stdout, shown.stdout
 
@@ -178,7 +219,7 @@ def test_controller_elects_a_new_master_and_loses_nothing(controller_cluster, ja
     assert r.returncode == 0, r.stderr
     deadline = time.monotonic() + 90
     while True:
-        now = replicas(ctrl).get("broker-a")
+        now = replicas(survivors).get("broker-a")
         if now is not None and len(now.in_sync_replicas) == 2:
             break
         assert time.monotonic() < deadline, now

@@ -12,10 +12,18 @@ controller leader elects the slave.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 
+from support.controller_group import (
+    assert_one_leader,
+    call,
+    controller_mode_conf,
+    in_sync_ids,
+    serving_leader,
+    until_serving_leader,
+    wait_replica_state,
+)
 from support.ports import free_port
 from support.pyrmq_proc import PyrmqBroker
 from support.requests import send_v2
@@ -23,13 +31,10 @@ from support.servers import PyrmqControllerMember, PyrmqNamesrv, controller_peer
 
 from pyrmq.controller.config import ControllerConfig
 from pyrmq.controller.manager import ControllerManager
-from pyrmq.protocol.bodies.controller import BrokerReplicasInfo, SyncStateSet
 from pyrmq.protocol.codes import RequestCode, ResponseCode
-from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.controller import (
     ApplyBrokerIdRequestHeader,
     ElectMasterRequestHeader,
-    GetMetaDataResponseHeader,
     GetNextBrokerIdRequestHeader,
     GetReplicaInfoRequestHeader,
 )
@@ -40,59 +45,11 @@ NAME = "ctl3-pair"
 TOPIC = "Ctl3T"
 
 
-async def _call(c: RemotingClient, addr: str, code: RequestCode, ext=None, body=None) -> RemotingCommand:
-    return await c.invoke(addr, RemotingCommand.request(code, ext or {}, body), 5)
-
-
-async def _metadata(c: RemotingClient, addr: str) -> GetMetaDataResponseHeader:
-    r = await _call(c, addr, RequestCode.CONTROLLER_GET_METADATA_INFO)
-    assert r.code == ResponseCode.SUCCESS, r
-    return GetMetaDataResponseHeader.from_ext_fields(r.ext_fields)
-
-
-async def _replica_info(c: RemotingClient, addr: str) -> RemotingCommand:
-    return await _call(
-        c, addr, RequestCode.CONTROLLER_GET_REPLICA_INFO, GetReplicaInfoRequestHeader(NAME).to_ext_fields()
-    )
-
-
 async def _serving_leader(
     c: RemotingClient, members: list[PyrmqControllerMember], timeout: float = 30
 ) -> PyrmqControllerMember:
-    """The member every live member names as leader, once it serves (its initial entry committed)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        named = set()
-        for m in members:
-            try:
-                named.add((await _metadata(c, m.addr)).controller_leader_address)
-            except Exception:
-                named.add(None)
-        leader = next((m for m in members if m.addr in named), None)
-        if len(named) == 1 and leader is not None:  # at first the survivors still name the killed one
-            if (await _replica_info(c, leader.addr)).code != ResponseCode.CONTROLLER_NOT_LEADER:
-                return leader
-        assert time.monotonic() < deadline, f"no single serving controller leader: {named}"
-        await asyncio.sleep(0.2)
-
-
-def _state(r: RemotingCommand) -> tuple:
-    """What GET_REPLICA_INFO answers: the master and the SyncStateSet with its epoch."""
-    assert r.code == ResponseCode.SUCCESS, r
-    sss = SyncStateSet.decode(r.body)
-    e = r.ext_fields
-    return (e.get("masterBrokerId"), e.get("masterAddress"), e.get("masterEpoch"), sss.sync_state_set_epoch,
-            sorted(sss.sync_state_set))  # fmt: skip
-
-
-async def _wait_state(c: RemotingClient, addr: str, ok, timeout: float = 30) -> tuple:
-    deadline = time.monotonic() + timeout
-    while True:
-        r = await _replica_info(c, addr)
-        if r.code == ResponseCode.SUCCESS and ok(_state(r)):
-            return _state(r)
-        assert time.monotonic() < deadline, f"replica info never as expected: {r.code} {r.remark} {r.ext_fields}"
-        await asyncio.sleep(0.2)
+    addr = await serving_leader(c, [m.addr for m in members], timeout)
+    return next(m for m in members if m.addr == addr)
 
 
 def test_group_of_three_keeps_its_state_and_fails_over(tmp_path):
@@ -107,51 +64,25 @@ def test_group_of_three_keeps_its_state_and_fails_over(tmp_path):
             for i, p in enumerate(ports)
         ]
         ns = PyrmqNamesrv(tmp_path / "ns")
-        conf = {
-            "name": NAME,
-            "enableControllerMode": "true",
-            "controllerAddr": ";".join(m.addr for m in members),
-            "controllerHeartBeatTimeoutMills": 3000,
-            "syncControllerMetadataPeriod": 1000,
-            "mappedFileSizeCommitLog": 64 * 1024,
-            "bindAddress": "127.0.0.1",
-        }
-
-        async def until_leader() -> PyrmqControllerMember:
-            async with RemotingClient() as c:
-                return await _serving_leader(c, members)
-
-        leader = asyncio.run(until_leader())
+        conf = controller_mode_conf([m.addr for m in members], name=NAME)
+        leader = next(m for m in members if m.addr == until_serving_leader([m.addr for m in members]))
         brokers.append(PyrmqBroker(ns.addr, tmp_path / "b1", **conf))  # returns once registered: the master
         brokers.append(PyrmqBroker(ns.addr, tmp_path / "b2", **conf))
         first, second = brokers
 
         async def scenario() -> tuple[float, float]:
             async with RemotingClient() as c:
-                before = await _wait_state(c, leader.addr, lambda s: s[1] == first.addr and s[4] == [1, 2])
+                before = await wait_replica_state(c, leader.addr, NAME, lambda s: s[1] == first.addr and s[4] == [1, 2])
                 assert before[:3] == ("1", first.addr, "1"), before
                 followers = [m for m in members if m is not leader]
-                for m in followers:
-                    r = await _replica_info(c, m.addr)
-                    assert (r.code, r.remark) == (
-                        ResponseCode.CONTROLLER_NOT_LEADER,
-                        "The controller is not in leader state",
-                    )
-                    meta = await _metadata(c, m.addr)
-                    assert (meta.controller_leader_address, meta.is_leader) == (leader.addr, False), meta
-                meta = await _metadata(c, leader.addr)
-                assert meta.is_leader and meta.peers == "".join(f"n{i}:127.0.0.1:{p};" for i, p in enumerate(ports))
+                await assert_one_leader(c, leader.addr, [m.addr for m in followers], ports)
 
                 killed = time.monotonic()
                 leader.kill9()
                 new_leader = await _serving_leader(c, followers, timeout=30)
                 elected_in = time.monotonic() - killed
-                assert await _wait_state(c, new_leader.addr, lambda s: True) == before
-                body = json.dumps([NAME]).encode()
-                r = await _call(c, new_leader.addr, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=body)
-                assert r.code == ResponseCode.SUCCESS, r
-                info = BrokerReplicasInfo.decode(r.body).replicas_info_table[NAME]
-                assert sorted(m.broker_id for m in info.in_sync_replicas) == [1, 2], info
+                assert await wait_replica_state(c, new_leader.addr, NAME, lambda s: True) == before
+                assert await in_sync_ids(c, new_leader.addr, NAME) == [1, 2]
 
                 killed = time.monotonic()
                 first.kill9()
@@ -162,7 +93,7 @@ def test_group_of_three_keeps_its_state_and_fails_over(tmp_path):
                     assert time.monotonic() - killed < 30, f"no successful send 30 s after the master's kill: {r}"
                     await asyncio.sleep(0.1)
                 failover = time.monotonic() - killed
-                after = await _wait_state(c, new_leader.addr, lambda s: s[1] == second.addr)
+                after = await wait_replica_state(c, new_leader.addr, NAME, lambda s: s[1] == second.addr)
                 assert after[:3] == ("2", second.addr, "2") and after[4] == [2], after
                 return elected_in, failover
 
@@ -234,11 +165,11 @@ def test_members_apply_the_committed_log_and_a_restarted_member_replays_it(tmp_p
                 addr = f"127.0.0.1:{leader.port}"
                 for broker_id in (1, 2):
                     h = ApplyBrokerIdRequestHeader("c3", "b3", broker_id, f"127.0.0.1:{30000 + broker_id};1")
-                    r = await _call(c, addr, RequestCode.CONTROLLER_APPLY_BROKER_ID, h.to_ext_fields())
+                    r = await call(c, addr, RequestCode.CONTROLLER_APPLY_BROKER_ID, h.to_ext_fields())
                     assert r.code == ResponseCode.SUCCESS, r
                 hb = BrokerHeartbeatRequestHeader("c3", "127.0.0.1:30001", "b3", 1, heartbeat_timeout_mills=60000)
-                await _call(c, addr, RequestCode.BROKER_HEARTBEAT, hb.to_ext_fields())
-                r = await _call(
+                await call(c, addr, RequestCode.BROKER_HEARTBEAT, hb.to_ext_fields())
+                r = await call(
                     c,
                     addr,
                     RequestCode.CONTROLLER_ELECT_MASTER,
@@ -249,7 +180,7 @@ def test_members_apply_the_committed_log_and_a_restarted_member_replays_it(tmp_p
                 assert view[0] == ResponseCode.SUCCESS and view[1].master_broker_id == 1, view
                 assert view[3].next_broker_id == 3
                 follower = next(m for m in ms if m is not leader)
-                r = await _call(
+                r = await call(
                     c, f"127.0.0.1:{follower.port}", RequestCode.CONTROLLER_APPLY_BROKER_ID, h.to_ext_fields()
                 )
                 assert r.code == ResponseCode.CONTROLLER_NOT_LEADER, r
@@ -259,7 +190,7 @@ def test_members_apply_the_committed_log_and_a_restarted_member_replays_it(tmp_p
                 new_leader = await leader_of(rest)
                 assert _view(new_leader) == view
                 h = ApplyBrokerIdRequestHeader("c3", "b3", 3, "127.0.0.1:30003;1")
-                r = await _call(
+                r = await call(
                     c, f"127.0.0.1:{new_leader.port}", RequestCode.CONTROLLER_APPLY_BROKER_ID, h.to_ext_fields()
                 )
                 assert r.code == ResponseCode.SUCCESS, r

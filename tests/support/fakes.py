@@ -133,3 +133,18 @@ def golden(name: str | Path) -> bytes:
         assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{rel} changed without its MANIFEST entry"
         assert entry.get("length", len(data)) == len(data), f"{rel}: {len(data)} bytes, MANIFEST says {entry['length']}"
     return data
+
+
+def record_golden(name: str, data: bytes, source: str | None = None) -> None:
+    """Write a golden file (``name`` relative to tests/golden/) and its entry in its own folder's
+    MANIFEST.json: sha256 and length, and ``source`` (kept from the old entry when None)."""
+    path = GOLDEN_DIR / name
+    path.write_bytes(data)
+    manifest = path.parent / "MANIFEST.json"
+    entries = json.loads(manifest.read_text(encoding="utf-8"))
+    entry = entries["files"].setdefault(path.name, {})
+    if source is not None:
+        entry["source"] = source
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), length=len(data))
+    manifest.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
+    _manifest.cache_clear()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -79,7 +80,12 @@ class Prometheus:
         """Until every target was scraped successfully once."""
         deadline = time.monotonic() + timeout
         while True:
-            health = self.targets_up()
+            try:
+                health = self.targets_up()
+            except urllib.error.HTTPError as e:  # 503 until its storage is open (slow on a busy machine)
+                if e.code != 503:
+                    raise
+                health = {"(prometheus)": "not ready"}
             if health and all(h == "up" for h in health.values()):
                 return
             assert time.monotonic() < deadline, f"targets not up: {health}\n{self.managed.tail(20)}"

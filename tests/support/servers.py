@@ -255,6 +255,38 @@ class JavaControllerMember(_ControllerMember, JavaController):
     """ControllerStartup 5.5.0 as one member of a group (Java's DLedgerController)."""
 
 
+class _InNamesrvControllerMember:
+    """A name server with enableControllerInNamesrv=true, one member of a controller group:
+    `.addr` is the name server (a free port), `.controller_addr` its controller, serving on its
+    own peer port, fixed before any member starts."""
+
+    controller_port: int
+
+    def __init__(self, workdir: Path, self_id: str, controller_port: int, peers: str, **conf):
+        self.controller_port = controller_port
+        conf = {
+            "enableControllerInNamesrv": "true",
+            "controllerDLegerPeers": peers,
+            "controllerDLegerSelfId": self_id,
+            "controllerStorePath": workdir / "controller-store",
+            "mappedFileSize": 4 * 1024 * 1024,
+            **conf,
+        }
+        super().__init__(workdir, **conf)  # type: ignore[call-arg]
+
+    @property
+    def controller_addr(self) -> str:
+        return f"127.0.0.1:{self.controller_port}"
+
+
+class PyrmqNamesrvControllerMember(_InNamesrvControllerMember, PyrmqNamesrv):
+    """`pyrmq namesrv` with its embedded controller one member of a group."""
+
+
+class JavaNamesrvControllerMember(_InNamesrvControllerMember, JavaNamesrv):
+    """NamesrvStartup 5.5.0 with its embedded controller one member of a group."""
+
+
 def controller_peers(ports: list[int]) -> str:
     """controllerDLegerPeers of a group on loopback: n0, n1, ... on `ports`."""
     return ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))

@@ -78,6 +78,9 @@ class ReviveLog:
         self.topic = revive_topic(config["brokerClusterName"])
         self.queue_lock_manager = QueueLockManager()
         self._ck_number = 0
+        #: (group, topic, "CK" or "ACK", put status name) per checkpoint or ack a pop, an ack or a
+        #: change of invisible time wrote (Java PopMetricsManager#incPopRevivePutCount)
+        self.on_put: Callable[[str, str, str, str], None] | None = None
 
     def next_revive_qid(self) -> int:
         """Java: ckMessageNumber round robin over reviveQueueNum."""
@@ -110,19 +113,27 @@ class ReviveLog:
         return self._record(ack.encode(), revive_qid, tags, deliver_ms, ack.unique_id())
 
     async def put(self, msg: m.MessageExtBrokerInner) -> bool:
+        return await self._put(msg) in STORED
+
+    async def _put(self, msg: m.MessageExtBrokerInner) -> PutMessageStatus:
         try:
             result: PutMessageResult = await await_put(self.message_store.put_message_async(msg))
         except Exception:
             log.exception("revive record put failed, %s", msg.tags)
-            return False
+            return PutMessageStatus.UNKNOWN_ERROR
         if result.put_message_status not in STORED:
             log.error("revive record %s not stored: %s", msg.tags, result.put_message_status.name)
-            return False
-        return True
+        return result.put_message_status
 
     async def put_ck(self, ck: PopCheckPoint, revive_qid: int) -> bool:
-        return await self.put(self.build_ck_msg(ck, revive_qid))
+        status = await self._put(self.build_ck_msg(ck, revive_qid))
+        if self.on_put is not None:
+            self.on_put(ck.cid or "", ck.topic or "", "CK", status.name)
+        return status in STORED
 
     async def put_ack(self, ack: AckMsg | BatchAckMsg, revive_qid: int, invisible_time: int) -> bool:
         """An ack is delivered when the popped messages revive: popTime + invisibleTime."""
-        return await self.put(self.build_ack_msg(ack, revive_qid, ack.pop_time + invisible_time))
+        status = await self._put(self.build_ack_msg(ack, revive_qid, ack.pop_time + invisible_time))
+        if self.on_put is not None:
+            self.on_put(ack.consumer_group or "", ack.topic or "", "ACK", status.name)
+        return status in STORED

@@ -62,6 +62,13 @@ class PopReviveService:
         self.revive_offsets: dict[int, int] = {}
         #: Java shouldRunPopRevive: a master (brokerId 0) revives; a slave only when it acts as master
         self.should_run = True
+        #: Java currentReviveMessageTimestamp per revive queue: the revive time of the first
+        #: checkpoint the last pass read, or the pass's time when it read none
+        self.current_revive_ms: dict[int, int] = {}
+        #: (group, topic, revive queue, "CK" or "ACK") per revive record read; (group, topic,
+        #: put status name) per message put back to the retry topic (Java PopMetricsManager)
+        self.on_get: Callable[[str, str, int, str], None] | None = None
+        self.on_retry: Callable[[str, str, str], None] | None = None
         self._task: asyncio.Task | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -135,7 +142,7 @@ class PopReviveService:
             if not msgs:
                 break
             for msg, qo in zip(msgs, queue_offsets, strict=True):
-                self._merge(msg, qo, points, default_broker)
+                self._merge(msg, qo, points, default_broker, qid, self.on_get)
                 try:
                     end_time = max(end_time, int(msg.properties.get(MessageConst.TIMER_DELIVER_MS, "0")))
                 except ValueError:
@@ -145,7 +152,9 @@ class PopReviveService:
             end_time = max(end_time, self.now())
         handled = 0
         new_offset = old_offset
-        for ck in sorted(points.values(), key=lambda p: p.revive_offset):
+        in_order = sorted(points.values(), key=lambda p: p.revive_offset)
+        self.current_revive_ms[qid] = in_order[0].revive_time if in_order else self.now()
+        for ck in in_order:
             if not self.should_run:
                 break
             if end_time - ck.revive_time <= ACK_TIME_INTERVAL_MS + SECOND_MS:
@@ -163,8 +172,25 @@ class PopReviveService:
         self.revive_offsets[qid] = new_offset
         return handled
 
+    def revive_behind(self, qid: int) -> tuple[int, int]:
+        """(records of revive queue ``qid`` not handled yet, ms the oldest pending checkpoint is
+        past its revive time): Java PopReviveService#getReviveBehindMessages / Millis."""
+        current = self.current_revive_ms.get(qid, -1)
+        if current <= 0:
+            return 0, 0
+        handled = self.revive_offsets.get(qid, -1)
+        behind = self.message_store.get_max_offset_in_queue(self.topic, qid) - handled - 1
+        return max(0, behind), max(0, self.now() - current) if behind > 0 else 0
+
     @staticmethod
-    def _merge(msg: m.StoredMessage, queue_offset: int, points: dict[str, PopCheckPoint], default_broker: str) -> None:
+    def _merge(
+        msg: m.StoredMessage,
+        queue_offset: int,
+        points: dict[str, PopCheckPoint],
+        default_broker: str,
+        qid: int = 0,
+        on_get: Callable[[str, str, int, str], None] | None = None,
+    ) -> None:
         tags = msg.tags
         body = msg.body or b""
         try:
@@ -174,8 +200,12 @@ class PopReviveService:
                     return
                 ck.revive_offset = queue_offset
                 points[ck.merge_key()] = ck
+                if on_get is not None:
+                    on_get(ck.cid, ck.topic, qid, "CK")
             elif tags == ACK_TAG:
                 ack = AckMsg.decode(body)
+                if on_get is not None:
+                    on_get(ack.consumer_group or "", ack.topic or "", qid, "ACK")
                 point = points.get(ack.merge_key(default_broker))
                 if point is not None:
                     i = point.index_of_ack(ack.ack_offset)
@@ -183,6 +213,8 @@ class PopReviveService:
                         point.bit_map |= 1 << i
             elif tags == BATCH_ACK_TAG:
                 back = BatchAckMsg.decode(body)
+                if on_get is not None:
+                    on_get(back.consumer_group or "", back.topic or "", qid, "ACK")
                 point = points.get(back.merge_key(default_broker))
                 if point is not None:
                     for o in back.ack_offset_list:
@@ -239,6 +271,8 @@ class PopReviveService:
             reconsume_times=msg.reconsume_times if ck.suspend else msg.reconsume_times + 1,
         )
         result = await await_put(self.message_store.put_message_async(inner))
+        if self.on_retry is not None:
+            self.on_retry(group, ck.topic or "", result.put_message_status.name)
         if result.put_message_status is not PutMessageStatus.PUT_OK:
             log.warning("revive put to %s failed: %s", topic, result.put_message_status.name)
             return False

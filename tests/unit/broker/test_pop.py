@@ -432,3 +432,47 @@ def test_popped_messages_count_out_with_is_retry(make_broker):
     labels = {"topic": TOPIC, "consumer_group": GROUP, "is_retry": "false", "is_system": "false"}
     assert s.total("rocketmq_messages_out_total", **labels) == 3
     assert s.total("rocketmq_throughput_out_total", **labels) == sum(x.store_size for x in msgs)
+
+
+def test_pop_metrics_count_revive_records_retries_and_lag(make_broker, clock):
+    """Java PopMetricsManager's series: checkpoints and acks written (by type and put status) and
+    read back by the revive service (by revive queue), messages put back for retry, each revive
+    queue's lag; the buffer gauges at 0 as with Java's pop buffer off."""
+    from support.prom import parse
+
+    broker = make_broker(metricsExporterType="PROM")
+    setup(broker, n=3)
+
+    def scrape():
+        return parse(broker.c.broker_metrics.render())
+
+    async def go():
+        r, msgs = await pop(broker, invisible=10_000)
+        qid = r.ext_fields["reviveQid"]
+        for x in msgs[:2]:
+            assert (await ack(broker, r, x)).code == ResponseCode.SUCCESS
+        s = scrape()
+        put = "rocketmq_pop_revive_in_message_total"
+        assert s.total(put, consumer_group=GROUP, topic=TOPIC, revive_message_type="CK", put_status="PUT_OK") == 1
+        assert s.total(put, consumer_group=GROUP, topic=TOPIC, revive_message_type="ACK", put_status="PUT_OK") == 2
+        assert s.total("rocketmq_pop_revive_out_message_total") == 0
+        assert s.total("rocketmq_pop_offset_buffer_size") == s.total("rocketmq_pop_checkpoint_buffer_size") == 0
+        assert s.total("rocketmq_pop_revive_lag_milliseconds") == 0  # no pass has run yet (Java: 0 then)
+        await deliver_timer(broker)
+        clock.advance(10_000 + 2_001)
+        await deliver_timer(broker)
+        svc = broker.c.pop_services.revive_service
+        assert await svc.revive_queue(int(qid)) == 1
+        s = scrape()
+        got = "rocketmq_pop_revive_out_message_total"
+        assert s.total(got, queue_id=qid, revive_message_type="CK", consumer_group=GROUP) == 1
+        assert s.total(got, queue_id=qid, revive_message_type="ACK", topic=TOPIC) == 2
+        retry = "rocketmq_pop_revive_retry_messages_total"
+        assert s.series(retry) and s.total(retry, consumer_group=GROUP, topic=TOPIC, put_status="PUT_OK") == 1
+        # Java's reviveOffset is the last handled checkpoint's: the two acks after it count as lag
+        assert s.total("rocketmq_pop_revive_lag_milliseconds", queue_id=qid) == 2
+        assert s.total("rocketmq_pop_revive_latency_milliseconds", queue_id=qid) >= 2_001
+        assert s.types["rocketmq_pop_revive_latency_milliseconds"] == "gauge"
+        assert s.total("rocketmq_pop_buffer_scan_time_consume_milliseconds_count") == 0  # no buffer, no scan
+
+    asyncio.run(go())
