@@ -559,6 +559,9 @@ class BulkScan:
     check_crc: bool = True
     corrupt: str = "fail"
     batch_rows: int = 65536
+    #: commit-log bytes per batch at most (a record bigger than this is a batch of its own): large
+    #: batches cost the JVM less per row, but a batch of big bodies must stay small in memory
+    batch_bytes: int = 64 * 1024 * 1024
 
     def read(self, split: scan.Split, stats: scan.ScanStats | None = None) -> Iterator[pa.RecordBatch]:
         scan.check_corrupt_mode(self.corrupt)
@@ -587,12 +590,13 @@ class BulkScan:
         pos = first
         out = np.empty(self.batch_rows, dtype=np.int64)
         while pos < split.stop and pos + 8 <= limit:
-            n, pos = walk_records(mm, pos, split.stop, limit, self.check_crc, out)
+            stop = min(split.stop, pos + self.batch_bytes)
+            n, pos = walk_records(mm, pos, stop, limit, self.check_crc, out)
             if n:
                 if stats is not None:
                     stats.records += n
                 yield from self._emit(u8, mv, decode_fields(u8, out[:n].copy(), limit), split, mm)
-            if pos >= split.stop or pos + 8 > limit or n == self.batch_rows:
+            if pos >= stop or pos + 8 > limit or n == self.batch_rows:
                 continue
             if m.peek_total_size_and_magic(mm, pos)[1] == m.BLANK_MAGIC_CODE:
                 return  # the end of a full file

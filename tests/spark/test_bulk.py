@@ -73,8 +73,10 @@ def reference_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail",
     return rows, stats
 
 
-def bulk_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", check_crc=True, batch_rows=16384):
-    scan_ = BulkScan(names, arrow_schema(names), flt or RecordFilter(), check_crc, corrupt, batch_rows)
+def bulk_rows(
+    root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", check_crc=True, batch_rows=16384, batch_bytes=1 << 26
+):
+    scan_ = BulkScan(names, arrow_schema(names), flt or RecordFilter(), check_crc, corrupt, batch_rows, batch_bytes)
     stats = scan.ScanStats()
     rows = []
     for sp in scan.plan_splits(str(root), scan.PlanOptions(split_size=split_size)):
@@ -96,9 +98,14 @@ def test_every_column_equals_the_reference(pyrmq_store, walk) -> None:
         "v2": any(r["version"] == 2 and r["topic"] == LONG_TOPIC for r in want),
     }
     assert all(shapes.values()), shapes
-    for split_size, batch_rows in ((CL_SIZE, 16384), (1000, 7), (97, 1)):
-        got, _ = bulk_rows(root, ALL, split_size=split_size, batch_rows=batch_rows)
-        assert got == want, (split_size, batch_rows)
+    for split_size, batch_rows, batch_bytes in (
+        (CL_SIZE, 16384, 1 << 26),
+        (1000, 7, 1 << 26),
+        (97, 1, 1),
+        (CL_SIZE, 99, 700),
+    ):
+        got, _ = bulk_rows(root, ALL, split_size=split_size, batch_rows=batch_rows, batch_bytes=batch_bytes)
+        assert got == want, (split_size, batch_rows, batch_bytes)
 
 
 @pytest.mark.parametrize(
@@ -166,7 +173,7 @@ def test_corrupt_records_are_handled_like_the_reference(pyrmq_store, tmp_path, w
             bulk_rows(copy, HEADER, split_size=split_size, batch_rows=3)
         assert str(got_err.value) == str(want_err.value)
         want, want_stats = reference_rows(copy, ALL, split_size=split_size, corrupt="skip")
-        got, got_stats = bulk_rows(copy, ALL, split_size=split_size, corrupt="skip", batch_rows=3)
+        got, got_stats = bulk_rows(copy, ALL, split_size=split_size, corrupt="skip", batch_rows=3, batch_bytes=500)
         assert got == want
         assert got_stats.corrupt == want_stats.corrupt and len(got_stats.corrupt) >= 2
         assert got_stats.records == want_stats.records
