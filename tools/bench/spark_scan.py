@@ -8,7 +8,7 @@ Generates (once) a commit log of --size bytes of --body-size messages, then time
   bulk-compiled    the bulk decoder with the compiled walk / gather / copy (pyrmq._speedups), 1 core
                    (both bulk measures for header columns, then header columns + body)
   header           spark.read.format("rocketmq"), header columns, count + sum (bulk decoder)
-  header-<n>m      the same with n MiB splits (--split-sizes, default 256: 4 tasks)
+  header-<n>m      the same with n MiB splits (--split-sizes, default 64: 16 tasks)
   header-rows<n>   the same with 256 MiB splits and batchRows=n (--batch-rows)
   header-ref       the same with decoder=reference
   nocrc            header columns with checkCRC=false
@@ -110,9 +110,9 @@ def main(argv=None) -> int:
     p.add_argument("--body-size", type=int, default=1024)
     p.add_argument("--file-size", type=int, default=1 << 30, help="mappedFileSizeCommitLog (default 1 GiB)")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--split-size", type=int, default=64 * 1024 * 1024)
+    p.add_argument("--split-size", type=int, default=256 * 1024 * 1024)
     p.add_argument("--skip", default="", help="comma list of measurements to skip")
-    p.add_argument("--split-sizes", default="256", help="header scans with these split sizes (MiB), comma list")
+    p.add_argument("--split-sizes", default="64", help="header scans with these split sizes (MiB), comma list")
     p.add_argument("--batch-rows", default="", help="header scans (256 MiB splits) with these batchRows, comma list")
     args = p.parse_args(argv)
     skip = set(args.skip.split(","))
