@@ -34,10 +34,15 @@ def spark_session(
 ) -> SparkSession:
     """A SparkSession: `master` if given, else spark-submit's, else local[*]. Workers run this
     interpreter unless PYSPARK_PYTHON says otherwise (they must import pyrmq and pyarrow)."""
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # under spark-submit the master is a system property of the JVM that started us: connect
+        # to it first, or SparkConf sees no master and the job runs in local mode beside the
+        # cluster (elsewhere the JVM is launched by getOrCreate, with the builder's options)
+        SparkContext._ensure_initialized()
     base = SparkConf()
     builder = SparkSession.builder.appName(app_name)
     if master is not None:

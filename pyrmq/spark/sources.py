@@ -323,6 +323,13 @@ class RocketMQDataSource(DataSource):
         cls = CommitLogPushdownReader if _pushdown(self.options, self.pushdown_default) else CommitLogReader
         return cls(self.options, schema, type(self).corrupt_accumulator)
 
+    def streamReader(self, schema: StructType) -> Any:
+        """`spark.readStream.format("rocketmq")`: tails the store by consume-queue offsets
+        (pyrmq.spark.streaming)."""
+        from pyrmq.spark.streaming import RocketMQStreamReader
+
+        return RocketMQStreamReader(self.options, schema, type(self).corrupt_accumulator)
+
 
 # --- rocketmq_consumequeue -----------------------------------------------------------------------
 class ConsumeQueueReader(DataSourceReader):

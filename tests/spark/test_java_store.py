@@ -206,3 +206,22 @@ def test_java_store_through_spark(java_env, spark, corrupt_log, tmp_path) -> Non
     }
     assert lag == java_lag
     assert sum(v[2] for v in lag.values()) == 7
+    # 5. the streaming source over the Java broker's store: each record once, the batch rows
+    out, check = tmp_path / "stream-out", tmp_path / "stream-ck"
+    q = (
+        spark.readStream.format("rocketmq")
+        .option("maxRecordsPerTrigger", "10")
+        .load(str(store))
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(check))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination(600)
+    assert not q.isActive and q.exception() is None
+    streamed = spark.read.parquet(str(out)).collect()
+    assert sorted(r.commitLogOffset for r in streamed) == sorted(rows)
+    assert {r.commitLogOffset: r.asDict(recursive=True) for r in streamed} == {
+        o: r.asDict(recursive=True) for o, r in rows.items()
+    }
