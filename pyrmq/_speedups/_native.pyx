@@ -10,10 +10,11 @@ from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.long cimport PyLong_AsLongLongAndOverflow
-from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+import os
 
 cdef object _references = None
 cdef object _RemotingCommand = None
@@ -749,3 +750,454 @@ def write_record(buf, pos, header, total, version, body_crc, queue_id, flag, que
                                     physical_offset, sys_flag, born_timestamp, born_host, store_timestamp,
                                     store_host, reconsume_times, prepared_transaction_offset, body, topic_part,
                                     properties, head)
+
+
+# --- pyrmq.spark.bulk.walk_records -----------------------------------------------------------------
+
+cdef uint32_t _crc_table[8][256]
+cdef bint _crc_ready = False
+
+
+cdef void _crc_init() noexcept nogil:
+    """CRC-32 (zlib's: reflected polynomial 0xEDB88320U) tables for slicing by 8 bytes."""
+    cdef uint32_t c
+    cdef int i, j, k
+    for i in range(256):
+        c = <uint32_t>i
+        for j in range(8):
+            c = (c >> 1) ^ (0xEDB88320U if c & 1 else 0)
+        _crc_table[0][i] = c
+    for i in range(256):
+        c = _crc_table[0][i]
+        for k in range(1, 8):
+            c = (c >> 8) ^ _crc_table[0][c & 0xFF]
+            _crc_table[k][i] = c
+
+
+cdef inline uint32_t _le32(const unsigned char* p) noexcept nogil:
+    return <uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef extern from *:
+    """
+    /* CRC-32 folding with carry-less multiplication (x86-64 PCLMULQDQ), own derivation:
+       in the reflected bit order a 64x64 carry-less product of A and B is x*A*B, so folding a
+       128-bit remainder X = L*x^64 + H forward by D bits is clmul(L, x^(63+D) mod P) xor
+       clmul(H, x^(D-1) mod P), each constant a 32-bit remainder in reflected 64-bit form
+       (computed by tools/bench/crc32_fold_constants.py). Four lanes fold 64 bytes a step, then
+       they fold into one; the caller reduces the 16 bytes left (and the tail) with its table. */
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    #include <immintrin.h>
+    static int pyrmq_clmul_ok(void) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+    }
+    __attribute__((target("pclmul,sse2")))
+    static inline __m128i pyrmq_fold(__m128i x, __m128i k) {
+        return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+    }
+    __attribute__((target("pclmul,sse2")))
+    static Py_ssize_t pyrmq_crc_fold(uint32_t reg, const unsigned char* p, Py_ssize_t n, unsigned char* out16) {
+        const __m128i k512 = _mm_set_epi64x((long long)0xcad38e8f00000000ULL, (long long)0x653d982200000000ULL);
+        const __m128i k384 = _mm_set_epi64x((long long)0x2a28386200000000ULL, (long long)0x69ccfc0d00000000ULL);
+        const __m128i k256 = _mm_set_epi64x((long long)0x01b5fd1d00000000ULL, (long long)0x9570d49500000000ULL);
+        const __m128i k128 = _mm_set_epi64x((long long)0x9ba54c6f00000000ULL, (long long)0x65673b4600000000ULL);
+        __m128i x0, x1, x2, x3;
+        Py_ssize_t done = 64;
+        if (n < 64) return 0;
+        x0 = _mm_xor_si128(_mm_loadu_si128((const __m128i*)p), _mm_cvtsi32_si128((int)reg));
+        x1 = _mm_loadu_si128((const __m128i*)(p + 16));
+        x2 = _mm_loadu_si128((const __m128i*)(p + 32));
+        x3 = _mm_loadu_si128((const __m128i*)(p + 48));
+        while (n - done >= 64) {
+            const unsigned char* q = p + done;
+            x0 = _mm_xor_si128(pyrmq_fold(x0, k512), _mm_loadu_si128((const __m128i*)q));
+            x1 = _mm_xor_si128(pyrmq_fold(x1, k512), _mm_loadu_si128((const __m128i*)(q + 16)));
+            x2 = _mm_xor_si128(pyrmq_fold(x2, k512), _mm_loadu_si128((const __m128i*)(q + 32)));
+            x3 = _mm_xor_si128(pyrmq_fold(x3, k512), _mm_loadu_si128((const __m128i*)(q + 48)));
+            done += 64;
+        }
+        x0 = _mm_xor_si128(_mm_xor_si128(pyrmq_fold(x0, k384), pyrmq_fold(x1, k256)),
+                           _mm_xor_si128(pyrmq_fold(x2, k128), x3));
+        while (n - done >= 16) {
+            x0 = _mm_xor_si128(pyrmq_fold(x0, k128), _mm_loadu_si128((const __m128i*)(p + done)));
+            done += 16;
+        }
+        _mm_storeu_si128((__m128i*)out16, x0);
+        return done;
+    }
+    #else
+    static int pyrmq_clmul_ok(void) { return 0; }
+    static Py_ssize_t pyrmq_crc_fold(uint32_t reg, const unsigned char* p, Py_ssize_t n, unsigned char* out16) {
+        (void)reg; (void)p; (void)n; (void)out16;
+        return 0;
+    }
+    #endif
+    """
+    int pyrmq_clmul_ok() nogil
+    Py_ssize_t pyrmq_crc_fold(uint32_t reg, const unsigned char* p, Py_ssize_t n, unsigned char* out16) nogil
+
+
+cdef bint _clmul = False
+
+
+cdef inline uint32_t _crc_table_step(uint32_t crc, const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """The CRC register after n bytes (no initial or final inversion), eight bytes per step."""
+    cdef uint32_t a, b
+    while n >= 8:
+        a = _le32(p) ^ crc
+        b = _le32(p + 4)
+        crc = (
+            _crc_table[7][a & 0xFF] ^ _crc_table[6][(a >> 8) & 0xFF]
+            ^ _crc_table[5][(a >> 16) & 0xFF] ^ _crc_table[4][a >> 24]
+            ^ _crc_table[3][b & 0xFF] ^ _crc_table[2][(b >> 8) & 0xFF]
+            ^ _crc_table[1][(b >> 16) & 0xFF] ^ _crc_table[0][b >> 24]
+        )
+        p += 8
+        n -= 8
+    while n > 0:
+        crc = (crc >> 8) ^ _crc_table[0][(crc ^ p[0]) & 0xFF]
+        p += 1
+        n -= 1
+    return crc
+
+
+cdef uint32_t _crc32(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """zlib.crc32(p[:n]): folding with carry-less multiplication where the CPU has it (bodies of
+    64 bytes and more), the table for the rest."""
+    cdef uint32_t crc = 0xFFFFFFFFU
+    cdef unsigned char rest[16]
+    cdef Py_ssize_t done
+    if _clmul and n >= 64:
+        done = pyrmq_crc_fold(crc, p, n, rest)
+        if done:
+            crc = _crc_table_step(0, rest, 16)
+            p += done
+            n -= done
+    return _crc_table_step(crc, p, n) ^ 0xFFFFFFFFU
+
+
+def crc32(data):
+    """zlib.crc32(data) of a bytes-like object (the table walk the record walk uses; tested
+    against zlib)."""
+    cdef Py_buffer v
+    cdef uint32_t c
+    if not _crc_ready:
+        _crc_start()
+    PyObject_GetBuffer(data, &v, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            c = _crc32(<const unsigned char*>v.buf, v.len)
+    finally:
+        PyBuffer_Release(&v)
+    return c
+
+
+cdef void _crc_start():
+    global _crc_ready, _clmul
+    _crc_init()
+    _clmul = pyrmq_clmul_ok() != 0 and os.environ.get("PYRMQ_CRC_TABLE", "") in ("", "0")
+    _crc_ready = True
+
+
+def crc32_method():
+    """Which CRC-32 the record walk uses: "clmul" (carry-less multiply folding) or "table"
+    (PYRMQ_CRC_TABLE=1, or a CPU without PCLMULQDQ)."""
+    if not _crc_ready:
+        _crc_start()
+    return "clmul" if _clmul else "table"
+
+
+cdef bint _utf8_ok(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """True when p[:n] is what bytes.decode('utf-8') accepts (no overlong forms, no surrogates,
+    nothing above U+10FFFF)."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned char c, d
+    while i < n:
+        c = p[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            if i + 1 >= n or (p[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
+        elif 0xE0 <= c <= 0xEF:
+            if i + 2 >= n:
+                return False
+            d = p[i + 1]
+            if c == 0xE0:
+                if not (0xA0 <= d <= 0xBF):
+                    return False
+            elif c == 0xED:
+                if not (0x80 <= d <= 0x9F):
+                    return False
+            elif (d & 0xC0) != 0x80:
+                return False
+            if (p[i + 2] & 0xC0) != 0x80:
+                return False
+            i += 3
+        elif 0xF0 <= c <= 0xF4:
+            if i + 3 >= n:
+                return False
+            d = p[i + 1]
+            if c == 0xF0:
+                if not (0x90 <= d <= 0xBF):
+                    return False
+            elif c == 0xF4:
+                if not (0x80 <= d <= 0x8F):
+                    return False
+            elif (d & 0xC0) != 0x80:
+                return False
+            if (p[i + 2] & 0xC0) != 0x80 or (p[i + 3] & 0xC0) != 0x80:
+                return False
+            i += 4
+        else:
+            return False
+    return True
+
+
+cdef Py_ssize_t _walk(const unsigned char* b, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t limit,
+                      bint check_crc, int64_t* out, Py_ssize_t cap, Py_ssize_t* n_out) noexcept nogil:
+    """The record-boundary walk of walk_records, on raw memory; returns where it stopped."""
+    cdef Py_ssize_t n = 0, e, q, topic_at, body_at
+    cdef int32_t total, magic, sys_flag, body_len, topic_len, props_len
+    while pos < stop and pos + 8 <= limit and n < cap:
+        total = _i32(b + pos)
+        magic = _i32(b + pos + 4)
+        if magic != <int32_t>0xDAA320A7U and magic != <int32_t>0xDAA320ABU:
+            break
+        if total < 91 or total > limit - pos:
+            break
+        e = pos + total
+        sys_flag = _i32(b + pos + 36)
+        q = pos + 48 + (20 if sys_flag & 0x10 else 8) + 8 + (20 if sys_flag & 0x20 else 8) + 16
+        if q > e:
+            break
+        body_len = _i32(b + q - 4)
+        if body_len < 0 or body_len > e - q:
+            break
+        body_at = q
+        q += body_len
+        if magic == <int32_t>0xDAA320ABU:
+            if q + 2 > e:
+                break
+            topic_len = _i16(b + q)
+            q += 2
+        else:
+            if q + 1 > e:
+                break
+            topic_len = <signed char>b[q]
+            q += 1
+        if topic_len < 0 or topic_len > e - q:
+            break
+        topic_at = q
+        q += topic_len
+        if q + 2 > e:
+            break
+        props_len = _i16(b + q)
+        if props_len < 0 or q + 2 + props_len != e:
+            break
+        if not _utf8_ok(b + topic_at, topic_len):
+            break
+        if check_crc and (_crc32(b + body_at, body_len) & 0x7FFFFFFFU) != <uint32_t>_i32(b + pos + 8):
+            break
+        out[n] = pos
+        n += 1
+        pos = e
+    n_out[0] = n
+    return pos
+
+
+def walk_records(buf, pos, stop, limit, check_crc, out):
+    """Reference: pyrmq.spark.bulk.walk_records. The same walk over the raw bytes, without the
+    GIL: each record's structure, topic UTF-8 and (when asked) BODYCRC checked in one pass.
+    Arguments out of the common range go to the reference."""
+    cdef Py_buffer bv, ov
+    cdef Py_ssize_t c_pos, c_stop, c_limit, n = 0, end
+    cdef bint crc = bool(check_crc)
+    if not (type(pos) is int and type(stop) is int and type(limit) is int):
+        return _ref("walk_records")(buf, pos, stop, limit, check_crc, out)
+    c_pos, c_stop, c_limit = pos, stop, limit
+    try:
+        PyObject_GetBuffer(buf, &bv, PyBUF_SIMPLE)
+    except Exception:
+        return _ref("walk_records")(buf, pos, stop, limit, check_crc, out)
+    try:
+        PyObject_GetBuffer(out, &ov, PyBUF_WRITABLE | PyBUF_FORMAT)
+    except Exception:
+        PyBuffer_Release(&bv)
+        return _ref("walk_records")(buf, pos, stop, limit, check_crc, out)
+    try:
+        if c_pos < 0 or c_limit > bv.len or ov.itemsize != 8 or ov.format == NULL or ov.format[0] not in b"lq":
+            ok = False
+        else:
+            ok = True
+            if crc and not _crc_ready:
+                _crc_start()
+            with nogil:
+                end = _walk(<const unsigned char*>bv.buf, c_pos, c_stop, c_limit, crc, <int64_t*>ov.buf,
+                            ov.len // 8, &n)
+    finally:
+        PyBuffer_Release(&ov)
+        PyBuffer_Release(&bv)
+    if not ok:
+        return _ref("walk_records")(buf, pos, stop, limit, check_crc, out)
+    return n, end
+
+
+# --- pyrmq.spark.bulk.record_fields, copy_ranges ---------------------------------------------------
+
+cdef inline int64_t _i64(const unsigned char* p) noexcept nogil:
+    return <int64_t>((<uint64_t>_u32(p) << 32) | <uint64_t>_u32(p + 4))
+
+
+cdef bint _int64_array(Py_buffer* v) noexcept:
+    return v.itemsize == 8 and v.format != NULL and (v.format[0] == b'l' or v.format[0] == b'q')
+
+
+cdef bint _fields(const unsigned char* b, Py_ssize_t blen, const int64_t* s, Py_ssize_t n, Py_ssize_t limit,
+                  int64_t* o) noexcept nogil:
+    """The rows of record_fields for records that are whole and well-formed; False at the first
+    one that is not (the caller hands the batch to the reference)."""
+    cdef Py_ssize_t i, p, e, q, born_len, store_len, body_pos, topic_pos
+    cdef int32_t total, magic, sys_flag, body_len, topic_len, props_len
+    if limit > blen:
+        return False
+    for i in range(n):
+        p = s[i]
+        if p < 0 or p + 8 > limit:
+            return False
+        total = _i32(b + p)
+        magic = _i32(b + p + 4)
+        if (magic != <int32_t>0xDAA320A7U and magic != <int32_t>0xDAA320ABU) or total < 91 or total > limit - p:
+            return False
+        e = p + total
+        sys_flag = _i32(b + p + 36)
+        born_len = 20 if sys_flag & 0x10 else 8
+        store_len = 20 if sys_flag & 0x20 else 8
+        q = p + 48 + born_len + 8 + store_len
+        body_pos = q + 16
+        if body_pos > e:
+            return False
+        body_len = _i32(b + q + 12)
+        if body_len < 0 or body_len > e - body_pos:
+            return False
+        q = body_pos + body_len
+        if magic == <int32_t>0xDAA320ABU:
+            if q + 2 > e:
+                return False
+            topic_len = _i16(b + q)
+            topic_pos = q + 2
+        else:
+            if q + 1 > e:
+                return False
+            topic_len = <signed char>b[q]
+            topic_pos = q + 1
+        if topic_len < 0 or topic_len > e - topic_pos - 2:
+            return False
+        props_len = _i16(b + topic_pos + topic_len)
+        if props_len < 0 or topic_pos + topic_len + 2 + props_len != e:
+            return False
+        o[i] = total
+        o[n + i] = magic
+        o[2 * n + i] = _i32(b + p + 8)
+        o[3 * n + i] = _i32(b + p + 12)
+        o[4 * n + i] = _i32(b + p + 16)
+        o[5 * n + i] = _i64(b + p + 20)
+        o[6 * n + i] = _i64(b + p + 28)
+        o[7 * n + i] = sys_flag
+        o[8 * n + i] = _i64(b + p + 40)
+        o[9 * n + i] = _i64(b + p + 48 + born_len)
+        o[10 * n + i] = _i32(b + body_pos - 16)
+        o[11 * n + i] = _i64(b + body_pos - 12)
+        o[12 * n + i] = born_len
+        o[13 * n + i] = p + 48 + born_len + 8
+        o[14 * n + i] = store_len
+        o[15 * n + i] = body_pos
+        o[16 * n + i] = body_len
+        o[17 * n + i] = topic_pos
+        o[18 * n + i] = topic_len
+        o[19 * n + i] = topic_pos + topic_len + 2
+        o[20 * n + i] = props_len
+    return True
+
+
+def record_fields(buf, starts, limit, out):
+    """Reference: pyrmq.spark.bulk.record_fields. One pass over the records (they are whole and
+    well-formed when the compiled walk found them); any other batch goes to the reference."""
+    cdef Py_buffer bv, sv, ov
+    cdef Py_ssize_t c_limit, n
+    cdef bint ok = False
+    if type(limit) is not int:
+        return _ref("record_fields")(buf, starts, limit, out)
+    c_limit = limit
+    PyObject_GetBuffer(buf, &bv, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(starts, &sv, PyBUF_FORMAT)
+        try:
+            PyObject_GetBuffer(out, &ov, PyBUF_WRITABLE | PyBUF_FORMAT)
+            try:
+                n = sv.len // 8
+                if _int64_array(&sv) and _int64_array(&ov) and ov.len == 21 * 8 * n:
+                    with nogil:
+                        ok = _fields(<const unsigned char*>bv.buf, bv.len, <const int64_t*>sv.buf, n, c_limit,
+                                     <int64_t*>ov.buf)
+            finally:
+                PyBuffer_Release(&ov)
+        finally:
+            PyBuffer_Release(&sv)
+    finally:
+        PyBuffer_Release(&bv)
+    if not ok:
+        return _ref("record_fields")(buf, starts, limit, out)
+    return None
+
+
+def copy_ranges(buf, pos, length, out):
+    """Reference: pyrmq.spark.bulk.copy_ranges. memcpy per range, without the GIL, when every
+    range is inside ``buf`` and ``out`` is exactly their total; anything else goes to the reference."""
+    cdef Py_buffer bv, pv, lv, ov
+    cdef Py_ssize_t i, n, at = 0
+    cdef const int64_t* ps
+    cdef const int64_t* ls
+    cdef bint ok = False
+    PyObject_GetBuffer(buf, &bv, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(pos, &pv, PyBUF_FORMAT)
+        try:
+            PyObject_GetBuffer(length, &lv, PyBUF_FORMAT)
+            try:
+                PyObject_GetBuffer(out, &ov, PyBUF_WRITABLE)
+                try:
+                    if _int64_array(&pv) and _int64_array(&lv) and pv.len == lv.len:
+                        n = pv.len // 8
+                        ps = <const int64_t*>pv.buf
+                        ls = <const int64_t*>lv.buf
+                        with nogil:
+                            ok = True
+                            for i in range(n):
+                                if ps[i] < 0 or ls[i] < 0 or ls[i] > bv.len - ps[i] or ls[i] > ov.len - at:
+                                    ok = False
+                                    break
+                                at += ls[i]
+                            if ok and at == ov.len:
+                                at = 0
+                                for i in range(n):
+                                    memcpy(<unsigned char*>ov.buf + at, <const unsigned char*>bv.buf + ps[i], ls[i])
+                                    at += ls[i]
+                            else:
+                                ok = False
+                finally:
+                    PyBuffer_Release(&ov)
+            finally:
+                PyBuffer_Release(&lv)
+        finally:
+            PyBuffer_Release(&pv)
+    finally:
+        PyBuffer_Release(&bv)
+    if not ok:
+        return _ref("copy_ranges")(buf, pos, length, out)
+    return None

@@ -46,7 +46,7 @@ from .protocol import (
     VoteResult,
     failure,
 )
-from .store_files import TermState
+from .store_files import StoreFormatError, TermState
 
 __all__ = [
     "AppendError",
@@ -574,7 +574,7 @@ class DLedgerMember:
             if req.type is PushType.COMPARE:
                 try:
                     local: DLedgerEntry | None = self.ledger.get(req.entry.index)
-                except KeyError:
+                except (KeyError, StoreFormatError):  # handleDoCompare: any failure is a mismatch
                     local = None
                 code = Code.SUCCESS if same_entry(req.entry, local) else Code.INCONSISTENT_STATE
                 return self._push_response(req, code), out

@@ -243,12 +243,13 @@ class DLedgerStoreReader:
             return -1
         return min(self.checkpoint.committed_index, self.ledger_end_index)
 
-    def entries(self) -> Iterator[DLedgerEntry]:
-        """Every entry in order, across blanks, until the recovered end. Each data file is mapped,
-        not read whole: a file is 1 GiB by default, and only the entries' bodies are copied out."""
+    def entries(self, first_file: int = 0) -> Iterator[DLedgerEntry]:
+        """Every entry in order, across blanks, until the recovered end, from the data file
+        ``first_file`` on. Each data file is mapped, not read whole: a file is 1 GiB by default,
+        and only the entries' bodies are copied out."""
         last_index = -1
         last_term = -1
-        for start, path in self.data_files:
+        for start, path in self.data_files[first_file:]:
             with open(path, "rb") as f:
                 if os.fstat(f.fileno()).st_size < MIN_BLANK_LEN:
                     return
@@ -371,6 +372,24 @@ class DLedgerStoreWriter:
         self._dirty: set[str] = set()
         #: open descriptors by path (pwrite/pread: no buffering between this writer and readers)
         self._fds: dict[str, int] = {}
+        self._repair_index(reader)
+
+    def _repair_index(self, reader: DLedgerStoreReader) -> None:
+        """DLedgerMmapFileStore#recover: the entries of the last three data files are checked
+        against their index items, and from the first that does not match on, the items are
+        written again from the entries. An entry reaches the data file before its item reaches
+        the index file: a process killed in between leaves an entry the index does not know, and
+        every read of it (a leader's COMPARE) would fail."""
+        rewrite = False
+        for entry in reader.entries(max(0, len(reader.data_files) - 3)):
+            offset = entry.index * INDEX_UNIT_SIZE
+            item = encode_index_item(
+                IndexItem(magic=entry.magic, index=entry.index, term=entry.term, pos=entry.pos, size=entry.size)
+            )
+            if not rewrite and self._read_at(self.index_path, self.index_file_size, offset, INDEX_UNIT_SIZE) == item:
+                continue
+            rewrite = True
+            self._write_at(self.index_path, self.index_file_size, offset, item)
 
     def _fd(self, path: str, directory: str, file_size: int, *, create: bool) -> int | None:
         fd = self._fds.get(path)

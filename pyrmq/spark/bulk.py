@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyrmq._speedups import pick
 from pyrmq.common.constants import MessageConst
 from pyrmq.spark import commitlog_scan as scan
 from pyrmq.spark.columns import PROPERTY_COLUMNS, MessageColumns, RecordFilter, host_text
@@ -107,6 +108,32 @@ def chase(buf: Any, pos: int, stop: int, limit: int, max_records: int) -> tuple[
     return starts, pos
 
 
+def walk_records(buf: Any, pos: int, stop: int, limit: int, check_crc: bool, out: np.ndarray) -> tuple[int, int]:
+    """The starts of the valid records from `pos` on, written to `out` (int64; its length is the
+    most taken), hopping TOTALSIZE while a record starts below `stop` with 8 bytes before `limit`.
+    Valid is what reader.read_record accepts (magic, lengths adding up to TOTALSIZE inside
+    `limit`, topic UTF-8, BODYCRC when `check_crc`). Returns (count, where the walk stopped): at
+    `stop` or `limit`, after len(out) records, or on the first start that is no valid record (a
+    blank record, zeros, a corrupt record), which the caller handles as the reference does.
+
+    This is the reference (numpy masks over a hop of TOTALSIZEs); pyrmq._speedups has the
+    compiled twin, one pass over the bytes without the GIL."""
+    starts, end = chase(buf, pos, stop, limit, len(out))
+    if not starts:
+        return 0, end
+    u8 = np.frombuffer(buf, dtype=np.uint8)
+    with memoryview(buf) as mv:
+        f = decode_fields(u8, np.array(starts, dtype=np.int64), limit)
+        check_topics_and_crc(u8, mv, f, check_crc)
+    wrong = np.flatnonzero(~f.valid)
+    k = len(starts) if len(wrong) == 0 else int(wrong[0])
+    out[:k] = starts[:k]
+    return k, end if k == len(starts) else starts[k]
+
+
+walk_records = pick(walk_records)  # the compiled twin (pyrmq/_speedups) when built
+
+
 def _gather(u8: np.ndarray, pos: np.ndarray, width: int, dtype: Any) -> np.ndarray:
     """`width` bytes at each position as `dtype` (big-endian integers or a record of them);
     positions out of range are clipped (the masks reject those records)."""
@@ -115,21 +142,46 @@ def _gather(u8: np.ndarray, pos: np.ndarray, width: int, dtype: Any) -> np.ndarr
     return out if isinstance(dtype, np.dtype) else out.astype(dtype[1:])
 
 
+def copy_ranges(buf: Any, pos: np.ndarray, length: np.ndarray, out: np.ndarray) -> None:
+    """The byte ranges [pos, pos+length) of `buf` one after another into `out` (uint8, exactly
+    their total length; int64 pos and length). The reference: one numpy gather for short ranges
+    (topics, properties), a join of slices for long ones (bodies)."""
+    if len(pos) and (int(pos.min()) < 0 or int((pos + length).max()) > len(buf)):
+        raise IndexError("a byte range outside the buffer")
+    if len(out) == 0:
+        return
+    if len(out) > 64 * len(pos):
+        with memoryview(buf) as mv:
+            out[:] = np.frombuffer(
+                b"".join([mv[a : a + n] for a, n in zip(pos.tolist(), length.tolist(), strict=True)]), dtype=np.uint8
+            )
+        return
+    starts = np.zeros(len(pos), dtype=np.int64)
+    np.cumsum(length[:-1], out=starts[1:])
+    idx = np.repeat(pos - starts, length) + np.arange(len(out), dtype=np.int64)
+    out[:] = np.frombuffer(buf, dtype=np.uint8)[idx]
+
+
+copy_ranges = pick(copy_ranges)  # the compiled twin (pyrmq/_speedups) when built
+
+
 def _var(u8: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Offsets (int32, n+1) and one data buffer of the byte ranges [pos, pos+length)."""
-    length = length.astype(np.int64)
+    """Offsets (int64, n+1) and one data buffer of the byte ranges [pos, pos+length)."""
+    length = np.ascontiguousarray(length, dtype=np.int64)
     offsets = np.zeros(len(pos) + 1, dtype=np.int64)
     np.cumsum(length, out=offsets[1:])
-    total = int(offsets[-1])
-    if total == 0:
-        return offsets.astype(np.int32), np.zeros(0, dtype=np.uint8)
-    idx = np.repeat(pos - offsets[:-1], length) + np.arange(total, dtype=np.int64)
-    return offsets.astype(np.int32), u8[idx]
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    copy_ranges(u8, np.ascontiguousarray(pos, dtype=np.int64), length, data)
+    return offsets, data
 
 
 def _strings(offsets: np.ndarray, data: np.ndarray, typ: pa.DataType = pa.string()) -> pa.Array:
+    """A string (or binary) array of offsets + data; the large type past 2 GiB of data."""
     n = len(offsets) - 1
-    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    if len(data) >= 2**31:
+        typ = pa.large_string() if typ == pa.string() else pa.large_binary()
+        return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets.astype(np.int64)), pa.py_buffer(data)])
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
 
 
 @dataclass(slots=True)
@@ -165,17 +217,45 @@ class Fields:
         return Fields(*(getattr(self, f)[idx] for f in self.__slots__))
 
 
-def decode_fields(u8: np.ndarray, s: np.ndarray, limit: int) -> Fields:
-    """Fields of the records starting at `s`, with `valid` = the reference's structural checks
-    (reader.read_record without BODYCRC; see check_topics_and_crc)."""
+#: the rows record_fields writes, one int64 per record each
+FIELD_ROWS = (
+    "total",
+    "magic",
+    "body_crc",
+    "queue_id",
+    "flag",
+    "queue_offset",
+    "phy",
+    "sys_flag",
+    "born_ts",
+    "store_ts",
+    "reconsume",
+    "prepared",
+    "born_len",
+    "store_pos",
+    "store_len",
+    "body_pos",
+    "body_len",
+    "topic_pos",
+    "topic_len",
+    "props_pos",
+    "props_len",
+)
+
+
+def record_fields(buf: Any, s: np.ndarray, limit: int, out: np.ndarray) -> None:
+    """The fields of the records starting at `s` (int64) into `out` (int64, one row per name in
+    FIELD_ROWS, one column per record). The reference: big-endian gathers from a numpy view;
+    where a record is malformed the values are whatever its bytes say (decode_fields' masks
+    reject it)."""
+    u8 = np.frombuffer(buf, dtype=np.uint8)
     head = _gather(u8, s, _PREFIX.itemsize, _PREFIX)
-    total = head["total"].astype(np.int64)
-    magic = head["magic"].astype(np.int32)
-    sys_flag = head["sys_flag"].astype(np.int32)
-    born_v6 = (sys_flag & _F.BORNHOST_V6_FLAG) != 0
-    store_v6 = (sys_flag & _F.STOREHOSTADDRESS_V6_FLAG) != 0
-    store_ts_pos = s + np.where(born_v6, _STORE_TS_POS[_F.BORNHOST_V6_FLAG], _STORE_TS_POS[0])
-    body_pos = store_ts_pos + 8 + np.where(store_v6, 20, 8) + _AFTER_HOSTS.itemsize
+    magic = head["magic"].astype(np.int64)
+    sys_flag = head["sys_flag"].astype(np.int64)
+    born_len = np.where((sys_flag & _F.BORNHOST_V6_FLAG) != 0, 20, 8)
+    store_len = np.where((sys_flag & _F.STOREHOSTADDRESS_V6_FLAG) != 0, 20, 8)
+    store_ts_pos = s + m.BORNHOST_OFFSET + born_len
+    body_pos = store_ts_pos + 8 + store_len + _AFTER_HOSTS.itemsize
     after = _gather(u8, body_pos - _AFTER_HOSTS.itemsize, _AFTER_HOSTS.itemsize, _AFTER_HOSTS)
     body_len = after["body_len"].astype(np.int64)
     body_end = body_pos + body_len
@@ -184,44 +264,56 @@ def decode_fields(u8: np.ndarray, s: np.ndarray, limit: int) -> Fields:
     topic_len = np.where(v2, lens, lens >> 8)  # V1: the first byte, signed
     topic_pos = body_end + np.where(v2, 2, 1)
     props_len_pos = topic_pos + topic_len
-    props_len = _gather(u8, props_len_pos, 2, ">i2").astype(np.int64)
+    row = dict(
+        total=head["total"],
+        magic=magic,
+        body_crc=head["body_crc"],
+        queue_id=head["queue_id"],
+        flag=head["flag"],
+        queue_offset=head["queue_offset"],
+        phy=head["phy"],
+        sys_flag=sys_flag,
+        born_ts=head["born_ts"],
+        store_ts=_gather(u8, store_ts_pos, 8, ">i8"),
+        reconsume=after["reconsume"],
+        prepared=after["prepared"],
+        born_len=born_len,
+        store_pos=store_ts_pos + 8,
+        store_len=store_len,
+        body_pos=body_pos,
+        body_len=body_len,
+        topic_pos=topic_pos,
+        topic_len=topic_len,
+        props_pos=props_len_pos + 2,
+        props_len=_gather(u8, props_len_pos, 2, ">i2"),
+    )
+    for i, name in enumerate(FIELD_ROWS):
+        out[i] = row[name]
+
+
+record_fields = pick(record_fields)  # the compiled twin (pyrmq/_speedups) when built
+
+
+def decode_fields(u8: np.ndarray, s: np.ndarray, limit: int) -> Fields:
+    """Fields of the records starting at `s`, with `valid` = the reference's structural checks
+    (reader.read_record without BODYCRC; see check_topics_and_crc)."""
+    out = np.empty((len(FIELD_ROWS), len(s)), dtype=np.int64)
+    record_fields(u8, s, limit, out)
+    r = dict(zip(FIELD_ROWS, out, strict=True))
+    total, magic, body_len, topic_len, props_len = r["total"], r["magic"], r["body_len"], r["topic_len"], r["props_len"]
     end = s + total
+    body_end = r["body_pos"] + body_len
     valid = (
-        ((magic == _V1) | v2)
+        ((magic == _V1) | (magic == _V2))
         & (total >= m.MIN_RECORD_SIZE)
         & (end <= limit)
         & (body_len >= 0)
         & (body_end <= end)
         & (topic_len >= 0)
         & (props_len >= 0)
-        & (props_len_pos + 2 + props_len == end)
+        & (r["props_pos"] + props_len == end)
     )
-    return Fields(
-        start=s,
-        total=total.astype(np.int32),
-        magic=magic,
-        body_crc=head["body_crc"].astype(np.int32),
-        queue_id=head["queue_id"].astype(np.int32),
-        flag=head["flag"].astype(np.int32),
-        queue_offset=head["queue_offset"].astype(np.int64),
-        phy=head["phy"].astype(np.int64),
-        sys_flag=sys_flag,
-        born_ts=head["born_ts"].astype(np.int64),
-        born_pos=s + m.BORNHOST_OFFSET,
-        born_len=np.where(born_v6, 20, 8),
-        store_ts=_gather(u8, store_ts_pos, 8, ">i8"),
-        store_pos=store_ts_pos + 8,
-        store_len=np.where(store_v6, 20, 8),
-        reconsume=after["reconsume"].astype(np.int32),
-        prepared=after["prepared"].astype(np.int64),
-        body_pos=body_pos,
-        body_len=body_len,
-        topic_pos=topic_pos,
-        topic_len=topic_len,
-        props_pos=props_len_pos + 2,
-        props_len=props_len,
-        valid=valid,
-    )
+    return Fields(start=s, born_pos=s + m.BORNHOST_OFFSET, valid=valid, **r)
 
 
 def check_topics_and_crc(u8: np.ndarray, mv: memoryview, f: Fields, check_crc: bool) -> None:
@@ -366,8 +458,11 @@ def offset_msg_ids(u8: np.ndarray, mv: memoryview, f: Fields) -> pa.Array:
     return pa.array(cells, pa.string())
 
 
-def bodies(mv: memoryview, f: Fields) -> pa.Array:
-    """Bodies as one binary array: a join of mapped slices, compressed ones decompressed."""
+def bodies(u8: np.ndarray, mv: memoryview, f: Fields) -> pa.Array:
+    """Bodies as one binary array: one copy of the mapped ranges, or a join of slices with the
+    compressed ones decompressed."""
+    if not (f.sys_flag & _F.COMPRESSED_FLAG).any():
+        return _strings(*_var(u8, f.body_pos, f.body_len), pa.binary())
     bp = f.body_pos.tolist()
     be = (f.body_pos + f.body_len).tolist()
     sf = f.sys_flag.tolist()
@@ -403,7 +498,7 @@ def build_columns(
         if name == "topic":
             a = _strings(*_var(u8, f.topic_pos, f.topic_len))
         elif name in _INTS:
-            a = pa.array(getattr(f, _INTS[name]))
+            a = pa.array(getattr(f, _INTS[name]).astype(typ.to_pandas_dtype()))
         elif name == "queueOffset":
             a = pa.array(f.queue_offset)
         elif name == "commitLogOffset":
@@ -418,7 +513,7 @@ def build_columns(
             enc = file.encode()
             a = _strings(np.arange(n + 1, dtype=np.int32) * len(enc), np.frombuffer(enc * n, dtype=np.uint8))
         elif name == "body":
-            a = bodies(mv, f)
+            a = bodies(u8, mv, f)
         elif name == "bornHost":
             a = hosts(u8, mv, f.born_pos, f.born_len)
         elif name == "storeHost":
@@ -464,6 +559,9 @@ class BulkScan:
     check_crc: bool = True
     corrupt: str = "fail"
     batch_rows: int = 65536
+    #: commit-log bytes per batch at most (a record bigger than this is a batch of its own): large
+    #: batches cost the JVM less per row, but a batch of big bodies must stay small in memory
+    batch_bytes: int = 64 * 1024 * 1024
 
     def read(self, split: scan.Split, stats: scan.ScanStats | None = None) -> Iterator[pa.RecordBatch]:
         scan.check_corrupt_mode(self.corrupt)
@@ -490,32 +588,22 @@ class BulkScan:
         if first is None:
             return
         pos = first
+        out = np.empty(self.batch_rows, dtype=np.int64)
         while pos < split.stop and pos + 8 <= limit:
-            starts, end = chase(mm, pos, split.stop, limit, self.batch_rows)
-            bad: int | None = None
-            if starts:
-                f = decode_fields(u8, np.array(starts, dtype=np.int64), limit)
-                check_topics_and_crc(u8, mv, f, self.check_crc)
-                wrong = np.flatnonzero(~f.valid)
-                k = len(starts) if len(wrong) == 0 else int(wrong[0])
-                if k:
-                    if stats is not None:
-                        stats.records += k
-                    yield from self._emit(u8, mv, f.take(np.arange(k)), split, mm)
-                if k < len(starts):
-                    bad = starts[k]
-                else:
-                    pos = end
-            if bad is None:
-                if pos >= split.stop or pos + 8 > limit or len(starts) == self.batch_rows:
-                    continue
-                bad = pos
-            if m.peek_total_size_and_magic(mm, bad)[1] == m.BLANK_MAGIC_CODE:
+            stop = min(split.stop, pos + self.batch_bytes)
+            n, pos = walk_records(mm, pos, stop, limit, self.check_crc, out)
+            if n:
+                if stats is not None:
+                    stats.records += n
+                yield from self._emit(u8, mv, decode_fields(u8, out[:n].copy(), limit), split, mm)
+            if pos >= stop or pos + 8 > limit or n == self.batch_rows:
+                continue
+            if m.peek_total_size_and_magic(mm, pos)[1] == m.BLANK_MAGIC_CODE:
                 return  # the end of a full file
-            msg, why = scan.check_record(mm, bad, limit, self.check_crc)
-            if msg is not None:  # pragma: no cover - the masks and the reference disagree
-                raise AssertionError(f"bulk decoder rejected a valid record at {split.path}:{bad}")
-            nxt = scan.after_bad_record(mm, split, bad, limit, why, self.corrupt, stats)
+            msg, why = scan.check_record(mm, pos, limit, self.check_crc)
+            if msg is not None:  # pragma: no cover - the walk and the reference disagree
+                raise AssertionError(f"bulk decoder rejected a valid record at {split.path}:{pos}")
+            nxt = scan.after_bad_record(mm, split, pos, limit, why, self.corrupt, stats)
             if nxt is None:
                 return
             pos = nxt
@@ -531,7 +619,8 @@ class BulkScan:
         cuts = [-1, *inner.tolist(), len(f.start)]
         for a, b in itertools.pairwise(cuts):
             if b - a > 1:
-                yield from self._rows(u8, mv, f.take(np.arange(a + 1, b)), file, mm)
+                whole = a == -1 and b == len(f.start)
+                yield from self._rows(u8, mv, f if whole else f.take(np.arange(a + 1, b)), file, mm)
             if b < len(f.start):
                 yield from self._reference_rows(mm, int(f.start[b]), file)
 

@@ -151,7 +151,7 @@ def find_data_end(buf: Buffer, base: int, size: int, chunk: int = TAIL_PROBE_CHU
 
 @dataclass(slots=True)
 class PlanOptions:
-    split_size: int = 128 * 1024 * 1024
+    split_size: int = 256 * 1024 * 1024
     min_offset: int | None = None  # commit-log offset range pruning (inclusive / exclusive)
     max_offset: int | None = None
 

@@ -146,12 +146,12 @@ class CommitLogReader(DataSourceReader):
         self.path = _path(options)
         self.names = _check_schema(schema, MESSAGE_COLUMNS)
         self.schema = schema
-        self.split_size = int(_opt_or(options, "splitSize", str(128 * 1024 * 1024)))
+        self.split_size = int(_opt_or(options, "splitSize", str(256 * 1024 * 1024)))
         self.corrupt = _opt_or(options, "corrupt", "fail")
         if self.corrupt not in ("fail", "skip"):
             raise ValueError(f"option corrupt must be fail or skip, not {self.corrupt!r}")
         self.check_crc = _opt_or(options, "checkCRC", "true").lower() == "true"
-        self.batch_rows = int(_opt_or(options, "batchRows", "16384"))
+        self.batch_rows = int(_opt_or(options, "batchRows", "65536"))
         self.decoder = _opt_or(options, "decoder", "bulk")
         if self.decoder not in ("bulk", "reference"):
             raise ValueError(f"option decoder must be bulk or reference, not {self.decoder!r}")

@@ -1,19 +1,30 @@
 """The bulk decoder (pyrmq.spark.bulk) gives the reference decoder's rows, in the same order, for
 every record shape, every filter, any split and batch size, and the same corrupt-record handling
-(without Spark: both decoders are called directly)."""
+(without Spark: both decoders are called directly). Every comparison runs twice: with the
+record walk's numpy reference (bulk.walk_records as PYRMQ_PURE=1 selects it) and with its compiled
+twin in pyrmq._speedups."""
 
 from __future__ import annotations
 
+import os
+import random
 import shutil
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from spark.store_builder import BASE_TS, CL_SIZE, LONG_TOPIC
 from support.fakes import GOLDEN_DIR
 from support.fakes import golden as load_golden
 
+from pyrmq import _speedups
+from pyrmq.spark import bulk
 from pyrmq.spark import commitlog_scan as scan
 from pyrmq.spark.bulk import BulkScan
 from pyrmq.spark.columns import MESSAGE_COLUMNS, MessageColumns, RecordFilter, arrow_schema
@@ -21,6 +32,28 @@ from pyrmq.store import message as m
 
 ALL = list(MESSAGE_COLUMNS)
 HEADER = ["topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "bodySize", "storeTimestamp"]
+REFERENCE_WALK = _speedups.REFERENCES["walk_records"]
+NATIVE_WALK = getattr(_speedups.native, "walk_records", None)
+#: the bulk decoder's functions with a compiled twin
+TWINS = ("walk_records", "record_fields", "copy_ranges")
+REQUIRED = os.environ.get("PYRMQ_REQUIRE_SPEEDUPS", "") not in ("", "0")
+
+
+@pytest.fixture(params=["reference", "compiled"])
+def walk(request, monkeypatch) -> str:
+    """The bulk decoder with its numpy references (the PYRMQ_PURE=1 path), then with the
+    compiled twins of the walk, the field gather and the range copy."""
+    if request.param == "compiled":
+        if NATIVE_WALK is None:
+            if REQUIRED and _speedups.describe().find("PYRMQ_PURE") < 0:
+                pytest.fail("PYRMQ_REQUIRE_SPEEDUPS=1 but the compiled walk_records is missing")
+            pytest.skip("the extension is not built or PYRMQ_PURE=1")
+        for name in TWINS:
+            monkeypatch.setattr(bulk, name, getattr(_speedups.native, name))
+    else:
+        for name in TWINS:
+            monkeypatch.setattr(bulk, name, _speedups.REFERENCES[name])
+    return str(request.param)
 
 
 def reference_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", check_crc=True):
@@ -40,8 +73,10 @@ def reference_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail",
     return rows, stats
 
 
-def bulk_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", check_crc=True, batch_rows=16384):
-    scan_ = BulkScan(names, arrow_schema(names), flt or RecordFilter(), check_crc, corrupt, batch_rows)
+def bulk_rows(
+    root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", check_crc=True, batch_rows=16384, batch_bytes=1 << 26
+):
+    scan_ = BulkScan(names, arrow_schema(names), flt or RecordFilter(), check_crc, corrupt, batch_rows, batch_bytes)
     stats = scan.ScanStats()
     rows = []
     for sp in scan.plan_splits(str(root), scan.PlanOptions(split_size=split_size)):
@@ -51,7 +86,7 @@ def bulk_rows(root, names, flt=None, *, split_size=CL_SIZE, corrupt="fail", chec
     return rows, stats
 
 
-def test_every_column_equals_the_reference(pyrmq_store) -> None:
+def test_every_column_equals_the_reference(pyrmq_store, walk) -> None:
     root, sent = pyrmq_store
     want, _ = reference_rows(root, ALL)
     assert len(want) == len(sent.by_uniq)  # inner-batch elements are rows, their record is not
@@ -63,9 +98,14 @@ def test_every_column_equals_the_reference(pyrmq_store) -> None:
         "v2": any(r["version"] == 2 and r["topic"] == LONG_TOPIC for r in want),
     }
     assert all(shapes.values()), shapes
-    for split_size, batch_rows in ((CL_SIZE, 16384), (1000, 7), (97, 1)):
-        got, _ = bulk_rows(root, ALL, split_size=split_size, batch_rows=batch_rows)
-        assert got == want, (split_size, batch_rows)
+    for split_size, batch_rows, batch_bytes in (
+        (CL_SIZE, 16384, 1 << 26),
+        (1000, 7, 1 << 26),
+        (97, 1, 1),
+        (CL_SIZE, 99, 700),
+    ):
+        got, _ = bulk_rows(root, ALL, split_size=split_size, batch_rows=batch_rows, batch_bytes=batch_bytes)
+        assert got == want, (split_size, batch_rows, batch_bytes)
 
 
 @pytest.mark.parametrize(
@@ -81,7 +121,7 @@ def test_every_column_equals_the_reference(pyrmq_store) -> None:
     ],
     ids=["topics", "queues", "offsets", "time", "tags", "combined", "none"],
 )
-def test_filters_equal_the_reference(pyrmq_store, flt) -> None:
+def test_filters_equal_the_reference(pyrmq_store, flt, walk) -> None:
     root, _ = pyrmq_store
     for names in (HEADER, ["commitLogOffset", "body", "keys"]):
         want, _ = reference_rows(root, names, flt)
@@ -112,7 +152,7 @@ def _flip(path: str, pos: int) -> None:
 
 
 @pytest.mark.parametrize("where", ["body", "totalsize", "topic length", "magic"])
-def test_corrupt_records_are_handled_like_the_reference(pyrmq_store, tmp_path, where) -> None:
+def test_corrupt_records_are_handled_like_the_reference(pyrmq_store, tmp_path, where, walk) -> None:
     copy = _copy(pyrmq_store[0], tmp_path)
     recs = _records(copy)
     for path, pos in (recs[5], recs[30]):
@@ -133,13 +173,13 @@ def test_corrupt_records_are_handled_like_the_reference(pyrmq_store, tmp_path, w
             bulk_rows(copy, HEADER, split_size=split_size, batch_rows=3)
         assert str(got_err.value) == str(want_err.value)
         want, want_stats = reference_rows(copy, ALL, split_size=split_size, corrupt="skip")
-        got, got_stats = bulk_rows(copy, ALL, split_size=split_size, corrupt="skip", batch_rows=3)
+        got, got_stats = bulk_rows(copy, ALL, split_size=split_size, corrupt="skip", batch_rows=3, batch_bytes=500)
         assert got == want
         assert got_stats.corrupt == want_stats.corrupt and len(got_stats.corrupt) >= 2
         assert got_stats.records == want_stats.records
 
 
-def test_crc_check_off_reads_a_bad_body_like_the_reference(pyrmq_store, tmp_path) -> None:
+def test_crc_check_off_reads_a_bad_body_like_the_reference(pyrmq_store, tmp_path, walk) -> None:
     copy = _copy(pyrmq_store[0], tmp_path)
     path, pos = _records(copy)[12]
     msg = m.decode_message(open(path, "rb").read(), pos, read_body=False)
@@ -149,7 +189,7 @@ def test_crc_check_off_reads_a_bad_body_like_the_reference(pyrmq_store, tmp_path
     assert got == want and not stats.corrupt
 
 
-def test_torn_tail_and_zeros_end_the_data(pyrmq_store, tmp_path) -> None:
+def test_torn_tail_and_zeros_end_the_data(pyrmq_store, tmp_path, walk) -> None:
     copy = _copy(pyrmq_store[0], tmp_path)
     path, pos = _records(copy)[-1]
     with open(path, "r+b") as fh:  # the last record half-written, zeros after it
@@ -182,7 +222,7 @@ def _golden_log(tmp_path: Path) -> Path:
     return root
 
 
-def test_java_format_golden_records(tmp_path) -> None:
+def test_java_format_golden_records(tmp_path, walk) -> None:
     root = _golden_log(tmp_path)
     want, _ = reference_rows(root, ALL)
     assert len(want) == 6 and {r["version"] for r in want} == {1, 2}
@@ -192,7 +232,7 @@ def test_java_format_golden_records(tmp_path) -> None:
         assert got == want
 
 
-def test_compressed_body_in_the_body_column(pyrmq_store) -> None:
+def test_compressed_body_in_the_body_column(pyrmq_store, walk) -> None:
     root, sent = pyrmq_store
     got, _ = bulk_rows(root, ["msgId", "body", "bodySize", "sysFlag"])
     compressed = [r for r in got if r["sysFlag"] & m.MessageSysFlag.COMPRESSED_FLAG]
@@ -209,7 +249,7 @@ def test_arrow_schema_matches_spark_types() -> None:
     assert pa.types.is_list(s.field("keys").type)
 
 
-def test_odd_properties_rows_equal_the_reference(tmp_path) -> None:
+def test_odd_properties_rows_equal_the_reference(tmp_path, walk) -> None:
     """A repeated key (the last value wins, as in a dict), pairs with an empty name or value,
     no properties at all: the same rows from both decoders."""
     from spark.store_builder import store_config
@@ -230,3 +270,118 @@ def test_odd_properties_rows_equal_the_reference(tmp_path) -> None:
     assert [r["tags"] for r in want] == ["b", None, None, None]
     got, _ = bulk_rows(root, names)
     assert got == want
+
+
+def _both_walks(buf, pos: int, stop: int, limit: int, check_crc: bool, cap: int) -> tuple[int, int, list[int]]:
+    """walk_records by the reference and by the compiled twin; they must agree exactly."""
+    want_out = np.zeros(cap, dtype=np.int64)
+    n, end = REFERENCE_WALK(buf, pos, stop, limit, check_crc, want_out)
+    if NATIVE_WALK is not None:
+        got_out = np.zeros(cap, dtype=np.int64)
+        assert NATIVE_WALK(buf, pos, stop, limit, check_crc, got_out) == (n, end)
+        assert got_out[:n].tolist() == want_out[:n].tolist()
+    return n, end, want_out[:n].tolist()
+
+
+def test_walks_agree_on_damaged_logs(pyrmq_store) -> None:
+    """Both walks stop at the same record, with the same starts, on every commit-log file of the
+    test store and on copies with bytes changed at random (headers, lengths, bodies, topics)."""
+    rng = random.Random(17)
+    files = [f.path for f in scan.list_commit_log(str(pyrmq_store[0]))]
+    starts_seen = 0
+    for path in files:
+        data = open(path, "rb").read()
+        n, end, starts = _both_walks(data, 0, len(data), len(data), True, 100_000)
+        starts_seen += n
+        assert starts and m.peek_total_size_and_magic(data, end)[1] in (m.BLANK_MAGIC_CODE, 0)
+        for _ in range(60):
+            bad = bytearray(data)
+            rec = rng.choice(starts)
+            for _ in range(rng.choice((1, 1, 2, 4))):
+                bad[min(len(bad) - 1, rec + rng.randrange(0, 300))] ^= 1 << rng.randrange(8)
+            for check_crc in (True, False):
+                _both_walks(bad, 0, len(bad), len(bad), check_crc, 100_000)
+            mid = rng.randrange(len(bad))
+            _both_walks(bad, rec, mid, min(len(bad), mid + rng.randrange(0, 2000)), True, rng.choice((1, 3, 1000)))
+    assert starts_seen > 100
+
+
+def _both_fields_and_ranges(buf, starts: list[int], ranges: bool = True) -> None:
+    """record_fields (and, for real records, copy_ranges) by the reference and the compiled twin agree."""
+    s = np.array(starts, dtype=np.int64)
+    want = np.zeros((len(bulk.FIELD_ROWS), len(s)), dtype=np.int64)
+    _speedups.REFERENCES["record_fields"](buf, s, len(buf), want)
+    got = np.zeros_like(want)
+    _speedups.native.record_fields(buf, s, len(buf), got)
+    assert got.tolist() == want.tolist()
+    if not ranges:
+        return
+    rows = dict(zip(bulk.FIELD_ROWS, want, strict=True))
+    for pos, length in (("body_pos", "body_len"), ("topic_pos", "topic_len"), ("props_pos", "props_len")):
+        p, n = rows[pos], rows[length]
+        want_data = np.zeros(int(n.sum()), dtype=np.uint8)
+        _speedups.REFERENCES["copy_ranges"](buf, p, n, want_data)
+        got_data = np.zeros_like(want_data)
+        _speedups.native.copy_ranges(buf, p, n, got_data)
+        assert got_data.tobytes() == want_data.tobytes()
+
+
+@pytest.mark.skipif(NATIVE_WALK is None, reason="the extension is not built or PYRMQ_PURE=1")
+def test_field_gather_and_range_copy_agree(pyrmq_store) -> None:
+    """On every record of the test store (IPv6 hosts, V2, compressed, batches) and on starts that
+    are no record (the compiled gather hands those to the reference), and on ranges past the data."""
+    for f in scan.list_commit_log(str(pyrmq_store[0])):
+        data = open(f.path, "rb").read()
+        _, _, starts = _both_walks(data, 0, len(data), len(data), True, 100_000)
+        if not starts:
+            continue
+        _both_fields_and_ranges(data, starts)
+        _both_fields_and_ranges(data, [*starts[:3], starts[1] + 1], ranges=False)  # a start that is no record
+    data = bytes(range(256))
+    with pytest.raises(IndexError):
+        _speedups.native.copy_ranges(data, np.array([250], np.int64), np.array([10], np.int64), np.zeros(10, np.uint8))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=4, max_size=4), st.booleans())
+def test_walks_agree_on_topic_bytes(topic: bytes, v2: bool) -> None:
+    """A record whose 4 topic bytes are anything: accepted exactly when they are UTF-8 that
+    bytes.decode accepts (overlong forms, surrogates, code points past U+10FFFF rejected)."""
+    msg = m.MessageExtBrokerInner(topic="abcd", body=b"x" * 33, properties_string="TAGS\x01t\x02")
+    if v2:
+        msg.version = m.MessageVersion.MESSAGE_VERSION_V2
+    rec = bytearray(m.encode_message(msg))
+    body_at = m.body_position(0)
+    rec[m.BODYCRC_OFFSET : m.BODYCRC_OFFSET + 4] = m.crc32(bytes(rec[body_at : body_at + 33])).to_bytes(4, "big")
+    at = body_at + 33 + (2 if v2 else 1)
+    assert rec[at : at + 4] == b"abcd"
+    rec[at : at + 4] = topic
+    data = bytes(rec) + bytes(8)
+    try:
+        topic.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    assert _both_walks(data, 0, len(data), len(data), True, 4) == ((1, len(rec), [0]) if valid else (0, 0, []))
+
+
+_CRC_CHECK = """
+import random, zlib
+from pyrmq._speedups import native
+rng = random.Random(3)
+for n in [*range(0, 300), 1023, 1024, 1025, 4099, 65537]:
+    data = rng.randbytes(n)
+    assert native.crc32(data) == zlib.crc32(data), n
+    assert native.crc32(memoryview(data)[1:]) == zlib.crc32(data[1:]), n
+print(native.crc32_method())
+"""
+
+
+@pytest.mark.skipif(NATIVE_WALK is None, reason="the extension is not built or PYRMQ_PURE=1")
+@pytest.mark.parametrize("table", ["0", "1"], ids=["clmul-if-the-cpu-has-it", "table"])
+def test_compiled_crc32_is_zlibs(table) -> None:
+    """The walk's CRC-32 (carry-less-multiply folding, or the table with PYRMQ_CRC_TABLE=1) is
+    zlib.crc32 for every length around the folding steps."""
+    env = {**os.environ, "PYRMQ_CRC_TABLE": table}
+    out = subprocess.run([sys.executable, "-c", _CRC_CHECK], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() in (("clmul", "table") if table == "0" else ("table",))

@@ -58,6 +58,25 @@ def rows(path: Path) -> list[list[str]]:
     return [ln.split("\t") for ln in path.read_text().splitlines() if ln]
 
 
+def load_argv(scenario: str, props: dict, java_home: Path) -> list[str]:
+    """The 5.5.0 client's JVM running `<scenario>#load` (FailoverLoadTest, FaultPhasesLoadTest)."""
+    return java.java_argv(
+        "client5",
+        "org.junit.platform.console.ConsoleLauncher",
+        [
+            "execute",
+            f"--select-method={java.SCENARIO_PACKAGE}.{scenario}#load",
+            "--disable-banner",
+            "--disable-ansi-colors",
+            "--details=tree",
+            "--fail-if-no-tests",
+        ],
+        java.prepare_home(java_home),
+        props,
+        with_tests=True,
+    )
+
+
 def run_load(
     namesrv: str,
     topic: str,
@@ -81,21 +100,7 @@ def run_load(
         "drainMs": drain_ms,
         "out": out,
     }
-    argv = java.java_argv(
-        "client5",
-        "org.junit.platform.console.ConsoleLauncher",
-        [
-            "execute",
-            f"--select-method={java.SCENARIO_PACKAGE}.FailoverLoadTest#load",
-            "--disable-banner",
-            "--disable-ansi-colors",
-            "--details=tree",
-            "--fail-if-no-tests",
-        ],
-        java.prepare_home(java_home),
-        props,
-        with_tests=True,
-    )
+    argv = load_argv("FailoverLoadTest", props, java_home)
     log = out.with_suffix(".log")
     with log.open("w") as sink:
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=java.java_env(java_home))

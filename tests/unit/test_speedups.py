@@ -79,6 +79,11 @@ def test_selection_points_every_module_at_one_implementation() -> None:
         "hashmap_order": java_lang.hashmap_order,
         "write_record": message.write_record,
     }
+    if "walk_records" in _speedups.REFERENCES:  # registered when pyrmq.spark.bulk is imported (spark extra)
+        bulk = importlib.import_module("pyrmq.spark.bulk")
+        picked["walk_records"] = bulk.walk_records
+        picked["record_fields"] = bulk.record_fields
+        picked["copy_ranges"] = bulk.copy_ranges
     assert set(picked) == set(_speedups.REFERENCES)  # every pick() is listed here
     for name, fn in picked.items():
         if _speedups.active():

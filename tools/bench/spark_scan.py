@@ -3,8 +3,13 @@
 
 Generates (once) a commit log of --size bytes of --body-size messages, then times, in one run:
   raw              reading every file start to end (64 MiB reads, page cache not dropped)
-  walk/bulk-walk   the reference / bulk decoder over all splits, header columns, 1 core, no Spark
+  walk             the reference decoder over all splits, header decode + BODYCRC, 1 core, no Spark
+  bulk-pure        the bulk decoder with its numpy references (what PYRMQ_PURE=1 runs), 1 core
+  bulk-compiled    the bulk decoder with the compiled walk / gather / copy (pyrmq._speedups), 1 core
+                   (both bulk measures for header columns, then header columns + body)
   header           spark.read.format("rocketmq"), header columns, count + sum (bulk decoder)
+  header-<n>m      the same with n MiB splits (--split-sizes, default 64: 16 tasks)
+  header-rows<n>   the same with 256 MiB splits and batchRows=n (--batch-rows)
   header-ref       the same with decoder=reference
   nocrc            header columns with checkCRC=false
   bodies           header columns + body (sum of body lengths), bulk decoder
@@ -71,6 +76,33 @@ def generate(root: str, size: int, body_size: int, file_size: int) -> None:
         base += file_size
 
 
+def tree_cpu(root: int) -> tuple[float, float]:
+    """CPU seconds so far of the Spark JVM `root` (its own threads) and of its descendants (the
+    Python daemon and workers, with their reaped children), from /proc (Linux)."""
+    procs: dict[int, tuple[int, list[int]]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        rest = text[text.rindex(")") + 2 :].split()  # state, ppid, ..., utime stime cutime cstime
+        procs[int(d)] = (int(rest[1]), [int(x) for x in rest[11:15]])
+    tick = os.sysconf("SC_CLK_TCK")
+    jvm = sum(procs[root][1][:2]) if root in procs else 0
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    todo, workers = list(children.get(root, [])), 0
+    while todo:
+        pid = todo.pop()
+        workers += sum(procs[pid][1])
+        todo += children.get(pid, [])
+    return jvm / tick, workers / tick
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--store", required=True, help="store root (generated when it has no commit log)")
@@ -78,8 +110,11 @@ def main(argv=None) -> int:
     p.add_argument("--body-size", type=int, default=1024)
     p.add_argument("--file-size", type=int, default=1 << 30, help="mappedFileSizeCommitLog (default 1 GiB)")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--split-size", type=int, default=64 * 1024 * 1024)
+    p.add_argument("--split-size", type=int, default=256 * 1024 * 1024)
     p.add_argument("--skip", default="", help="comma list of measurements to skip")
+    p.add_argument("--split-sizes", default="64", help="header scans with these split sizes (MiB), comma list")
+    p.add_argument("--warmup", type=int, default=2, help="untimed full header scans before the Spark measures")
+    p.add_argument("--batch-rows", default="", help="header scans (256 MiB splits) with these batchRows, comma list")
     args = p.parse_args(argv)
     skip = set(args.skip.split(","))
 
@@ -117,20 +152,33 @@ def main(argv=None) -> int:
             n,
             {"cpu_seconds": round(cpu, 3), "records_per_cpu_s": round(n / cpu)},
         )
-    if "bulk-walk" not in skip:
-        from pyrmq.spark.bulk import BulkScan
-        from pyrmq.spark.columns import RecordFilter, arrow_schema
+    from pyrmq import _speedups
+    from pyrmq.spark import bulk
+    from pyrmq.spark.columns import RecordFilter, arrow_schema
 
-        bulk = BulkScan(header, arrow_schema(header), RecordFilter())
-        t0, c0 = time.perf_counter(), time.process_time()
-        n = sum(b.num_rows for sp in splits for b in bulk.read(sp))
-        cpu = time.process_time() - c0
-        report(
-            "bulk decoder, 1 core, no Spark (header columns + BODYCRC)",
-            time.perf_counter() - t0,
-            n,
-            {"cpu_seconds": round(cpu, 3), "records_per_cpu_s": round(n / cpu)},
-        )
+    twins = ("walk_records", "record_fields", "copy_ranges")
+    impls = {"bulk-pure": {n: _speedups.REFERENCES[n] for n in twins}}
+    if _speedups.native is not None:
+        impls["bulk-compiled"] = {n: getattr(_speedups.native, n) for n in twins}
+    for name, funcs in impls.items():
+        if name in skip:
+            continue
+        for n, fn in funcs.items():
+            setattr(bulk, n, fn)
+        for what, cols in (("header columns", header), ("header columns + body", [*header, "body"])):
+            scan_ = bulk.BulkScan(cols, arrow_schema(cols), RecordFilter())
+            t0, c0 = time.perf_counter(), time.process_time()
+            n = sum(b.num_rows for sp in splits for b in scan_.read(sp))
+            cpu = time.process_time() - c0
+            report(
+                f"{name}, 1 core, no Spark ({what} + BODYCRC)",
+                time.perf_counter() - t0,
+                n,
+                {"cpu_seconds": round(cpu, 3), "records_per_cpu_s": round(n / cpu)},
+            )
+    if _speedups.native is not None:  # Spark's workers import the compiled path
+        for n in twins:
+            setattr(bulk, n, getattr(_speedups.native, n))
 
     from pyspark.sql import functions as F
 
@@ -143,8 +191,13 @@ def main(argv=None) -> int:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    # warm-up: JVM, Python workers, imports (not timed)
+    jvm_pid = spark.sparkContext._gateway.proc.pid  # spark-submit execs the JVM
+    # warm-up (not timed): JVM start and JIT of the scan + aggregate path, Python workers and
+    # their imports; the first full scan of a fresh session costs several times the later ones
     spark.read.format("rocketmq").option("offsets", str(files[0].start)).load(args.store).count()
+    for _ in range(args.warmup):
+        warm = spark.read.format("rocketmq").option("splitSize", args.split_size).option("columns", ",".join(header))
+        warm.load(args.store).agg(F.count(F.lit(1)), F.sum("storeSize")).collect()
 
     def spark_scan(name: str, columns: list[str], **opts: str) -> None:
         if name in skip:
@@ -154,12 +207,30 @@ def main(argv=None) -> int:
             r = r.option(k, v)
         df = r.load(args.store)
         size = F.length("body") if "body" in columns else F.col("storeSize")
+        jvm0, py0 = tree_cpu(jvm_pid)
         t0 = time.perf_counter()
         row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(size).alias("b")).collect()[0]
-        extra = {"partitions": df.rdd.getNumPartitions(), "summed_bytes": row.b, "options": opts}
-        report(f"spark {name} ({args.master})", time.perf_counter() - t0, row.n, extra)
+        seconds = time.perf_counter() - t0
+        jvm1, py1 = tree_cpu(jvm_pid)
+        jvm_s, py_s = jvm1 - jvm0, py1 - py0
+        extra = {
+            "partitions": df.rdd.getNumPartitions(),
+            "summed_bytes": row.b,
+            "options": opts,
+            "jvm_cpu_s": round(jvm_s, 2),
+            "python_workers_cpu_s": round(py_s, 2),
+            "jvm_ns_per_row": round(jvm_s / row.n * 1e9),
+            "python_ns_per_row": round(py_s / row.n * 1e9),
+            # what the CPU time allows on two otherwise idle cores
+            "records_per_s_2_idle_cores": round(2 * row.n / (jvm_s + py_s)) if jvm_s + py_s else None,
+        }
+        report(f"spark {name} ({args.master})", seconds, row.n, extra)
 
     spark_scan("header", header)
+    for mib in (int(x) for x in args.split_sizes.split(",") if x):
+        spark_scan(f"header-{mib}m", header, splitSize=str(mib << 20))
+    for rows in (int(x) for x in args.batch_rows.split(",") if x):
+        spark_scan(f"header-rows{rows}", header, splitSize=str(256 << 20), batchRows=str(rows))
     spark_scan("header-ref", header, decoder="reference")
     spark_scan("nocrc", header, checkCRC="false")
     spark_scan("bodies", [*header, "body"])

@@ -13,7 +13,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--store", required=True, help="store root (with commitlog/, consumequeue/, index/, config/)")
     p.add_argument("--master", default=None, help="Spark master; default: spark-submit's --master, else local[*]")
-    p.add_argument("--split-size", type=int, default=None, help="bytes of commit log per task (default 128 MiB)")
+    p.add_argument("--split-size", type=int, default=None, help="bytes of commit log per task (default 256 MiB)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return p
 

@@ -29,7 +29,7 @@ from pyrmq.dledger.raft import (
     TermPersisted,
     network_error,
 )
-from pyrmq.dledger.store_files import DLedgerStoreReader, DLedgerStoreWriter, TermState
+from pyrmq.dledger.store_files import DLedgerStoreReader, DLedgerStoreWriter, StoreFormatError, TermState
 
 IDS = ["n0", "n1", "n2"]
 
@@ -534,3 +534,28 @@ def test_leadership_transfer_refusals() -> None:
     leader.timing = dataclasses.replace(leader.timing, max_leadership_transfer_wait_index=3)
     behind = ask(leader, transfer_id=leader.self_id, transferee_id=follower)
     assert code(behind) == p.DLedgerResponseCode.FALL_BEHIND_TOO_MUCH
+
+
+def test_compare_of_an_unreadable_entry_is_a_mismatch() -> None:
+    """EntryHandler#handleDoCompare answers INCONSISTENT_STATE whatever fails, so the leader walks
+    down to an entry both hold and truncates there instead of asking again forever."""
+
+    class Unreadable(MemoryLedger):
+        def get(self, index: int) -> DLedgerEntry:
+            if index == 1:
+                raise StoreFormatError("entry 1: entry at 0: 0 bytes, a header needs 48")
+            return super().get(index)
+
+    entries = [DLedgerEntry(index=i, term=5, pos=i * 49, body=b"%d" % i) for i in range(2)]
+    m = member(Unreadable(entries))
+    m.handle_request(p.HeartBeatRequest(group="g1", local_id="n0", remote_id="n1", leader_id="n0", term=5), 0)
+
+    def compare(e: DLedgerEntry) -> p.PushEntryRequest:
+        return p.PushEntryRequest(
+            group="g1", local_id="n0", remote_id="n1", leader_id="n0", term=5, type=p.PushType.COMPARE, entry=e
+        )
+
+    bad, _ = m.handle_request(compare(entries[1]), 0)
+    assert bad is not None and bad.code == p.DLedgerResponseCode.INCONSISTENT_STATE
+    good, _ = m.handle_request(compare(entries[0]), 0)
+    assert good is not None and good.code == p.DLedgerResponseCode.SUCCESS

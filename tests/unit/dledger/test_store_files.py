@@ -157,3 +157,27 @@ def test_follower_append_and_truncate(tmp_path: Path) -> None:
     nxt = follower.append_as_leader(b"next", 2)
     assert (nxt.index, nxt.pos) == (6, other.pos + other.size)
     assert [x.index for x in sf.DLedgerStoreReader(str(tmp_path / "b")).entries()] == list(range(7))
+
+
+def test_recovery_rewrites_index_items_the_data_has(tmp_path: Path) -> None:
+    """A member killed between an entry's data write and its index write: on restart the writer
+    writes the missing items from the data (DLedgerMmapFileStore#recover), so every entry reads."""
+    path = tmp_path / "n0"
+    w = sf.DLedgerStoreWriter(str(path), data_file_size=1024, index_file_size=128)
+    entries = [w.append_as_leader(bytes([65 + i]) * 150, 1) for i in range(6)]
+    w.close()
+    index = path / "index"
+    (index / "00000000000000000128").unlink()  # items 4 and 5: their file never written
+    first = index / "00000000000000000000"
+    raw = bytearray(first.read_bytes())
+    raw[3 * INDEX_UNIT_SIZE : 4 * INDEX_UNIT_SIZE] = bytes(INDEX_UNIT_SIZE)  # item 3 zero
+    first.write_bytes(bytes(raw))
+    with pytest.raises(sf.StoreFormatError):
+        sf.DLedgerStoreReader(str(path)).index_item(3)
+
+    w = sf.DLedgerStoreWriter(str(path), data_file_size=1024, index_file_size=128)
+    assert [w.get(i) for i in range(6)] == entries
+    r = sf.DLedgerStoreReader(str(path))
+    assert [r.get(i) for i in range(6)] == entries
+    nxt = w.append_as_leader(b"next", 1)
+    assert sf.DLedgerStoreReader(str(path)).get(6) == nxt
