@@ -51,7 +51,7 @@ CLUSTER = "DlFaultCluster"
 IDS = ("n0", "n1", "n2")
 THREADS = 2
 BODY_BYTES = 32 * 1024  # a broker's cost is per message: big bodies pile up MiBs sooner
-#: what the leader writes while a follower is down: several MiB, hundreds of entries
+#: what the leader writes while a follower is down: several MiB, over a hundred entries
 FAR_BEHIND_BYTES = 4 * 1024 * 1024
 #: both followers down this long: longer than maxWaitAckTimeMs (2.5 s), so sends time out
 TWO_DOWN_S = 4.0
