@@ -727,36 +727,17 @@ ACL_CREATE_STEPS: list[dict] = [
         ],
     },
 ]
+
+
+def _delete_row(name: str, *before: dict) -> dict:
+    """List (after `before`), search the dashboard's user, Delete its one row, Yes, list again."""
+    actions = [*before, {"click": "Confirm"}, ACL_SEARCH, {"capture": "before"}, {"click": "Delete"}]
+    actions += [{"click": "Yes"}, {"capture": "result", "notices": True}, {"click": "Confirm"}]
+    return {"name": name, "goto": "/acl", "actions": actions}
+
+
 #: Then the policy and the user are deleted again from their lists (the search keeps one row).
-ACL_DELETE_STEPS: list[dict] = [
-    {
-        "name": "acl-delete-policy",
-        "goto": "/acl",
-        "actions": [
-            PERMISSIONS_TAB,
-            {"click": "Confirm"},
-            ACL_SEARCH,
-            {"capture": "before"},
-            {"click": "Delete"},
-            {"click": "Yes"},
-            {"capture": "result", "notices": True},
-            {"click": "Confirm"},
-        ],
-    },
-    {
-        "name": "acl-delete-user",
-        "goto": "/acl",
-        "actions": [
-            {"click": "Confirm"},
-            ACL_SEARCH,
-            {"capture": "before"},
-            {"click": "Delete"},
-            {"click": "Yes"},
-            {"capture": "result", "notices": True},
-            {"click": "Confirm"},
-        ],
-    },
-]
+ACL_DELETE_STEPS: list[dict] = [_delete_row("acl-delete-policy", PERMISSIONS_TAB), _delete_row("acl-delete-user")]
 
 
 def acl_state(addr: str) -> dict:
