@@ -152,6 +152,16 @@ for (const step of steps) {
         await fill(m ? { ...a.fill, value: m[0] } : a.fill);
       }
       else if (a.select) await select(a.select);
+      else if (a.clickCss) {
+        // the nth visible element matching a CSS selector (a clickable tag or icon without a button)
+        const ok = await page.evaluate((css, nth) => {
+          const hits = [...document.querySelectorAll(css)].filter((el) => el.offsetParent !== null);
+          if (hits.length <= nth) return false;
+          hits[nth].click();
+          return true;
+        }, a.clickCss, a.nth || 0);
+        if (!ok) throw new Error(`no visible ${a.clickCss} #${a.nth || 0}`);
+      }
       else if (a.key) await page.keyboard.press(a.key);
       else if (a.wait) await sleep(a.wait);
       else if (a.escape) { await page.keyboard.press('Escape'); await sleep(300); }

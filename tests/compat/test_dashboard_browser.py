@@ -22,8 +22,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from compat.test_acl_java import AUTH_CONF
+from compat.test_acl_java import _home as acl_home
 from support import java, probe
 from support.dashboard import Dashboard
+from support.pyrmq_proc import PyrmqBroker
+from support.servers import JavaBroker, JavaNamesrv, namesrv_under_test
+
+from pyrmq.auth.signature import sign_request
+from pyrmq.protocol.command import RemotingCommand
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER, BROKER = "DefaultCluster", "broker-a"
@@ -538,6 +545,246 @@ def dashboard(sides, tmp_path_factory):
     d.stop()
 
 
+# --- ACL 2.0 brokers (test_acl_java's AUTH_CONF and plain_acl.yml) seen through the dashboard ---
+# Its credentials are fixed for its lifetime (rocketmq.config.accessKey/secretKey), so each key
+# gets a dashboard of its own: these tests start theirs and come before the module's `dashboard`
+# fixture (port 8082) exists. Three dashboard starts: opt-in (PYRMQ_SOAK=1).
+
+GET_TOPIC_CONFIG, GET_SUBSCRIPTIONGROUP_CONFIG = 351, 352
+AUTH_LIST_USER, AUTH_LIST_ACL = 3005, 3010
+ACL_ADMIN = ("admin_user", "admin_secret_1")
+ACL_WRONG = ("admin_user", "not_the_secret")
+ACL_NAMES = {"topic": "DashAddNormal", "denied": "DashAclDenied", "group": GROUP, "denied_group": "DashAclDeniedG"}
+ACL_TOPIC = "DashAddNormal"
+
+
+def _on_acl_topic(name: str, button: str) -> dict:
+    return {"name": name, "goto": "/topic", "actions": [_filter(ACL_TOPIC), {"click": button}], "after": "escape"}
+
+
+_ACTIONS = {step["name"]: step for step in ACTION_STEPS}
+#: Cluster, Topic list, a topic's Status and Route, Consumer list, and Send Message; the first
+#: step adds the topic (the admin's dashboard creates it, the wrong secret's is refused).
+_ADD = _ACTIONS["act-topic-add-normal"]
+ACL_KEY_STEPS: list[dict] = [
+    # one queue, so the message sent below has one place to go on both brokers
+    {
+        **_ADD,
+        "actions": [
+            *_ADD["actions"][:3],
+            _form("writeQueueNums", "1"),
+            _form("readQueueNums", "1"),
+            *_ADD["actions"][3:],
+        ],
+    },
+    {"name": "cluster", "goto": "/cluster"},
+    {"name": "topic-list", "goto": "/topic"},
+    _on_acl_topic("topic-status", "Status"),
+    _on_acl_topic("topic-router", "Router"),
+    {"name": "consumer", "goto": "/consumer"},
+    {**_ACTIONS["act-topic-send"], "actions": [*_ACTIONS["act-topic-send"]["actions"], {"capture": "sent"}]},
+]
+
+
+@pytest.fixture(scope="module")
+def acl_sides(tmp_path_factory):
+    """A name server and an ACL 2.0 broker (broker-a in DefaultCluster) for pyrmq and for Java 5.5.0,
+    apart from the module's unauthenticated pair."""
+    base = tmp_path_factory.mktemp("dashboard-acl")
+    started: list = []
+    sides: list[Side] = []
+    try:
+        for label, new_ns, new_broker in (
+            ("pyrmq", namesrv_under_test, PyrmqBroker),
+            ("java", JavaNamesrv, JavaBroker),
+        ):
+            ns = new_ns(base / f"{label}-namesrv")
+            started.append(ns)
+            wd = base / f"{label}-broker"
+            home = acl_home(wd, ACL_NAMES)
+            extra = {"rocketmqHome": str(home)} if label == "pyrmq" else {}
+            broker = new_broker(ns.addr, wd, name=BROKER, cluster=CLUSTER, **extra, **AUTH_CONF)
+            started.append(broker)
+            sides.append(Side(label, ns, broker, base / label))
+        yield sides
+    finally:
+        for server in reversed(started):
+            server.stop()
+
+
+def _drive_with_key(acl_sides, key: tuple[str, str], steps: list[dict], workdir: Path) -> dict[str, list[dict]]:
+    d = Dashboard(workdir / "app", acl_sides[0].ns.addr, access_key=key[0], secret_key=key[1])
+    try:
+        shown = {}
+        for side in acl_sides:
+            d.use_namesrv(side.ns.addr)
+            shown[side.label] = d.drive(steps, workdir / side.label)
+        return shown
+    finally:
+        d.stop()
+
+
+def signed(addr: str, code: int, fields: dict[str, str], key: tuple[str, str] = ACL_ADMIN) -> probe.Reply:
+    """One request signed as AclClientRPCHook signs it (pyrmq's own signer), read with the probe."""
+    cmd = RemotingCommand.request(code, dict(fields), b"")
+    sign_request(cmd, *key)
+    return probe.request(addr, code, cmd.ext_fields)
+
+
+def _failed_calls(record: dict) -> list[tuple[str, str]]:
+    return [
+        (c["path"].split("?")[0], str((c["body"] or {}).get("errMsg")))
+        for c in record["calls"]
+        if c["status"] != 200 or (c["body"] or {}).get("status") not in (0, None)
+    ]
+
+
+def wrong_secret_problems(shown: dict[str, list[dict]]) -> list[str]:
+    """With a wrong secret: the brokers refuse ('check signature failed'), nothing is sent, and
+    pyrmq's pages, failed steps (the rows' buttons are missing from the empty lists) and refused
+    calls equal Java's."""
+    problems = [p for p in differences(ACL_KEY_STEPS, shown) if "step failed" not in p]
+    seen = {}
+    for label, records in shown.items():
+        seen[label] = [
+            (rec["name"], rec["error"], sorted({(path, ADDR.sub("<addr>", msg)) for path, msg in _failed_calls(rec)}))
+            for rec in records
+        ]
+        if "check signature failed" not in json.dumps(seen[label]):
+            problems.append(f"[{label}] no call was refused with 'check signature failed': {seen[label]}")
+        if any("SEND_OK" in rec["text"] for rec in records):
+            problems.append(f"[{label}] a message was sent with a wrong secret")
+    if seen["pyrmq"] != seen["java"]:
+        problems.append(f"failed steps or refused calls differ: pyrmq {seen['pyrmq']} != java {seen['java']}")
+    return problems
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+def test_acl_brokers_right_key_and_wrong_secret(acl_sides, tmp_path):
+    """The dashboard with the admin's access key works on every page against both ACL brokers (the
+    topic it adds and the message it sends reach each broker); with a wrong secret the same pages
+    show the brokers' refusal; pyrmq's pages equal Java's in both runs."""
+    admin = _drive_with_key(acl_sides, ACL_ADMIN, ACL_KEY_STEPS, tmp_path / "admin")
+    problems = differences(ACL_KEY_STEPS, admin)
+    for side in acl_sides:
+        sent = admin[side.label][-1]["text"]
+        if "SEND_OK" not in sent:
+            problems.append(f"[{side.label}] the admin's Send Message did not show SEND_OK: {sent!r}")
+        r = signed(side.broker.addr, GET_TOPIC_CONFIG, {"topic": ACL_TOPIC})
+        if r.code != probe.SUCCESS:
+            problems.append(f"[{side.label}] {ACL_TOPIC} not on the broker: {r.code} {r.remark}")
+    assert not problems, f"admin key (screenshots under {tmp_path}):\n" + "\n".join(problems[:80])
+
+    wrong = _drive_with_key(acl_sides, ACL_WRONG, ACL_KEY_STEPS, tmp_path / "wrong")
+    problems = wrong_secret_problems(wrong)
+    assert not problems, f"wrong secret (screenshots under {tmp_path}):\n" + "\n".join(problems[:80])
+
+
+ACL_USER, ACL_PASSWORD, ACL_RESOURCE = "dash_user1", "dash_pw_1", "DashAclTopic"
+ACL_SEARCH = {"fill": {"placeholder": "Search ...", "value": ACL_USER, "enter": True}}
+PERMISSIONS_TAB = {"click": "ACL Permissions"}
+#: The ACL page (2.1.0's ACL Management, on the cluster's first broker): list the users and the
+#: policies, add a user and a policy for it through the two forms.
+ACL_CREATE_STEPS: list[dict] = [
+    {"name": "acl-users", "goto": "/acl", "actions": [{"click": "Confirm"}]},
+    {"name": "acl-policies", "goto": "/acl", "actions": [PERMISSIONS_TAB, {"click": "Confirm"}]},
+    {
+        "name": "acl-add-user",
+        "goto": "/acl",
+        "actions": [
+            {"click": "Add User"},
+            _form("Username", ACL_USER),
+            _form("Password", ACL_PASSWORD),
+            {"select": {"nth": 0, "option": "Normal"}},
+            {"select": {"nth": 1, "option": "enable"}},
+            {"capture": "form", "values": True},
+            {"click": "Confirm", "inDialog": True},
+            {"capture": "result", "notices": True},
+            {"click": "Confirm"},
+        ],
+    },
+    {
+        "name": "acl-add-policy",
+        "goto": "/acl",
+        "actions": [
+            PERMISSIONS_TAB,
+            {"click": "Add ACL Permission"},
+            {"fill": {"placeholder": "Please input name", "value": ACL_USER}},
+            {"select": {"nth": 1, "option": "Custom"}},
+            {"clickCss": ".ant-modal-content .ant-tag"},  # the resource field's "add" tag
+            {"select": {"nth": 2, "option": "Topic"}},
+            {"fill": {"css": ".ant-modal-content .ant-space input.ant-input", "value": ACL_RESOURCE, "enter": True}},
+            {"select": {"nth": 2, "option": "Pub", "close": True}},
+            # a source IP: the page's list copies each entry's sourceIps and fails on a policy
+            # without any (a null list: on both brokers, docs/security.md)
+            {"select": {"nth": 3, "option": "127.0.0.1", "close": True}},
+            {"select": {"nth": 4, "option": "Allow"}},
+            {"capture": "form"},
+            {"click": "OK", "inDialog": True},
+            {"capture": "result", "notices": True},
+            ACL_SEARCH,
+        ],
+    },
+]
+
+
+def _delete_row(name: str, *before: dict) -> dict:
+    """List (after `before`), search the dashboard's user, Delete its one row, Yes, list again."""
+    actions = [*before, {"click": "Confirm"}, ACL_SEARCH, {"capture": "before"}, {"click": "Delete"}]
+    actions += [{"click": "Yes"}, {"capture": "result", "notices": True}, {"click": "Confirm"}]
+    return {"name": name, "goto": "/acl", "actions": actions}
+
+
+#: Then the policy and the user are deleted again from their lists (the search keeps one row).
+ACL_DELETE_STEPS: list[dict] = [_delete_row("acl-delete-policy", PERMISSIONS_TAB), _delete_row("acl-delete-user")]
+
+
+def acl_state(addr: str) -> dict:
+    """The dashboard's user and its policy as the broker itself answers AUTH_LIST_USER and
+    AUTH_LIST_ACL filtered by the user's name (signed with the admin's key): (code, body). Not
+    AUTH_GET_USER/GET_ACL: Java's answer those from a cache that keeps a miss for a while."""
+    state = {}
+    for what, code, fields in (
+        ("user", AUTH_LIST_USER, {"filter": ACL_USER}),
+        ("acl", AUTH_LIST_ACL, {"subjectFilter": ACL_USER}),
+    ):
+        r = signed(addr, code, fields)
+        state[what] = (r.code, json.loads(r.body) if r.body else None)
+    return state
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+def test_acl_pages_users_and_policies(acl_sides, tmp_path):
+    """The dashboard's ACL page lists the users and policies (plain_acl.yml's accounts, migrated),
+    adds a user and a policy, deletes both, on pyrmq and on the Java broker: the pages show the
+    same, and each broker's own answers (AUTH_GET_USER, AUTH_GET_ACL) after each half are the same."""
+    d = Dashboard(tmp_path / "app", acl_sides[0].ns.addr, access_key=ACL_ADMIN[0], secret_key=ACL_ADMIN[1])
+    shown: dict[str, list[dict]] = {}
+    state: dict[str, list[dict]] = {}
+    try:
+        for side in acl_sides:
+            d.use_namesrv(side.ns.addr)
+            shown[side.label] = d.drive(ACL_CREATE_STEPS, tmp_path / side.label / "create")
+            state[side.label] = [acl_state(side.broker.addr)]
+            shown[side.label] += d.drive(ACL_DELETE_STEPS, tmp_path / side.label / "delete")
+            state[side.label].append(acl_state(side.broker.addr))
+    finally:
+        d.stop()
+    problems = differences(ACL_CREATE_STEPS + ACL_DELETE_STEPS, shown)
+    if state["pyrmq"] != state["java"]:
+        problems.append(f"broker state: pyrmq {state['pyrmq']} != java {state['java']}")
+    created, deleted = state["pyrmq"]
+    if ACL_PASSWORD not in json.dumps(created["user"][1]):
+        problems.append(f"the user the page added is not on pyrmq's broker: {created['user']}")
+    if ACL_RESOURCE not in json.dumps(created["acl"][1]) or "127.0.0.1" not in json.dumps(created["acl"][1]):
+        problems.append(f"the policy the page added is not on pyrmq's broker: {created['acl']}")
+    if deleted != {"user": (probe.SUCCESS, None), "acl": (probe.SUCCESS, None)}:
+        problems.append(f"what the page deleted is still on pyrmq's broker: {deleted}")
+    assert not problems, f"ACL pages (screenshots under {tmp_path}):\n" + "\n".join(problems[:80])
+
+
 @pytest.mark.timeout(1800)
 def test_every_page_shows_the_same(sides, dashboard, tmp_path):
     shown = {}
@@ -591,7 +838,6 @@ def _failed_on_java_too(paths: list[str], java_record: dict) -> bool:
     return all(p.split("?")[0] in java_failed for p in paths)
 
 
-GET_TOPIC_CONFIG, GET_SUBSCRIPTIONGROUP_CONFIG = 351, 352
 GROUP_FIELDS = ("groupName", "retryQueueNums", "retryMaxTimes", "consumeEnable", "consumeMessageOrderly")
 TOPIC_FIELDS = ("topicName", "readQueueNums", "writeQueueNums", "perm", "order", "topicSysFlag", "attributes")
 

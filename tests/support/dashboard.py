@@ -55,7 +55,16 @@ def api(path: str, method: str = "GET", timeout: float = 30) -> object:
 class Dashboard:
     """org.apache.rocketmq.dashboard.App 2.1.0 on port 8082 with its data under `workdir`."""
 
-    def __init__(self, workdir: Path, namesrv_addr: str, start_timeout: float = 180):
+    def __init__(
+        self,
+        workdir: Path,
+        namesrv_addr: str,
+        start_timeout: float = 180,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+    ):
+        """With `access_key`/`secret_key` (rocketmq.config.accessKey/secretKey, fixed for the
+        dashboard's lifetime) its admin client and producers sign every request (AclClientRPCHook)."""
         ensure_built()
         if not _port_free(PORT):
             raise DashboardError(f"port {PORT} is taken: the dashboard's front end only calls localhost:{PORT}")
@@ -74,6 +83,8 @@ class Dashboard:
             f"--rocketmq.config.namesrvAddrs={namesrv_addr}",
             f"--rocketmq.config.dataPath={workdir / 'data'}",
         ]
+        if access_key is not None and secret_key is not None:
+            argv += [f"--rocketmq.config.accessKey={access_key}", f"--rocketmq.config.secretKey={secret_key}"]
         self.managed = ManagedProcess("dashboard", argv, workdir / "dashboard.out", env=java_env(home), cwd=workdir)
         self.managed.wait_port(PORT, start_timeout)
         self.use_namesrv(namesrv_addr)
