@@ -34,7 +34,7 @@ from support.failover_load import measure, run_load
 from support.ports import free_port
 
 from pyrmq.protocol.bodies.namesrv import ClusterInfo
-from pyrmq.protocol.codes import RequestCode, ResponseCode
+from pyrmq.protocol.codes import ResponseCode
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
@@ -67,17 +67,8 @@ def _wait_table(namesrv: str, name: str, ok, timeout: float) -> dict[int, str]:
 
 def _create_topic(topic: str, addrs: list[str]) -> None:
     """On every member: a new master must know the topic without waiting for the slaves' sync."""
-    fields = {
-        "topic": topic,
-        "defaultTopic": "TBW102",
-        "readQueueNums": "4",
-        "writeQueueNums": "4",
-        "perm": "6",
-        "topicFilterType": "SINGLE_TAG",
-    }
     for addr in addrs:
-        r = probe.request(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, timeout=10)
-        assert r.code == ResponseCode.SUCCESS, (addr, r)
+        probe.create_topic(addr, topic)
 
 
 def _mqadmin(namesrv: str, workdir: Path, master: str, topic: str) -> list[str]:

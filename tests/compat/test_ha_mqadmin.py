@@ -67,15 +67,7 @@ def _wait_in_sync(master_addr: str, java_home, timeout: float = 120) -> str:
 def _send_burst(master_addr: str, n: int = 200) -> None:
     """``n`` messages to the master, on a topic made for them (the slave replicates them)."""
     topic = "HaAdminTps"
-    fields = {
-        "topic": topic,
-        "defaultTopic": "TBW102",
-        "readQueueNums": "4",
-        "writeQueueNums": "4",
-        "perm": "6",
-        "topicFilterType": "SINGLE_TAG",
-    }
-    assert probe.request(master_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, timeout=10).code == 0
+    probe.create_topic(master_addr, topic)
     for i in range(n):
         req = send_v2(topic, NAME, b"tps-%d" % i, queue_id=i % 4)
         r = probe.request(master_addr, RequestCode.SEND_MESSAGE_V2, req.ext_fields, timeout=10, body=req.body)

@@ -4,8 +4,8 @@ Sends one JSON-serialized request and reads one reply over a fresh TCP
 connection. Deliberately separate from pyrmq.remoting so the harness can judge
 a server (pyrmq's or Java's) without trusting the code under test; the frame
 layout is spec §1.2 (length, header word with serialize type 0, JSON header,
-body). Only what fixtures need: GET_BROKER_CLUSTER_INFO and
-GET_ROUTEINFO_BY_TOPIC.
+body). Only what fixtures need: GET_BROKER_CLUSTER_INFO, GET_ROUTEINFO_BY_TOPIC and
+UPDATE_AND_CREATE_TOPIC.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import socket
 import struct
 from dataclasses import dataclass, field
 
+UPDATE_AND_CREATE_TOPIC = 17
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
 SUCCESS = 0
@@ -104,3 +105,17 @@ def broker_registered(namesrv: str, broker_name: str, broker_addr: str | None = 
 
 def topic_route(namesrv: str, topic: str, timeout: float = 5.0) -> Reply:
     return request(namesrv, GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout=timeout)
+
+
+def create_topic(addr: str, topic: str, queues: int = 4, timeout: float = 10.0) -> None:
+    """UPDATE_AND_CREATE_TOPIC on one broker, with every field Java's header requires."""
+    fields = {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": str(queues),
+        "writeQueueNums": str(queues),
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+    }
+    r = request(addr, UPDATE_AND_CREATE_TOPIC, fields, timeout=timeout)
+    assert r.code == SUCCESS, (addr, r)
