@@ -12,7 +12,7 @@ import datetime as _dt
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
@@ -32,6 +32,9 @@ from pyrmq.spark.columns import (
     RecordFilter,
     ddl,
 )
+from pyrmq.spark.options import Options
+from pyrmq.spark.options import opt as _opt
+from pyrmq.spark.options import opt_or as _opt_or
 
 try:  # pyspark >= 4.1
     from pyspark.sql.datasource import (
@@ -67,20 +70,6 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 # --- options -------------------------------------------------------------------------------------
-Options = Mapping[str, str]
-
-
-def _opt(options: Options, name: str) -> str | None:
-    """An option's value; None when absent or empty."""
-    v = options.get(name)
-    return None if v is None or v == "" else v
-
-
-def _opt_or(options: Options, name: str, default: str) -> str:
-    v = _opt(options, name)
-    return default if v is None else v
-
-
 def _path(options: Options) -> str:
     p = _opt(options, "path")
     if p is None:
@@ -328,7 +317,10 @@ class RocketMQDataSource(DataSource):
         (pyrmq.spark.streaming)."""
         from pyrmq.spark.streaming import RocketMQStreamReader
 
-        return RocketMQStreamReader(self.options, schema, type(self).corrupt_accumulator)
+        acc = type(self).corrupt_accumulator
+        return RocketMQStreamReader(
+            self.options, schema, lambda full: CommitLogReader(self.options, full, acc), _Partition
+        )
 
 
 # --- rocketmq_consumequeue -----------------------------------------------------------------------

@@ -29,7 +29,7 @@ import itertools
 import json
 import mmap
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,6 +40,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from pyrmq.spark import commitlog_scan as scan
 from pyrmq.spark import other_scans as other
+from pyrmq.spark.options import opt, opt_or
 from pyrmq.store import reader
 from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
 from pyrmq.store.lmq import LMQ_PREFIX
@@ -368,15 +369,13 @@ def keep_offsets(batch: Any, offsets: np.ndarray, names: list[str]) -> Any:
     return batch if batch.schema.names == names else batch.select(names)
 
 
-def batches(inner: Any, piece: Piece, names: list[str]) -> Iterator[Any]:
+def batches(inner: Any, partition: type, piece: Piece, names: list[str]) -> Iterator[Any]:
     """Decode one piece with the batch source's reader `inner` (a sources.CommitLogReader whose
-    schema has commitLogOffset), limited to the piece's topics and offsets."""
-    from pyrmq.spark.sources import _Partition
-
+    schema has commitLogOffset) and its partition type, limited to the piece's topics and offsets."""
     r = copy.copy(inner)
     r.filter = replace(inner.filter)
     r.filter.intersect_topics(set(piece.topics))
-    for b in r.read(_Partition(piece.split)):
+    for b in r.read(partition(piece.split)):
         out = keep_offsets(b, piece.offsets, names)
         if out.num_rows:
             yield out
@@ -393,20 +392,23 @@ class _Task(InputPartition):
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets: consume-queue offsets per (topic, queue); see the module docstring."""
 
-    def __init__(self, options: Mapping[str, str], schema: StructType, corrupt_acc: Any = None) -> None:
-        from pyrmq.spark.sources import CommitLogReader, _opt, _opt_or
-
+    def __init__(
+        self, options: Mapping[str, str], schema: StructType, make_inner: Callable[[StructType], Any], partition: type
+    ) -> None:
+        """``make_inner(schema)``: the batch source's commit-log reader for a schema, and
+        ``partition`` its partition type (sources.py hands both in: it imports this module)."""
         for name in BATCH_ONLY_OPTIONS:
-            if _opt(options, name) is not None:
+            if opt(options, name) is not None:
                 raise ValueError(f"option {name} is for batch reads; a stream follows the consume queues")
         self.names: list[str] = schema.fieldNames()
         full = schema
         if "commitLogOffset" not in self.names:
             full = StructType([*schema.fields, StructField("commitLogOffset", LongType())])
-        self.inner = CommitLogReader(options, full, corrupt_acc)
+        self.inner = make_inner(full)
+        self.partition = partition
         self.path = self.inner.path
-        self.starting = parse_starting(_opt_or(options, "startingOffsets", "earliest"))
-        rows = _opt(options, "maxRecordsPerTrigger")
+        self.starting = parse_starting(opt_or(options, "startingOffsets", "earliest"))
+        rows = opt(options, "maxRecordsPerTrigger")
         self.max_rows = None if rows is None else int(rows)
         if self.max_rows is not None and self.max_rows <= 0:
             raise ValueError(f"option maxRecordsPerTrigger must be positive, not {rows!r}")
@@ -465,7 +467,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         pieces: list[Piece] = partition.value
         for piece in pieces or ():
-            yield from batches(self.inner, piece, self.names)
+            yield from batches(self.inner, self.partition, piece, self.names)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the store is only read."""
