@@ -1,7 +1,7 @@
 """A fresh, idle `pyrmq dev` logs no warning: warnings must mean something.
 
 The name server and broker of `pyrmq dev` run in this process on free ports, on a store whose
-directories do not exist yet, with their housekeeping shortened (disk-usage/cleaning rounds every
+directories do not exist yet (on a tmpfs of its own), with their housekeeping shortened (disk-usage/cleaning rounds every
 200 ms from the start instead of every 10 s after a minute, transaction checks every 200 ms,
 offset persistence every 500 ms). Once each job has run six times not one record at WARNING or above may
 have been logged, and each housekeeping job must have run (so the test can fail).
@@ -10,9 +10,11 @@ have been logged, and each housekeeping job must have run (so the test can fail)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import pytest
+from support.small_fs import small_filesystem
 
 # imported before the servers start, so the idle time is not spent importing
 import pyrmq.broker.controller
@@ -50,6 +52,11 @@ def warnings_logged():
 
 
 def test_fresh_idle_dev_logs_no_warning(tmp_path, monkeypatch, warnings_logged):
+    with contextlib.ExitStack() as stack:
+        _idle_dev(tmp_path, monkeypatch, warnings_logged, stack)
+
+
+def _idle_dev(tmp_path, monkeypatch, warnings_logged, stack: contextlib.ExitStack) -> None:
     rounds = {"clean": 0, "check": 0}
     clean_round = StoreCleaner.run_once
     check = TransactionalMessageService.check
@@ -66,7 +73,10 @@ def test_fresh_idle_dev_logs_no_warning(tmp_path, monkeypatch, warnings_logged):
     monkeypatch.setattr(StoreCleaner, "run_once", counted_clean)
     monkeypatch.setattr(TransactionalMessageService, "check", counted_check)
 
-    store = tmp_path / "fresh" / "store"
+    # the store on a filesystem of its own: on the machine's disk, a disk over 75% used
+    # (diskMaxUsedSpaceRatio) rightly makes the cleaner warn, whatever the broker does
+    mount = stack.enter_context(small_filesystem(tmp_path / "fresh", 64))
+    store = mount / "store"
     args = dev._parser().parse_args(
         ["--namesrv-port", "0", "--broker-port", "0", "--store", str(store), "--cluster", "IdleCluster"]
     )
