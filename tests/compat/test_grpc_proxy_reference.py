@@ -36,16 +36,7 @@ META = (("x-mq-client-id", "grpc-ref-client"),)
 
 
 def _create_topic(addr: str, topic: str, queues: int) -> None:
-    ext = {
-        "topic": topic,
-        "defaultTopic": "TBW102",
-        "readQueueNums": str(queues),
-        "writeQueueNums": str(queues),
-        "perm": "6",
-        "topicFilterType": "SINGLE_TAG",
-    }
-    r = probe.request(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext, timeout=15)
-    assert r.code == ResponseCode.SUCCESS, r
+    probe.create_topic(addr, topic, queues, timeout=15)
 
 
 def _wait_route_brokers(namesrv: str, topic: str, n: int) -> None:

@@ -118,4 +118,5 @@ def create_topic(addr: str, topic: str, queues: int = 4, timeout: float = 10.0) 
         "topicFilterType": "SINGLE_TAG",
     }
     r = request(addr, UPDATE_AND_CREATE_TOPIC, fields, timeout=timeout)
-    assert r.code == SUCCESS, (addr, r)
+    if r.code != SUCCESS:
+        raise RuntimeError(f"create topic {topic} on {addr}: {r.code} {r.remark}")

@@ -48,7 +48,6 @@ ASYNC_SRC = Path(__file__).with_name("broker_async") / "AsyncProducer.java"
 BENCH_PKG = "org.apache.rocketmq.example.benchmark"
 SCENARIOS = ("sync1", "sync16", "sync64", "async", "batch", "consume")
 MSG_SIZE = 1024
-UPDATE_AND_CREATE_TOPIC = 17
 BATCH_SIZE = 16
 BATCH_THREADS = 16
 ASYNC_IN_FLIGHT = 128
@@ -187,22 +186,7 @@ def start_java(workdir: Path, heap: str) -> Stack:
 def create_topic(stack: Stack, topic: str, queues: int = 4) -> None:
     """UPDATE_AND_CREATE_TOPIC on the broker, then wait for the route: the async producer does
     not fall back to auto-creation through TBW102 the way the sync one does."""
-    r = probe.request(
-        stack.broker.addr,
-        UPDATE_AND_CREATE_TOPIC,
-        {
-            "topic": topic,
-            "defaultTopic": "TBW102",
-            "readQueueNums": str(queues),
-            "writeQueueNums": str(queues),
-            "perm": "6",
-            "topicFilterType": "SINGLE_TAG",
-            "topicSysFlag": "0",
-            "order": "false",
-        },
-    )
-    if r.code != probe.SUCCESS:
-        raise RuntimeError(f"create topic {topic} on {stack.kind}: {r.code} {r.remark}")
+    probe.create_topic(stack.broker.addr, topic, queues)
     deadline = time.monotonic() + 30
     while probe.topic_route(stack.namesrv_addr, topic).code != probe.SUCCESS:
         if time.monotonic() > deadline:
