@@ -65,6 +65,21 @@ def _wait_table(namesrv: str, name: str, ok, timeout: float) -> dict[int, str]:
     return table
 
 
+def dledger_member(cluster: str, group: str, peers: str, self_id: str) -> dict:
+    """The broker keys of one member of a fresh DLedger group (16 MiB commit-log files)."""
+    return dict(
+        fresh=True,
+        name=group,
+        cluster=cluster,
+        start_timeout=90,
+        enableDLegerCommitLog="true",
+        dLegerGroup=group,
+        dLegerPeers=peers,
+        dLegerSelfId=self_id,
+        mappedFileSizeCommitLog=16 * 1024 * 1024,
+    )
+
+
 def _create_topic(topic: str, addrs: list[str]) -> None:
     """On every member: a new master must know the topic without waiting for the slaves' sync."""
     for addr in addrs:
@@ -137,19 +152,7 @@ def test_official_client_keeps_every_acknowledged_send_over_a_dledger_failover(
     peers = ";".join(f"{i}-127.0.0.1:{free_port()}" for i in IDS)
 
     def start(self_id: str):
-        return factories[kinds[self_id]](
-            ns.addr,
-            fresh=True,
-            name=name,
-            cluster=CLUSTER,
-            start_timeout=90,
-            enableDLegerCommitLog="true",
-            dLegerGroup=name,
-            dLegerPeers=peers,
-            dLegerSelfId=self_id,
-            mappedFileSizeCommitLog=16 * 1024 * 1024,
-            **extra,
-        )
+        return factories[kinds[self_id]](ns.addr, **dledger_member(CLUSTER, name, peers, self_id), **extra)
 
     # A member registers only once the group has a leader: all three start together.
     with ThreadPoolExecutor(len(IDS)) as pool:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from compat.test_dledger_brokers_java_client import _create_topic, _wait_table
+from compat.test_dledger_brokers_java_client import _create_topic, _wait_table, dledger_member
 from support import java
 from support.failover_load import load_argv, rows, store_host
 from support.ports import free_port
@@ -170,18 +170,7 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
     peers = ";".join(f"{i}-127.0.0.1:{free_port()}" for i in IDS)
 
     def start(self_id: str):
-        return factory(
-            ns.addr,
-            fresh=True,
-            name=name,
-            cluster=CLUSTER,
-            start_timeout=90,
-            enableDLegerCommitLog="true",
-            dLegerGroup=name,
-            dLegerPeers=peers,
-            dLegerSelfId=self_id,
-            mappedFileSizeCommitLog=16 * 1024 * 1024,
-        )
+        return factory(ns.addr, **dledger_member(CLUSTER, name, peers, self_id))
 
     topic = f"DlFaults_{broker_kind}"
     # the client's JVM starts with the brokers; its sends wait for the `go` file
