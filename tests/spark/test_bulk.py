@@ -6,6 +6,7 @@ twin in pyrmq._speedups."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
 import shutil
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pyarrow as pa
@@ -33,10 +35,28 @@ from pyrmq.store import message as m
 ALL = list(MESSAGE_COLUMNS)
 HEADER = ["topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "bodySize", "storeTimestamp"]
 REFERENCE_WALK = _speedups.REFERENCES["walk_records"]
-NATIVE_WALK = getattr(_speedups.native, "walk_records", None)
+
+
+def _import_native() -> ModuleType | None:
+    try:
+        return importlib.import_module("pyrmq._speedups._native")
+    except ImportError:
+        return None
+
+
+#: the compiled extension itself, whatever PYRMQ_PURE says (that picks the path pyrmq runs)
+NATIVE = _import_native()
+
+
+def native() -> ModuleType:
+    """The compiled twins under test; their absence fails the test (the install builds them)."""
+    if NATIVE is None:
+        pytest.fail("pyrmq._speedups._native is not built: `pip install -e .` needs Cython and a C compiler")
+    return NATIVE
+
+
 #: the bulk decoder's functions with a compiled twin
 TWINS = ("walk_records", "record_fields", "copy_ranges")
-REQUIRED = os.environ.get("PYRMQ_REQUIRE_SPEEDUPS", "") not in ("", "0")
 
 
 @pytest.fixture(params=["reference", "compiled"])
@@ -44,12 +64,8 @@ def walk(request, monkeypatch) -> str:
     """The bulk decoder with its numpy references (the PYRMQ_PURE=1 path), then with the
     compiled twins of the walk, the field gather and the range copy."""
     if request.param == "compiled":
-        if NATIVE_WALK is None:
-            if REQUIRED and _speedups.describe().find("PYRMQ_PURE") < 0:
-                pytest.fail("PYRMQ_REQUIRE_SPEEDUPS=1 but the compiled walk_records is missing")
-            pytest.skip("the extension is not built or PYRMQ_PURE=1")
         for name in TWINS:
-            monkeypatch.setattr(bulk, name, getattr(_speedups.native, name))
+            monkeypatch.setattr(bulk, name, getattr(native(), name))
     else:
         for name in TWINS:
             monkeypatch.setattr(bulk, name, _speedups.REFERENCES[name])
@@ -276,10 +292,9 @@ def _both_walks(buf, pos: int, stop: int, limit: int, check_crc: bool, cap: int)
     """walk_records by the reference and by the compiled twin; they must agree exactly."""
     want_out = np.zeros(cap, dtype=np.int64)
     n, end = REFERENCE_WALK(buf, pos, stop, limit, check_crc, want_out)
-    if NATIVE_WALK is not None:
-        got_out = np.zeros(cap, dtype=np.int64)
-        assert NATIVE_WALK(buf, pos, stop, limit, check_crc, got_out) == (n, end)
-        assert got_out[:n].tolist() == want_out[:n].tolist()
+    got_out = np.zeros(cap, dtype=np.int64)
+    assert native().walk_records(buf, pos, stop, limit, check_crc, got_out) == (n, end)
+    assert got_out[:n].tolist() == want_out[:n].tolist()
     return n, end, want_out[:n].tolist()
 
 
@@ -312,7 +327,7 @@ def _both_fields_and_ranges(buf, starts: list[int], ranges: bool = True) -> None
     want = np.zeros((len(bulk.FIELD_ROWS), len(s)), dtype=np.int64)
     _speedups.REFERENCES["record_fields"](buf, s, len(buf), want)
     got = np.zeros_like(want)
-    _speedups.native.record_fields(buf, s, len(buf), got)
+    native().record_fields(buf, s, len(buf), got)
     assert got.tolist() == want.tolist()
     if not ranges:
         return
@@ -322,11 +337,10 @@ def _both_fields_and_ranges(buf, starts: list[int], ranges: bool = True) -> None
         want_data = np.zeros(int(n.sum()), dtype=np.uint8)
         _speedups.REFERENCES["copy_ranges"](buf, p, n, want_data)
         got_data = np.zeros_like(want_data)
-        _speedups.native.copy_ranges(buf, p, n, got_data)
+        native().copy_ranges(buf, p, n, got_data)
         assert got_data.tobytes() == want_data.tobytes()
 
 
-@pytest.mark.skipif(NATIVE_WALK is None, reason="the extension is not built or PYRMQ_PURE=1")
 def test_field_gather_and_range_copy_agree(pyrmq_store) -> None:
     """On every record of the test store (IPv6 hosts, V2, compressed, batches) and on starts that
     are no record (the compiled gather hands those to the reference), and on ranges past the data."""
@@ -339,7 +353,7 @@ def test_field_gather_and_range_copy_agree(pyrmq_store) -> None:
         _both_fields_and_ranges(data, [*starts[:3], starts[1] + 1], ranges=False)  # a start that is no record
     data = bytes(range(256))
     with pytest.raises(IndexError):
-        _speedups.native.copy_ranges(data, np.array([250], np.int64), np.array([10], np.int64), np.zeros(10, np.uint8))
+        native().copy_ranges(data, np.array([250], np.int64), np.array([10], np.int64), np.zeros(10, np.uint8))
 
 
 @settings(max_examples=200, deadline=None)
@@ -367,7 +381,7 @@ def test_walks_agree_on_topic_bytes(topic: bytes, v2: bool) -> None:
 
 _CRC_CHECK = """
 import random, zlib
-from pyrmq._speedups import native
+import pyrmq._speedups._native as native
 rng = random.Random(3)
 for n in [*range(0, 300), 1023, 1024, 1025, 4099, 65537]:
     data = rng.randbytes(n)
@@ -377,11 +391,11 @@ print(native.crc32_method())
 """
 
 
-@pytest.mark.skipif(NATIVE_WALK is None, reason="the extension is not built or PYRMQ_PURE=1")
 @pytest.mark.parametrize("table", ["0", "1"], ids=["clmul-if-the-cpu-has-it", "table"])
 def test_compiled_crc32_is_zlibs(table) -> None:
     """The walk's CRC-32 (carry-less-multiply folding, or the table with PYRMQ_CRC_TABLE=1) is
     zlib.crc32 for every length around the folding steps."""
+    native()  # built, or this fails here rather than in the child
     env = {**os.environ, "PYRMQ_CRC_TABLE": table}
     out = subprocess.run([sys.executable, "-c", _CRC_CHECK], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() in (("clmul", "table") if table == "0" else ("table",))

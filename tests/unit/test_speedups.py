@@ -45,9 +45,6 @@ def _native() -> ModuleType | None:
 
 NATIVE = _native()
 
-needs_native = pytest.mark.skipif(
-    NATIVE is None and not REQUIRED, reason="the extension is not built (pure-Python install)"
-)
 PROFILE = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -128,14 +125,12 @@ def same(name: str, *args: Any) -> Any:
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # lone surrogates included
 
 
-@needs_native
 @PROFILE
 @given(st.one_of(st.text(), st.text(alphabet=ANY_CHAR), st.text(min_size=250, max_size=700)))
 def test_java_string_hash(s: str) -> None:
     same("java_string_hash", s)
 
 
-@needs_native
 @pytest.mark.parametrize(
     "s",
     ["", "a", "TopicTest#KEY", "é", "中文", "😀", "a😀b", "\ud800", "x\udfff", "k" * 256, "k" * 257, "😀" * 300],
@@ -147,14 +142,12 @@ def test_java_string_hash_cases(s: str) -> None:
         assert -(2**31) <= NATIVE.java_string_hash(s) < 2**31
 
 
-@needs_native
 def test_java_string_hash_known_values() -> None:
     assert NATIVE is not None
     assert NATIVE.java_string_hash("abc") == 96354  # "abc".hashCode() in Java
     assert NATIVE.java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE
 
 
-@needs_native
 @pytest.mark.parametrize("v", [None, b"abc", 5])
 def test_java_string_hash_wrong_types(v: Any) -> None:
     assert same("java_string_hash", v)[0] == "raised"
@@ -169,20 +162,17 @@ INT_EDGES = [
 ]  # fmt: skip
 
 
-@needs_native
 @pytest.mark.parametrize("v", [*INT_EDGES, None, 5, b"12"])
 def test_parse_java_int_cases(v: Any) -> None:
     same("parse_java_int", v)
 
 
-@needs_native
 @PROFILE
 @given(st.one_of(st.from_regex(r"[+-]?[0-9]{1,30}", fullmatch=True), st.text(max_size=25)))
 def test_parse_java_int(v: str) -> None:
     same("parse_java_int", v)
 
 
-@needs_native
 @pytest.mark.parametrize(
     "v", ["true", "TRUE", "True", "tRuE", "false", "", "t", "truex", "true ", " true", "ｔrue", "İ", "trUe\x00"]
 )
@@ -190,14 +180,12 @@ def test_parse_java_bool_cases(v: str) -> None:
     same("parse_java_bool", v)
 
 
-@needs_native
 @PROFILE
 @given(st.one_of(st.text(max_size=6), st.text(alphabet="tTrRuUeE\u0130K", max_size=5)))
 def test_parse_java_bool(v: str) -> None:
     same("parse_java_bool", v)
 
 
-@needs_native
 @pytest.mark.parametrize(
     "topic",
     [
@@ -210,7 +198,6 @@ def test_validate_topic_cases(topic: Any) -> None:
     same("validate_topic", topic)
 
 
-@needs_native
 @PROFILE
 @given(st.one_of(st.text(max_size=140), st.text(alphabet="%|aZ09_-. ", max_size=300)))
 def test_validate_topic(topic: str) -> None:
@@ -242,7 +229,6 @@ _VALUES = st.one_of(
 )
 
 
-@needs_native
 @PROFILE
 @given(st.dictionaries(st.sampled_from(_KEYS), _VALUES))
 def test_header_kwargs(ext: dict[str, str]) -> None:
@@ -252,7 +238,6 @@ def test_header_kwargs(ext: dict[str, str]) -> None:
         assert _AllKinds.from_ext_fields(ext) == _AllKinds(**r[2])
 
 
-@needs_native
 def test_header_kwargs_errors_and_mappings() -> None:
     table = _AllKinds._fields_table()
     ok = {"topic": "T", "queueId": "3", "mode": "RED"}
@@ -288,14 +273,12 @@ def commands(draw: st.DrawFn, wide: bool = False) -> RemotingCommand:
     )
 
 
-@needs_native
 @PROFILE
 @given(commands(wide=True))
 def test_encode_rocketmq_header(cmd: RemotingCommand) -> None:
     same("encode_rocketmq_header", cmd)
 
 
-@needs_native
 def test_encode_rocketmq_header_odd_values() -> None:
     base_cmd = RemotingCommand(code=10, serialize_type=SerializeType.ROCKETMQ)
     odd: list[dict[str, Any]] = [
@@ -322,7 +305,6 @@ def _header_bytes(cmd: RemotingCommand) -> bytes:
     return encoded
 
 
-@needs_native
 @PROFILE
 @given(commands(), st.data())
 def test_decode_rocketmq_header(cmd: RemotingCommand, data: st.DataObject) -> None:
@@ -338,7 +320,6 @@ def test_decode_rocketmq_header(cmd: RemotingCommand, data: st.DataObject) -> No
         same("decode_rocketmq_header", memoryview(flipped))  # a writable buffer
 
 
-@needs_native
 @PROFILE
 @given(st.binary(max_size=80))
 def test_decode_rocketmq_header_noise(h: bytes) -> None:
@@ -355,7 +336,6 @@ def _frame(remark_len: int, map_len: int, entries: bytes, tail: bytes = b"") -> 
     )
 
 
-@needs_native
 @pytest.mark.parametrize(
     "h",
     [
@@ -380,12 +360,10 @@ def test_decode_rocketmq_header_bad_lengths(h: bytes) -> None:
     same("decode_rocketmq_header", memoryview(h))
 
 
-@needs_native
 def test_decode_rocketmq_header_wrong_type() -> None:
     assert same("decode_rocketmq_header", _frame(0, 0, b""))[0] == "raised"  # bytes, not a memoryview
 
 
-@needs_native
 @PROFILE
 @given(commands())
 def test_header_codec_round_trip(cmd: RemotingCommand) -> None:
@@ -398,14 +376,12 @@ def test_header_codec_round_trip(cmd: RemotingCommand) -> None:
 # --- message_properties_to_string ------------------------------------------------------------------
 
 
-@needs_native
 @PROFILE
 @given(st.one_of(st.none(), st.dictionaries(_TEXT, st.one_of(st.none(), _TEXT, st.integers()), max_size=10)))
 def test_message_properties_to_string(props: dict[str, Any] | None) -> None:
     same("message_properties_to_string", props)
 
 
-@needs_native
 @pytest.mark.parametrize("props", [{}, {"KEYS": "k1 k2", "TAGS": "a"}, {1: "x"}, {"a": None}, [("a", "b")]])
 def test_message_properties_to_string_cases(props: Any) -> None:
     same("message_properties_to_string", props)
@@ -414,7 +390,6 @@ def test_message_properties_to_string_cases(props: Any) -> None:
 _SEP_TEXT = st.text(alphabet=st.sampled_from(["\x01", "\x02", "a", "é", "😀", "="]), max_size=30)
 
 
-@needs_native
 @PROFILE
 @given(st.one_of(_SEP_TEXT, st.text(max_size=20), st.dictionaries(_TEXT, _TEXT, max_size=6)))
 def test_string_to_message_properties(props: Any) -> None:
@@ -423,7 +398,6 @@ def test_string_to_message_properties(props: Any) -> None:
     same("string_to_message_properties", props)
 
 
-@needs_native
 @pytest.mark.parametrize(
     "s",
     [
@@ -447,7 +421,6 @@ def test_string_to_message_properties_cases(s: Any) -> None:
 # --- decode_frame ----------------------------------------------------------------------------------
 
 
-@needs_native
 @PROFILE
 @given(commands(), st.sampled_from([SerializeType.ROCKETMQ, SerializeType.JSON]), st.binary(max_size=40), st.data())
 def test_decode_frame(cmd: RemotingCommand, st_type: int, body: bytes, data: st.DataObject) -> None:
@@ -465,7 +438,6 @@ def test_decode_frame(cmd: RemotingCommand, st_type: int, body: bytes, data: st.
     same("decode_frame", memoryview(flipped))
 
 
-@needs_native
 @PROFILE
 @given(st.binary(max_size=60))
 def test_decode_frame_noise(frame: bytes) -> None:
@@ -473,7 +445,6 @@ def test_decode_frame_noise(frame: bytes) -> None:
     same("decode_frame", b"\x01\x00\x00" + bytes([len(frame) & 0xFF]) + frame)
 
 
-@needs_native
 def test_decode_frame_odd_buffers() -> None:
     frame = command.encode(
         RemotingCommand(code=11, ext_fields={"k": "v"}, serialize_type=SerializeType.ROCKETMQ, body=b"abcd")
@@ -495,7 +466,6 @@ _JSON_SCALAR = st.one_of(
 _JSON_KEYS = st.sampled_from(["code", "language", "version", "opaque", "flag", "remark", "extFields", "other"])
 
 
-@needs_native
 @PROFILE
 @given(st.dictionaries(_JSON_KEYS, st.one_of(_JSON_SCALAR, st.dictionaries(_TEXT, _JSON_SCALAR, max_size=4))))
 def test_decode_json_header(obj: dict[str, Any]) -> None:
@@ -509,7 +479,6 @@ def test_decode_json_header(obj: dict[str, Any]) -> None:
     same("decode_json_header", header)
 
 
-@needs_native
 @pytest.mark.parametrize(
     "header",
     [
@@ -524,7 +493,6 @@ def test_decode_json_header_cases(header: bytes) -> None:
     same("decode_json_header", memoryview(header))
 
 
-@needs_native
 @PROFILE
 @given(commands(wide=True))
 def test_encode_json_header(cmd: RemotingCommand) -> None:
@@ -532,7 +500,6 @@ def test_encode_json_header(cmd: RemotingCommand) -> None:
     same("encode_json_header", cmd)
 
 
-@needs_native
 def test_encode_json_header_odd_values() -> None:
     base_cmd = RemotingCommand(code=10, serialize_type=SerializeType.JSON)
     odd: list[dict[str, Any]] = [
@@ -558,7 +525,6 @@ _FIELD_VALUES = st.one_of(
 )
 
 
-@needs_native
 @PROFILE
 @given(
     st.fixed_dictionaries(
@@ -570,7 +536,6 @@ def test_header_ext_fields(values: dict[str, Any]) -> None:
     same("header_ext_fields", _AllKinds._fields_table(), header)
 
 
-@needs_native
 def test_header_ext_fields_common_shapes() -> None:
     header = _AllKinds(topic="T", queue_id=3, mode=_Color.RED, flag=7, unit_mode=True, name="x")
     r = same("header_ext_fields", _AllKinds._fields_table(), header)
@@ -583,7 +548,6 @@ def test_header_ext_fields_common_shapes() -> None:
 _PROP_KEYS = st.sampled_from(["UNIQ_KEY", "WAIT", "TAGS", "KEYS", "DELAY", "TRAN_MSG", "a", "Aa", "BB", "é", "😀"])
 
 
-@needs_native
 @PROFILE
 @given(st.dictionaries(st.one_of(_PROP_KEYS, _TEXT), _TEXT, max_size=12), st.sampled_from([1, 16, 128, 129]))
 def test_hashmap_order(d: dict[str, str], capacity: int) -> None:
@@ -595,7 +559,6 @@ def test_hashmap_order(d: dict[str, str], capacity: int) -> None:
         assert list(first[2]) == list(again[2]) and first[2] == d
 
 
-@needs_native
 def test_hashmap_order_odd_input() -> None:
     same("hashmap_order", {"Aa": 1, "BB": 2}, 128)  # equal String#hashCode: insertion order kept
     same("hashmap_order", {"k": 1}, [128])  # an unhashable capacity
@@ -659,7 +622,6 @@ def same_write(size: int, pos: int, rec: dict[str, Any], kind: Callable[[bytes],
     return bufs[0]
 
 
-@needs_native
 @PROFILE
 @given(records(), st.integers(0, 8), st.integers(-2, 8))
 def test_write_record(rec: dict[str, Any], pos: int, slack: int) -> None:
@@ -680,7 +642,6 @@ def _a_record(**change: Any) -> dict[str, Any]:
     return rec
 
 
-@needs_native
 def test_write_record_odd_input() -> None:
     import mmap
 
