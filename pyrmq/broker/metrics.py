@@ -31,7 +31,7 @@ from pyrmq.common.constants import (
 )
 from pyrmq.metrics.exposition import write_text
 from pyrmq.metrics.http import MetricsHttpServer
-from pyrmq.metrics.registry import Counter, HistogramPoint, InstrumentType, Labels, Meter, Observation, label_key
+from pyrmq.metrics.registry import Counter, InstrumentType, Labels, Meter, Observation, label_key
 from pyrmq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from pyrmq.protocol.headers.pop import build_pop_retry_topic
 from pyrmq.protocol.version import version_desc
@@ -481,7 +481,7 @@ class BrokerMetricsManager:
             POP_SCAN_BUCKETS,
             "milliseconds",
         )
-        scan.points[label_key(self.labels)] = HistogramPoint([0] * (len(scan.bounds) + 1))
+        scan.declare(self.labels)
         m.gauge("rocketmq_pop_offset_buffer_size", "Time number of buffered offset", lambda: [(0, self.labels)])
         m.gauge("rocketmq_pop_checkpoint_buffer_size", "The number of buffered checkpoint", lambda: [(0, self.labels)])
 

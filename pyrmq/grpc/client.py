@@ -110,7 +110,7 @@ class ClientActivity:
         if self.channels.get(client_id) is channel:
             del self.channels[client_id]
 
-    def _group_config(self, name: str) -> SubscriptionGroupConfig:
+    def group_config(self, name: str) -> SubscriptionGroupConfig:
         found = self.controller.subscription_group_manager.find_subscription_group_config(name)
         return found if found is not None else SubscriptionGroupConfig(group_name=name)
 
@@ -119,7 +119,7 @@ class ClientActivity:
         if settings.HasField("publishing"):
             out = producer_settings(settings)
         elif settings.HasField("subscription"):
-            out = subscription_settings(settings, self._group_config(settings.subscription.group.name))
+            out = subscription_settings(settings, self.group_config(settings.subscription.group.name))
         else:
             out = pb.Settings()
             out.CopyFrom(settings)

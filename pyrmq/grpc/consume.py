@@ -174,7 +174,7 @@ class ConsumeActivity:
 
     def _retry_delay(self, tracked: TrackedHandle) -> int:
         """The group's retry policy for a message renewed for RENEW_MAX_MS (STOP_RENEW)."""
-        config = self.clients._group_config(tracked.group)
+        config = self.clients.group_config(tracked.group)
         return config.group_retry_policy.retry_policy().next_delay_duration(tracked.reconsume_times)
 
     async def _renew(self, tracked: TrackedHandle, invisible: int) -> str | None:
@@ -265,7 +265,7 @@ class ConsumeActivity:
         invisible = _ms(request.invisible_duration)
         validate_invisible_time(invisible)
         group, topic = request.group.name, request.topic.name
-        ReceiptHandle.decode(request.receipt_handle)
+        ReceiptHandle.decode(request.receipt_handle)  # a malformed one: INVALID_RECEIPT_HANDLE first, as Java
         handle = ReceiptHandle.decode(self._latest_handle(ctx, group, request.message_id, request.receipt_handle))
         handle.check()
         r = await self._change_invisible(ctx.remote_addr, group, topic, handle, invisible)

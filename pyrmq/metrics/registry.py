@@ -80,8 +80,16 @@ class Histogram(_Instrument):
     points: dict[Labels, HistogramPoint] = field(default_factory=dict)
     type = InstrumentType.HISTOGRAM
 
-    def record(self, value: float, labels: Mapping[str, object] | Labels) -> None:
+    def declare(self, labels: Mapping[str, object] | Labels) -> HistogramPoint:
+        """The point of a label set, exported (count 0) before anything is recorded there."""
         key = label_key(labels)
+        p = self.points.get(key)
+        if p is None:
+            p = self.points[key] = HistogramPoint([0] * (len(self.bounds) + 1))
+        return p
+
+    def record(self, value: float, labels: Mapping[str, object] | Labels) -> None:
+        key = label_key(labels)  # declare()'s lookup inline: one call less per request (rpc latency)
         p = self.points.get(key)
         if p is None:
             p = self.points[key] = HistogramPoint([0] * (len(self.bounds) + 1))

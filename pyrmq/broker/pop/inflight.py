@@ -19,11 +19,7 @@ class PopInflightMessageCounter:
         if num <= 0:
             return
         queues = self._counts.setdefault((topic, group), {})
-        n = queues.get(queue_id, 0) + num
-        if n > 0:
-            queues[queue_id] = n
-        else:
-            queues.pop(queue_id, None)
+        queues[queue_id] = queues.get(queue_id, 0) + num
 
     def decrement(self, topic: str, group: str, queue_id: int, delta: int, pop_time: int) -> None:
         """An ack (``delta`` messages) or a revived message of a pop at ``pop_time``."""

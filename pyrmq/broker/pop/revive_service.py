@@ -145,7 +145,7 @@ class PopReviveService:
             if not msgs:
                 break
             for msg, qo in zip(msgs, queue_offsets, strict=True):
-                self._merge(msg, qo, points, default_broker, qid, self.on_get)
+                self._merge(msg, qo, points, default_broker, qid)
                 try:
                     end_time = max(end_time, int(msg.properties.get(MessageConst.TIMER_DELIVER_MS, "0")))
                 except ValueError:
@@ -185,15 +185,10 @@ class PopReviveService:
         behind = self.message_store.get_max_offset_in_queue(self.topic, qid) - handled - 1
         return max(0, behind), max(0, self.now() - current) if behind > 0 else 0
 
-    @staticmethod
     def _merge(
-        msg: m.StoredMessage,
-        queue_offset: int,
-        points: dict[str, PopCheckPoint],
-        default_broker: str,
-        qid: int = 0,
-        on_get: Callable[[str, str, int, str], None] | None = None,
+        self, msg: m.StoredMessage, queue_offset: int, points: dict[str, PopCheckPoint], default_broker: str, qid: int
     ) -> None:
+        on_get = self.on_get
         tags = msg.tags
         body = msg.body or b""
         try:
