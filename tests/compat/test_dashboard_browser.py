@@ -552,7 +552,7 @@ def dashboard(pyrmq_namesrv, tmp_path_factory):
 # --- ACL 2.0 brokers (test_acl_java's AUTH_CONF and plain_acl.yml) seen through the dashboard ---
 # Its credentials are fixed for its lifetime (rocketmq.config.accessKey/secretKey). The module's
 # `dashboard` signs with the admin's key, so the default run drives the ACL page with it
-# (test_acl_page_add_modify_delete, after the unauthenticated pages). The key test starts a dashboard
+# (test_acl_page_add_modify_delete, before the unauthenticated pages). The key test starts a dashboard
 # per key (admin, wrong secret, unknown key) and comes before the module's `dashboard` fixture
 # (port 8082) exists: opt-in (PYRMQ_SOAK=1).
 
