@@ -71,7 +71,7 @@ class Broker(Protocol):
     config: Any
     store_config: MessageStoreConfig
 
-    def apply_role(self, role: BrokerRole, broker_id: int, master_addr: str | None, epoch: int) -> None: ...
+    def apply_role(self, role: BrokerRole, broker_id: int, master_addr: str | None, epoch: int | None) -> None: ...
 
     def set_fenced(self, fenced: bool) -> None: ...
 
@@ -113,9 +113,9 @@ class DLedgerRoleChangeHandler:
                     return
                 await asyncio.sleep(_READY_POLL_S)
             # the commit log took its queue offsets from what it dispatched (recoverTopicQueueTable)
-            controller.apply_role(BrokerRole.SYNC_MASTER, 0, None, term)
+            controller.apply_role(BrokerRole.SYNC_MASTER, 0, None, None)
         elif role is Role.FOLLOWER or controller.store_config.broker_role is not BrokerRole.SLAVE:
-            controller.apply_role(BrokerRole.SLAVE, self.broker_id, None, term)
+            controller.apply_role(BrokerRole.SLAVE, self.broker_id, None, None)
         else:
             return
         log.info(
