@@ -668,6 +668,8 @@ class BrokerController:
             await asyncio.sleep(period)
             if self.fenced:
                 continue  # Java: "Skip register for broker is isolated"
+            if self.dledger_role_handler is not None and not self.dledger_role_handler.may_register_periodically():
+                continue
             try:
                 await self.register_broker_all()
             except Exception:

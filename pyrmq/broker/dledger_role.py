@@ -99,6 +99,14 @@ class DLedgerRoleChangeHandler:
             self._task = None
         await self.server.close()
 
+    def may_register_periodically(self) -> bool:
+        """Not while the broker is brokerId 0 and its leadership is unconfirmed (just resumed from a
+        SIGSTOP or a partition): that registration would replace the new master at the name server
+        (both stateVersion 0, as Java's) and the step-down right after removes it, leaving the
+        route without a master until the new one's next registration, up to 30 s. Java's periodic
+        registration has no such check; the role change registers as before."""
+        return int(self.controller.config["brokerId"]) != 0 or self.server.leadership_confirmed()
+
     def handle(self, term: int, role: Role, leader_id: str | None) -> None:
         """DLedgerLeaderElector's RoleChangeHandler: the latest change replaces one still running."""
         if self._task is not None:

@@ -277,6 +277,7 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
         mark("sigcont")
         brokers[old].managed.resume()
         _wait_table(ns.addr, name, lambda t: t.get(slave_id(old)) == addrs[old] and t.get(0) == addrs[leader], 60)
+        mark("slave_again")
         rejoined = _caught_up(brokers, old, leader, 30)
         after = _reader(brokers[old], old)
         assert after.term.curr_term > frozen.term.curr_term, (frozen.term, after.term)  # it stepped down

@@ -82,3 +82,30 @@ def test_role_changes_leave_the_topic_data_version_as_java_does(make_broker, tmp
     asyncio.run(handler._change(8, Role.FOLLOWER))
     assert (b.c.store_config.broker_role, b.c.config["brokerId"]) == (BrokerRole.SLAVE, 2)
     assert (version.state_version, version.counter) == before
+
+
+def test_a_master_back_from_a_freeze_skips_its_periodic_registration(make_broker, tmp_path) -> None:
+    """A DLedger master whose last majority-answered heartbeat round is older than 3 intervals (it
+    was SIGSTOPped) registers nothing periodically: as brokerId 0 it would replace the new master."""
+    import time
+    from types import SimpleNamespace
+
+    from pyrmq.broker.dledger_role import DLedgerRoleChangeHandler
+    from pyrmq.dledger.config import DLedgerConfig
+    from pyrmq.dledger.raft import Role
+    from pyrmq.dledger.server import DLedgerServer
+
+    b = make_broker()
+    server = DLedgerServer(DLedgerConfig(group="g", self_id="n1", peers=PEERS, store_base_dir=str(tmp_path / "dl")))
+    handler = DLedgerRoleChangeHandler(b.c, SimpleNamespace(dledger=SimpleNamespace(server=server)))  # type: ignore[arg-type]
+    now = time.monotonic_ns() // 1_000_000
+    b.c.config["brokerId"] = 0
+    server.member.role = Role.LEADER
+    server.member.last_succ_heartbeat = now - 1000
+    assert handler.may_register_periodically()
+    server.member.last_succ_heartbeat = now - 3 * 2000 - 500  # frozen past maxHeartBeatLeak x 2 s
+    assert not handler.may_register_periodically()
+    server.member.role = Role.CANDIDATE  # stepped down, not yet a slave
+    assert not handler.may_register_periodically()
+    b.c.config["brokerId"] = 2
+    assert handler.may_register_periodically()
