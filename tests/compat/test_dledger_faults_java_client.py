@@ -55,6 +55,7 @@ from support.pyrmq_proc import restart_broker
 from pyrmq.dledger import protocol as p
 from pyrmq.dledger.store_files import DLedgerStoreReader, StoreFormatError, default_path
 from pyrmq.remoting.client import RemotingClient
+from pyrmq.store.cli import verify_store
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
@@ -387,3 +388,13 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
     # the live members' ledgers end up byte-identical
     for member in {back} - {leader}:
         _caught_up(brokers, member, leader, CATCH_UP_TIMEOUT[slowest])
+    # `pyrmq store verify` on each live member's store, a Java broker's too: every DLedger entry's
+    # record (CRC), the consume queues and the index agree with the ledger
+    for member in {back, leader}:
+        report, stats = verify_store(str(brokers[member].store_dir))
+        assert not report.problems and stats.records >= len(acked), (
+            member,
+            kinds[member],
+            stats.records,
+            [str(x) for x in report.problems[:5]],
+        )
