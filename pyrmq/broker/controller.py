@@ -814,8 +814,11 @@ class BrokerController:
         await self._register(self._registered_topic_configs(dict(tcm.topic_config_table)), tcm.data_version)
 
     async def register_increment_broker_data(self, configs: list[TopicConfig]) -> None:
-        """Register these topics with the name servers now (nothing to do before the broker started)."""
-        if not self._started:
+        """Register these topics with the name servers now (nothing to do before the broker started,
+        nor on a DLedger member before its first role: its brokerId is not yet its own (Java's is -1
+        until then); as 0 it replaced the elected master, and its slave registration then removed
+        it. The role change registers every topic)."""
+        if not self._started or (self.fenced and self.dledger_role_handler is not None):
             return
         table = {tc.topic_name or "": tc for tc in configs}
         await self._register(self._registered_topic_configs(table), self.topic_config_manager.data_version)
