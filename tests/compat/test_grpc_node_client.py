@@ -73,11 +73,12 @@ def server(broker_kind, request, java_harness, tmp_path_factory):
 def run_scenarios(
     script: Path, endpoint: str, prefix: str, home: Path, on_event: Callable[[dict], None]
 ) -> dict[str, list[dict]]:
-    """Run scenarios.js once (the SDK's log in the run's folder), handing each event to on_event
+    """Run scenarios.js once (the SDK's logs in the run's folder), handing each event to on_event
     as it comes; the events grouped by step (the whole output under "_out")."""
     home.mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
+        "HOME": str(home),  # the push consumers' consume service logs to ~/logs/rocketmq regardless
         "SCENARIO_LOG_DIR": str(home),
         "SCENARIO_COUNT": str(COUNT),
         "SCENARIO_STEP_TIMEOUT_MS": "60000",
@@ -169,8 +170,12 @@ def events(node_sdk, server, tmp_path_factory):
             consuming.append(pool.submit(remoting_case, "consume", consume, ns.addr, wd / "remoting-consume"))
 
     # The remoting producer first, alone: beside the node process and the broker on two busy
-    # cores, the name server missed its 3 s timeouts.
+    # cores, its first route query missed the client's 3 s timeout. Once more if it failed even so
+    # (at load average 27): a message a failed run did send would come to the recv step in place
+    # of one of these and fail test_remoting_sent_grpc_received, so the retry hides nothing.
     sent = remoting_case("send", remoting_send, ns.addr, wd / "remoting-send")
+    if isinstance(sent, str):
+        sent = remoting_case("send", remoting_send, ns.addr, wd / "remoting-send-again")
     with ThreadPoolExecutor(1) as pool:
         evs = run_scenarios(node_sdk, broker.grpc_addr, prefix, wd / "home", on_event)
         got = consuming[0].result() if consuming else "the dlq step never finished"
