@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 from compat.test_controller_in_namesrv_java import BROKER_CONF, CLUSTER, name_servers
@@ -25,6 +26,7 @@ from support.failover_load import Measured, measure, run_load
 from support.pyrmq_proc import PyrmqBroker, restart_broker
 from support.servers import JavaBroker, PyrmqNamesrvControllerMember
 
+from pyrmq.ha.epoch import decode_checkpoint
 from pyrmq.remoting.client import RemotingClient
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow, pytest.mark.soak]
@@ -94,6 +96,11 @@ def test_mixed_group_fails_over_both_ways(java_harness, java_home, tmp_path):
         state = _wait_pair(leader, py.addr)
         print(f"Java broker restarted -> back in the SyncStateSet as slave: {time.monotonic() - started:.2f} s")
         assert int(state[2]) == int(before[2]) + 1, (before, state)  # still the epoch of pyrmq's election
+        # the Java broker cut its log back to where the two agree and took pyrmq's epoch: both epoch
+        # files say the same, byte for byte (Java's CheckpointFile format, written by each side)
+        java_epochs, py_epochs = (_epoch_file(b.store_dir) for b in (java, py))
+        assert java_epochs == py_epochs, (java_epochs, py_epochs)
+        assert [e.epoch for e in decode_checkpoint(py_epochs)] == [1, 2], py_epochs
 
         py_killed = _load(namesrv, "pyrmq_master", py, java, java_home, tmp_path)
         print(py_killed.line("pyrmq name servers, pyrmq master killed, Java slave elected"))
@@ -105,6 +112,10 @@ def test_mixed_group_fails_over_both_ways(java_harness, java_home, tmp_path):
             b.stop()
         for s in servers:
             s.stop()
+
+
+def _epoch_file(store_dir: Path) -> str:
+    return (store_dir / "epochFileCheckpoint").read_text()
 
 
 async def _until_master(ctl: str, master: str, timeout: float = 120) -> tuple:
