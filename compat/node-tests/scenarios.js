@@ -105,6 +105,20 @@ async function receiveUntil(c, done, onMessage) {
   }
 }
 
+/** Receive and ack until n messages came (or the step's deadline). */
+async function receiveAndAck(step, c, n) {
+  let got = 0;
+  await receiveUntil(
+    c,
+    () => got >= n,
+    async (v) => {
+      received(step, v);
+      await c.ack(v);
+      got++;
+    },
+  );
+}
+
 /**
  * Send with tag, keys and a property; receive; ack all but the last two: one is left to its
  * invisible duration, the other's is changed to 2 s; both come back and are acked then.
@@ -164,16 +178,7 @@ async function fifo(step) {
     for (let i = 0; i < n; i++) {
       await send(step, p, { topic: t, body: `${step}-${i}`, tag: 'F', messageGroup: 'mg-1' });
     }
-    let got = 0;
-    await receiveUntil(
-      c,
-      () => got >= n,
-      async (v) => {
-        received(step, v);
-        await c.ack(v);
-        got++;
-      },
-    );
+    await receiveAndAck(step, c, n);
   } finally {
     await c.shutdown();
     await p.shutdown();
@@ -190,16 +195,7 @@ async function delay(step) {
     const body = `${step}-0`;
     const r = await p.send({ topic: t, body: Buffer.from(body), tag: 'D', deliveryTimestamp: new Date(at) });
     emit(step, 'sent', { id: r.messageId, body, deliverAt: at, now: Date.now() });
-    let got = false;
-    await receiveUntil(
-      c,
-      () => got,
-      async (v) => {
-        received(step, v);
-        await c.ack(v);
-        got = true;
-      },
-    );
+    await receiveAndAck(step, c, 1);
   } finally {
     await c.shutdown();
     await p.shutdown();
@@ -349,16 +345,7 @@ async function recvOnly(step) {
   const t = topic(step);
   const c = await simpleConsumer(step, t);
   try {
-    let got = 0;
-    await receiveUntil(
-      c,
-      () => got >= COUNT,
-      async (v) => {
-        received(step, v);
-        await c.ack(v);
-        got++;
-      },
-    );
+    await receiveAndAck(step, c, COUNT);
   } finally {
     await c.shutdown();
   }

@@ -27,9 +27,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from compat.test_grpc_java_client import BROKER_CONF, COUNT, TOPIC_TYPES, remoting_case
+from compat.test_grpc_java_client import (
+    BROKER_CONF,
+    COUNT,
+    TOPIC_TYPES,
+    grpc_servers,
+    remoting_case,
+    remoting_send_spec,
+)
 from support import probe
-from support.servers import JavaLocalProxy
 
 from compat import test_grpc_java_client as java_sdk
 
@@ -56,18 +62,7 @@ def node_sdk() -> Path:
 
 @pytest.fixture(scope="module")
 def server(broker_kind, request, java_harness, tmp_path_factory):
-    """(name server, broker) with a gRPC endpoint at broker.grpc_addr."""
-    if broker_kind == "pyrmq":
-        ns = request.getfixturevalue("pyrmq_namesrv")
-        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name="grpc-node", grpc_port=0, **BROKER_CONF)
-        yield ns, broker
-        return
-    ns = request.getfixturevalue("java_namesrv")
-    broker = JavaLocalProxy(ns.addr, tmp_path_factory.mktemp("node-proxy"), name="grpc-node", **BROKER_CONF)
-    yield ns, broker
-    if getattr(request.module, "_compat_failed", False):
-        print(f"\n{broker!r}\n{broker.tail(60)}")
-    broker.stop()
+    yield from grpc_servers(broker_kind, request, tmp_path_factory, "grpc-node", BROKER_CONF)
 
 
 def run_scenarios(
@@ -142,23 +137,7 @@ def events(node_sdk, server, tmp_path_factory):
     wd = tmp_path_factory.mktemp("grpc-node-run")
     prefix = f"GN{uuid.uuid4().hex[:6]}"
     create_resources(ns, broker, prefix)
-    remoting_send = {
-        "group": f"{prefix}-rp",
-        "sends": [
-            {
-                "messages": [
-                    {
-                        "topic": f"{prefix}-recv",
-                        "tags": "R",
-                        "keys": [f"rk-{i}"],
-                        "props": {"color": f"r{i}"},
-                        "bodyHex": f"recv-{i}".encode().hex(),
-                    }
-                ]
-            }
-            for i in range(COUNT)
-        ],
-    }
+    remoting_send = remoting_send_spec(prefix)
     dead_topic = f"%DLQ%{prefix}-dlq-g"
     consume = {"group": f"{prefix}-rc", "topics": [f"{prefix}-send", dead_topic], "expect": COUNT + 1, "timeoutSec": 90}
     consuming: list[Future] = []

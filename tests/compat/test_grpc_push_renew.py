@@ -16,9 +16,8 @@ import subprocess
 import uuid
 
 import pytest
-from compat.test_grpc_java_client import create_resources, of
+from compat.test_grpc_java_client import create_resources, grpc_servers, of
 from support import java
-from support.servers import JavaLocalProxy
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.soak]
 
@@ -33,15 +32,7 @@ def broker_kind(request):
 
 @pytest.fixture(scope="module")
 def server(broker_kind, request, java_harness, tmp_path_factory):
-    """(name server, broker) with a gRPC endpoint at broker.grpc_addr."""
-    if broker_kind == "pyrmq":
-        ns = request.getfixturevalue("pyrmq_namesrv")
-        yield ns, request.getfixturevalue("pyrmq_broker")(ns.addr, name="grpc-renew", grpc_port=0)
-        return
-    ns = request.getfixturevalue("java_namesrv")
-    broker = JavaLocalProxy(ns.addr, tmp_path_factory.mktemp("renew-proxy"), name="grpc-renew")
-    yield ns, broker
-    broker.stop()
+    yield from grpc_servers(broker_kind, request, tmp_path_factory, "grpc-renew", {})
 
 
 def test_listener_longer_than_the_invisible_time_is_not_redelivered(server, tmp_path):
