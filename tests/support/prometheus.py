@@ -71,6 +71,17 @@ class Prometheus:
         assert data["resultType"] == "vector", data
         return {tuple(sorted(r["metric"].items())): float(r["value"][1]) for r in data["result"]}
 
+    def query_range(
+        self, expr: str, start: float, end: float, step: float = SCRAPE_INTERVAL_S
+    ) -> dict[tuple[tuple[str, str], ...], list[tuple[float, float]]]:
+        """Range vector: sorted label pairs -> [(epoch s, value)] at each step that had a sample."""
+        params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step}"}
+        data = self._get("/api/v1/query_range", **params)
+        assert data["resultType"] == "matrix", data
+        return {
+            tuple(sorted(r["metric"].items())): [(float(t), float(v)) for t, v in r["values"]] for r in data["result"]
+        }
+
     def targets_up(self) -> dict[str, str]:
         """job -> health of its target ("up" once scraped)."""
         data = self._get("/api/v1/targets")
