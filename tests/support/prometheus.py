@@ -16,9 +16,10 @@ from pathlib import Path
 from support.ports import free_port
 from support.procs import ManagedProcess
 
-SCRAPE_INTERVAL_S = 1
+SCRAPE_INTERVAL_S = 2
 #: Java's exporter can take seconds to answer on a loaded machine; a timed-out scrape is only retried
-SCRAPE_TIMEOUT_S = 1
+#: (Prometheus wants the timeout within the interval)
+SCRAPE_TIMEOUT_S = 2
 
 
 def prometheus_exe() -> str:
@@ -32,7 +33,7 @@ def prometheus_exe() -> str:
 
 
 class Prometheus:
-    """Scrapes `targets` (job name -> "host:port") every second; `query` runs PromQL."""
+    """Scrapes `targets` (job name -> "host:port") every SCRAPE_INTERVAL_S; `query` runs PromQL."""
 
     def __init__(self, workdir: Path, targets: dict[str, str]) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
@@ -87,7 +88,12 @@ class Prometheus:
         data = self._get("/api/v1/targets")
         return {t["labels"]["job"]: t["health"] for t in data["activeTargets"]}
 
-    def wait_up(self, timeout: float = 60) -> None:
+    def scrape_errors(self) -> dict[str, str]:
+        """job -> the last scrape error Prometheus recorded for its target ("" when none)."""
+        data = self._get("/api/v1/targets")
+        return {t["labels"]["job"]: t.get("lastError", "") for t in data["activeTargets"]}
+
+    def wait_up(self, timeout: float = 120) -> None:
         """Until every target was scraped successfully once."""
         deadline = time.monotonic() + timeout
         while True:
@@ -99,7 +105,7 @@ class Prometheus:
                 health = {"(prometheus)": "not ready"}
             if health and all(h == "up" for h in health.values()):
                 return
-            assert time.monotonic() < deadline, f"targets not up: {health}\n{self.managed.tail(20)}"
+            assert time.monotonic() < deadline, f"targets not up: {health}, {self.scrape_errors()}"
             time.sleep(0.5)
 
     def wait_value(self, expr: str, want: dict[str, float], timeout: float = 60) -> float:
