@@ -50,7 +50,11 @@ def _create_topic(broker, topic: str) -> None:
     time.sleep(1)  # the route reaches the name server with the registration that follows
 
 
-def _refused_then_resumed(ns, broker, disk, java_home, timeout_s: int, strict: bool) -> tuple[str, int, str]:
+def _refused_then_resumed(
+    ns, broker, disk, java_home, timeout_s: int, strict: bool, free: int | None = None
+) -> tuple[str, int, str]:
+    """The case's refusal remark, how long after the space came back a send was accepted (ms), and
+    any other failure. ``free``: bytes of the filler given back (None: all of it)."""
     topic = f"DiskFull_{uuid.uuid4().hex[:10]}"
     _create_topic(broker, topic)
     filler = Filler(disk / "filler", pause=0)
@@ -78,7 +82,10 @@ def _refused_then_resumed(ns, broker, disk, java_home, timeout_s: int, strict: b
     deadline = time.monotonic() + timeout_s + 30
     while not refused.exists() and t.is_alive() and time.monotonic() < deadline:
         time.sleep(0.05)
-    filler.remove()
+    if free is None:
+        filler.remove()
+    else:
+        assert filler.shrink(free) == free, "the filler took less than the space to free"
     freed.write_text("freed")
     t.join(timeout_s + 60)
     if "error" in result:
@@ -97,6 +104,33 @@ def test_java_producer_refused_by_pyrmq_then_resumed(pyrmq_namesrv, pyrmq_broker
         broker = pyrmq_broker(pyrmq_namesrv.addr, store_dir=disk / "store", fresh=True)
         try:
             remark, resumed_ms, others = _refused_then_resumed(pyrmq_namesrv, broker, disk, java_home, 40, True)
+            assert broker.alive(), broker.tail()
+        finally:
+            broker.stop()
+    assert JAVA_REMARK.fullmatch(remark), remark
+    assert others == ""
+    assert resumed_ms < 5000, resumed_ms
+
+
+def test_java_producer_resumes_when_exactly_one_commit_log_file_is_freed(
+    pyrmq_namesrv, pyrmq_broker, java_harness, java_home, tmp_path
+):
+    """The commit log alone on a 24 MiB filesystem with 8 MiB files, and exactly one file's worth
+    given back: resuming reserves the next file's first stretch out of that space, which must not
+    read as a full disk (docs/reliability.md)."""
+    file_size = 8 << 20
+    with small_filesystem(tmp_path / "commitlog", 24) as mount:
+        broker = pyrmq_broker(
+            pyrmq_namesrv.addr,
+            store_dir=tmp_path / "store",
+            fresh=True,
+            storePathCommitLog=mount / "data",
+            mappedFileSizeCommitLog=file_size,
+        )
+        try:
+            remark, resumed_ms, others = _refused_then_resumed(
+                pyrmq_namesrv, broker, mount, java_home, 40, True, free=file_size
+            )
             assert broker.alive(), broker.tail()
         finally:
             broker.stop()

@@ -12,10 +12,11 @@ import asyncio
 import json
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 import rocketmq  # the grpc extra (tools/test installs it): missing, the test fails, never skips
-from support.grpc_sdk import namespace_round_trip
+from support.grpc_sdk import current_loop, namespace_round_trip, run
 from support.pyrmq_proc import PyrmqBroker
 from support.requests import pull, send_v2
 from support.servers import PyrmqNamesrv
@@ -25,6 +26,13 @@ from pyrmq.protocol.command import RemotingCommand
 from pyrmq.protocol.headers.broker import CreateTopicRequestHeader, SendMessageResponseHeader
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.store import message as m
+
+
+@pytest.fixture(autouse=True)
+def _sdk_thread_loop() -> Iterator[None]:
+    """The thread that starts SDK clients keeps a current event loop (support.grpc_sdk.current_loop)."""
+    with current_loop():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +69,7 @@ def _create_topic(addr: str, topic: str, queues: int, message_type: str | None =
             r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), 5)
             assert r.code == ResponseCode.SUCCESS, r
 
-    asyncio.run(go())
+    run(go())
 
 
 def _create_group(addr: str, group: str, **config: object) -> None:
@@ -73,7 +81,7 @@ def _create_group(addr: str, group: str, **config: object) -> None:
             )
             assert r.code == ResponseCode.SUCCESS, r
 
-    asyncio.run(go())
+    run(go())
 
 
 def _call(addr: str, code: int, ext: dict[str, str]) -> RemotingCommand:
@@ -81,7 +89,7 @@ def _call(addr: str, code: int, ext: dict[str, str]) -> RemotingCommand:
         async with RemotingClient() as c:
             return await c.invoke(addr, RemotingCommand.request(code, ext), 15)
 
-    return asyncio.run(go())
+    return run(go())
 
 
 def _consumer_ids(addr: str, group: str) -> list[str]:
@@ -97,7 +105,7 @@ def _pull_all(addr: str, topic: str, queue_id: int = 0) -> list[m.StoredMessage]
                 return []
             return list(m.decode_messages(r.body))
 
-    return asyncio.run(go())
+    return run(go())
 
 
 #: raw v2 calls carry a client id, as the SDKs do (x-mq-client-id)
@@ -141,7 +149,7 @@ def test_producer_sends_and_a_remoting_pull_reads_the_same_messages(broker: Pyrm
             assert r.code == ResponseCode.SUCCESS, r
             return list(m.decode_messages(r.body))
 
-    stored = asyncio.run(read())
+    stored = run(read())
     assert [x.body for x in stored] == [b"hello 0", b"hello 1", b"hello 2"]
     assert [x.queue_offset for x in stored] == [0, 1, 2]
     for i, x in enumerate(stored):
@@ -569,4 +577,4 @@ def test_running_info_and_verify_message_over_telemetry(broker: PyrmqBroker) -> 
             await outgoing.put(None)
             call.cancel()
 
-    asyncio.run(scenario())
+    run(scenario())

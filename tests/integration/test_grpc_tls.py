@@ -19,6 +19,7 @@ import rocketmq
 from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc
+from support.grpc_sdk import current_loop, run
 from support.pyrmq_proc import PyrmqBroker
 from support.servers import PyrmqNamesrv
 
@@ -143,7 +144,8 @@ def test_python_sdk_with_tls_on_and_off_against_one_permissive_port(
     try:
         broker = PyrmqBroker(ns.addr, tmp_path / "broker", grpc_port=0)
         try:
-            _sdk_round_trips(broker, monkeypatch)
+            with current_loop():  # the SDK starts on this thread: support.grpc_sdk.current_loop
+                _sdk_round_trips(broker, monkeypatch)
             assert "Traceback" not in broker.tail(400)
         finally:
             broker.stop()
@@ -162,7 +164,7 @@ def _sdk_round_trips(broker: PyrmqBroker, monkeypatch: pytest.MonkeyPatch) -> No
             )
             assert r.code == ResponseCode.SUCCESS, r
 
-    asyncio.run(create_topic())
+    run(create_topic())
     # The SDK trusts the system CAs only (grpc.ssl_channel_credentials()); trust the broker's
     # self-signed certificate (CN=localhost) the same way, through that call.
     cert = ssl.get_server_certificate(("127.0.0.1", broker.grpc_port)).encode()

@@ -90,6 +90,13 @@ class Filler(threading.Thread):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
 
+    def shrink(self, nbytes: int) -> int:
+        """Give back ``nbytes`` of what it took (all of it if it took less); the bytes freed."""
+        self.join(timeout=10)
+        size = os.path.getsize(self.path)
+        os.truncate(self.path, max(0, size - nbytes))
+        return min(size, nbytes)
+
 
 def free_bytes(path: Path) -> int:
     return shutil.disk_usage(path).free
