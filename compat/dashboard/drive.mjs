@@ -127,7 +127,14 @@ async function select(spec) {
   if (spec.close) await page.keyboard.press('Escape');
 }
 
+async function noDialog() {
+  await page.waitForFunction(() => ![...document.querySelectorAll('.ant-modal-content, .ant-drawer-content')]
+    .some((el) => el.offsetParent !== null && getComputedStyle(el).visibility !== 'hidden'), { timeout: 10000 });
+}
+
+// `ms` 0: no wait at all (typing or picking in a form makes no round trip to wait for)
 async function settle(ms = 300) {
+  if (ms === 0) return;
   try { await page.waitForNetworkIdle({ idleTime: 300, timeout: 20000 }); } catch { /* long polls */ }
   await sleep(ms);
 }
@@ -168,10 +175,10 @@ for (const step of steps) {
       else if (a.close) {
         // the open dialog's Close button, then wait until no dialog is shown (its animation done)
         await clickText('Close', 0, true);
-        await page.waitForFunction(() => ![...document.querySelectorAll('.ant-modal-content, .ant-drawer-content')]
-          .some((el) => el.offsetParent !== null && getComputedStyle(el).visibility !== 'hidden'), { timeout: 10000 });
+        await noDialog();
       }
-      else if (a.capture) { await settle(); captured.push(`## ${a.capture}\n${await visibleText(!!a.values, !!a.notices)}`); continue; }
+      else if (a.noDialog) await noDialog();  // a form's own button closed it: wait for its animation
+      else if (a.capture) { await settle(a.settle ?? 300); captured.push(`## ${a.capture}\n${await visibleText(!!a.values, !!a.notices)}`); continue; }
       else throw new Error(`unknown action ${JSON.stringify(a)}`);
       await settle(a.settle ?? 300);
     }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
 import urllib.request
 from pathlib import Path
 
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "compat" / "dashboard"
 PORT = 8082
 BASE = f"http://localhost:{PORT}"
+CLUSTER_CACHE_MS = 1000  # rocketmq.cluster.cache.expire: refreshed every 0.5 s
 
 
 class DashboardError(RuntimeError):
@@ -82,6 +84,9 @@ class Dashboard:
             f"--server.port={PORT}",
             f"--rocketmq.config.namesrvAddrs={namesrv_addr}",
             f"--rocketmq.config.dataPath={workdir / 'data'}",
+            # its ClusterInfoService caches the cluster (brokers' addresses) and refreshes it every
+            # half expiry (60 s by default): a switch of name server must not keep the last one's
+            f"--rocketmq.cluster.cache.expire={CLUSTER_CACHE_MS}",
         ]
         if access_key is not None and secret_key is not None:
             argv += [f"--rocketmq.config.accessKey={access_key}", f"--rocketmq.config.secretKey={secret_key}"]
@@ -94,6 +99,8 @@ class Dashboard:
         current = api("/ops/homePage.query")
         if not isinstance(current, dict) or current.get("currentNamesrv") != addr:
             raise DashboardError(f"the dashboard did not switch to {addr}: {current}")
+        # three refreshes of the cached cluster (the ACL, topic-type and group lists read it)
+        time.sleep(3 * CLUSTER_CACHE_MS / 2 / 1000)
 
     def drive(self, steps: list[dict], workdir: Path, timeout: float = 900) -> list[dict]:
         """Run drive.mjs over `steps`; screenshots go to workdir/shots (kept as test artifacts)."""
