@@ -565,10 +565,14 @@ class BrokerController:
 
     # ------------------------------------------------------------------ controller mode (RoleHost)
 
-    def apply_role(self, role: BrokerRole, broker_id: int, master_addr: str | None, epoch: int) -> None:
+    def apply_role(self, role: BrokerRole, broker_id: int, master_addr: str | None, epoch: int | None) -> None:
         """What a role change does to the broker (Java ReplicasManager#changeToMaster/Slave, the
         BrokerController part): role and brokerId, the slave's put refusal, SlaveSynchronize, and
-        a new topic data version stamped with the epoch, and the special services of a master."""
+        a new topic data version stamped with the epoch, and the special services of a master.
+
+        `epoch` None (a DLedger role change): the data version stays as it is, as Java's
+        DLedgerRoleChangeHandler leaves it; the name server refuses a new master whose stateVersion
+        is below the registered one's, so a term there kept a Java successor out."""
         self.store_config.broker_role = role
         self.config["brokerId"] = broker_id
         hooks = self.message_store.put_message_hook_list
@@ -587,7 +591,8 @@ class BrokerController:
             if self._slave_sync_task is not None:
                 self._slave_sync_task.cancel()
                 self._slave_sync_task = None
-        self.topic_config_manager.data_version.next_version(self.now(), epoch)
+        if epoch is not None:
+            self.topic_config_manager.data_version.next_version(self.now(), epoch)
         # Java changeToMaster / changeToSlave: changeSpecialServiceStatus (delay levels, timer, transaction check)
         task = asyncio.get_running_loop().create_task(
             self.acting_master_service.special_services.change(role is not BrokerRole.SLAVE)
@@ -663,6 +668,8 @@ class BrokerController:
             await asyncio.sleep(period)
             if self.fenced:
                 continue  # Java: "Skip register for broker is isolated"
+            if self.dledger_role_handler is not None and not self.dledger_role_handler.may_register_periodically():
+                continue
             try:
                 await self.register_broker_all()
             except Exception:
@@ -807,8 +814,11 @@ class BrokerController:
         await self._register(self._registered_topic_configs(dict(tcm.topic_config_table)), tcm.data_version)
 
     async def register_increment_broker_data(self, configs: list[TopicConfig]) -> None:
-        """Register these topics with the name servers now (nothing to do before the broker started)."""
-        if not self._started:
+        """Register these topics with the name servers now (nothing to do before the broker started,
+        nor on a DLedger member before its first role: its brokerId is not yet its own (Java's is -1
+        until then); as 0 it replaced the elected master, and its slave registration then removed
+        it. The role change registers every topic)."""
+        if not self._started or (self.fenced and self.dledger_role_handler is not None):
             return
         table = {tc.topic_name or "": tc for tc in configs}
         await self._register(self._registered_topic_configs(table), self.topic_config_manager.data_version)

@@ -71,7 +71,7 @@ class Broker(Protocol):
     config: Any
     store_config: MessageStoreConfig
 
-    def apply_role(self, role: BrokerRole, broker_id: int, master_addr: str | None, epoch: int) -> None: ...
+    def apply_role(self, role: BrokerRole, broker_id: int, master_addr: str | None, epoch: int | None) -> None: ...
 
     def set_fenced(self, fenced: bool) -> None: ...
 
@@ -99,6 +99,14 @@ class DLedgerRoleChangeHandler:
             self._task = None
         await self.server.close()
 
+    def may_register_periodically(self) -> bool:
+        """Not while the broker is brokerId 0 and its leadership is unconfirmed (just resumed from a
+        SIGSTOP or a partition): that registration would replace the new master at the name server
+        (both stateVersion 0, as Java's) and the step-down right after removes it, leaving the
+        route without a master until the new one's next registration, up to 30 s. Java's periodic
+        registration has no such check; the role change registers as before."""
+        return int(self.controller.config["brokerId"]) != 0 or self.server.leadership_confirmed()
+
     def handle(self, term: int, role: Role, leader_id: str | None) -> None:
         """DLedgerLeaderElector's RoleChangeHandler: the latest change replaces one still running."""
         if self._task is not None:
@@ -113,9 +121,9 @@ class DLedgerRoleChangeHandler:
                     return
                 await asyncio.sleep(_READY_POLL_S)
             # the commit log took its queue offsets from what it dispatched (recoverTopicQueueTable)
-            controller.apply_role(BrokerRole.SYNC_MASTER, 0, None, term)
+            controller.apply_role(BrokerRole.SYNC_MASTER, 0, None, None)
         elif role is Role.FOLLOWER or controller.store_config.broker_role is not BrokerRole.SLAVE:
-            controller.apply_role(BrokerRole.SLAVE, self.broker_id, None, term)
+            controller.apply_role(BrokerRole.SLAVE, self.broker_id, None, None)
         else:
             return
         log.info(

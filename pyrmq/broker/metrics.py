@@ -760,14 +760,18 @@ class BrokerMetricsManager:
 
     # ------------------------------------------------------------------ endpoint
 
-    def render(self) -> str:
-        return write_text(self.meter, DEFAULT_VIEW_HELP)
+    def render(self, *, openmetrics: bool = False) -> str:
+        return write_text(self.meter, DEFAULT_VIEW_HELP, openmetrics=openmetrics)
+
+    def render_openmetrics(self) -> str:
+        return self.render(openmetrics=True)
 
     async def start(self) -> None:
         if not self.enabled:
             return
         host = str(self.config["metricsPromExporterHost"] or "") or self.config.broker_ip
-        self.http = MetricsHttpServer(host, int(self.config["metricsPromExporterPort"]), self.render)
+        port = int(self.config["metricsPromExporterPort"])
+        self.http = MetricsHttpServer(host, port, self.render, self.render_openmetrics)
         await self.http.start()
 
     async def shutdown(self) -> None:

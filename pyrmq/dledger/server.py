@@ -153,6 +153,16 @@ class DLedgerServer:
     def is_leader(self) -> bool:
         return self.member.role is Role.LEADER
 
+    def leadership_confirmed(self) -> bool:
+        """A leader whose last heartbeat round a majority answered is at most `maxHeartBeatLeak`
+        intervals old (DLedgerLeaderElector#maintainAsLeader steps down past that). False for a
+        leader just back from a SIGSTOP or a partition: its term is likely over elsewhere."""
+        m, t = self.member, self.member.timing
+        return (
+            m.role is Role.LEADER
+            and _now() - m.last_succ_heartbeat <= t.max_heart_beat_leak * t.heart_beat_time_interval_ms
+        )
+
     # ------------------------------------------------------------------ life cycle
 
     async def start(self) -> None:

@@ -1,7 +1,8 @@
 """The scrape endpoint: a tiny asyncio HTTP/1.1 server on metricsPromExporterHost/Port.
 
 Java's PrometheusHttpServer (prometheus-metrics-exporter-httpserver) answers GET on ``/`` and
-``/metrics`` with the text format and ``/-/healthy`` with a short text; so does this. One request
+``/metrics`` with the text format, or OpenMetrics when the Accept header asks for it, and
+``/-/healthy`` with a short text; so does this. One request
 per connection (``Connection: close``): a scraper reconnects every interval anyway.
 """
 
@@ -13,7 +14,7 @@ import errno
 import logging
 from collections.abc import Callable
 
-from pyrmq.metrics.exposition import CONTENT_TYPE
+from pyrmq.metrics.exposition import CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE, wants_openmetrics
 
 log = logging.getLogger("pyrmq.metrics")
 
@@ -24,12 +25,20 @@ _READ_TIMEOUT_S = 10.0
 
 
 class MetricsHttpServer:
-    """Serves `render()` (the exposition text) to every GET of ``/`` or ``/metrics``."""
+    """Serves `render()` (the exposition text) to every GET of ``/`` or ``/metrics``, and
+    `render_openmetrics()` to those asking for OpenMetrics when it is given."""
 
-    def __init__(self, host: str, port: int, render: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        render: Callable[[], str],
+        render_openmetrics: Callable[[], str] | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.render = render
+        self.render_openmetrics = render_openmetrics
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -86,5 +95,19 @@ class MetricsHttpServer:
             return "200 OK", "text/plain; charset=utf-8", b"Exporter is healthy.\n"
         if target not in (b"/", b"/metrics"):
             return "404 Not Found", "text/plain; charset=utf-8", b"not found\n"
-        body = self.render().encode("utf-8")
-        return "200 OK", CONTENT_TYPE, b"" if method == b"HEAD" else body
+        if self.render_openmetrics is not None and wants_openmetrics(_header(head, b"accept")):
+            ctype, body = OPENMETRICS_CONTENT_TYPE, self.render_openmetrics().encode("utf-8")
+        else:
+            ctype, body = CONTENT_TYPE, self.render().encode("utf-8")
+        return "200 OK", ctype, b"" if method == b"HEAD" else body
+
+
+def _header(head: bytes, name: bytes) -> str:
+    """The value of header `name` (lower case) in a request head, "" when absent; repeated
+    headers joined with commas as HTTP allows."""
+    values = []
+    for line in head.split(b"\r\n")[1:]:
+        key, sep, value = line.partition(b":")
+        if sep and key.strip().lower() == name:
+            values.append(value.strip().decode("latin-1"))
+    return ",".join(values)

@@ -471,3 +471,19 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the store is only read."""
+
+
+#: what a query's error says when Spark's wait for this source's Python process ran out: pyspark
+#: 4.x starts it with PythonWorkerFactory#createSimpleWorker, which waits a fixed 10 s for it to
+#: connect back (Selector.select(10000), no setting governs it); a saturated machine can miss that
+SOURCE_START_TIMEOUT = "Python worker failed to connect back"
+
+
+def died_at_source_start(query: Any) -> bool:
+    """Whether a StreamingQuery stopped because its source process did not connect back in time.
+    The source had not planned a batch yet, so starting the query again from its checkpoint is
+    safe: the restart resumes from the last committed offsets like any other."""
+    if query.isActive:
+        return False
+    err = query.exception()
+    return err is not None and SOURCE_START_TIMEOUT in str(err)

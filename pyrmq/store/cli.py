@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, MessageConst
+from pyrmq.dledger.entry import BODY_OFFSET
+from pyrmq.dledger.store_files import DLedgerStoreReader, StoreFormatError
 from pyrmq.store import config as cfg
 from pyrmq.store import reader
 from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
@@ -165,6 +167,17 @@ def _check_store_dir(root: str) -> None:
         raise NotAStoreError(
             f"{root}: does not look like a RocketMQ store (no commitlog/, consumequeue/ or config/ directory)"
         )
+
+
+def _dledger_dir(root: str) -> str | None:
+    """A DLedger broker's member directory (enableDLegerCommitLog=true: `<root>/dledger-<selfId>`),
+    whose data files hold the commit log's records, each inside one entry."""
+    found = sorted(
+        os.path.join(root, d)
+        for d in os.listdir(root)
+        if d.startswith("dledger-") and os.path.isdir(os.path.join(root, d, "data"))
+    )
+    return found[0] if len(found) == 1 else None
 
 
 def _layout(root: str, commitlog_dir: str | None) -> MessageStoreConfig:
@@ -350,7 +363,9 @@ def verify_store(
     report = Report(root, limit)
     stats = VerifyStats()
     delay_table = MessageStoreConfig().delay_level_table()
-    layout = _layout(root, commitlog_dir)
+    dledger = _dledger_dir(root) if commitlog_dir is None else None
+    # a DLedger broker's commit-log offsets are positions in its DLedger data files (entry + 48)
+    layout = _layout(root, os.path.join(dledger, "data") if dledger else commitlog_dir)
     cl, found = reader.open_commit_log(layout.commit_log_dir)
     report.add(found)
     queues, found = reader.list_queue_dirs(layout.consume_queue_dir)
@@ -368,7 +383,10 @@ def verify_store(
         )
     bar = Progress(total + sum(os.path.getsize(p) for p in idx_paths), progress)
     try:
-        _verify_commit_log(cl, report, stats, bar)
+        if dledger:
+            _verify_dledger_log(dledger, cl, report, stats, bar)
+        else:
+            _verify_commit_log(cl, report, stats, bar)
         for q in queues:
             stats.consume_queues += 1
             log, found = reader.open_log(q.path)
@@ -430,6 +448,38 @@ def _verify_commit_log(cl: CommitLogReader, report: Report, stats: VerifyStats, 
                 bar.advance(pos - last_pos, f.name)
                 last_pos = pos
         bar.advance(f.size - last_pos, f.name)
+
+
+def _verify_dledger_log(path: str, cl: CommitLogReader, report: Report, stats: VerifyStats, bar: Progress) -> None:
+    """A DLedger member's ledger in the commit log's place: its entries as DLedger's recovery reads
+    them, each body one commit-log record (CRC checked) at the entry's pos + BODY_OFFSET."""
+    try:
+        ledger = DLedgerStoreReader(path)
+    except StoreFormatError as e:
+        report.problem(path, None, f"DLedger store: {e}")
+        return
+    stats.commit_log_files += len(ledger.data_files)
+    for entry in ledger.entries():
+        offset = entry.pos + BODY_OFFSET
+        f = cl.file_at(offset)
+        if f is None:
+            report.problem(path, offset, f"entry {entry.index}: no data file holds offset {offset}")
+            continue
+        try:
+            msg = reader.read_record(cl.buffer(f), offset - f.start, cl.readable(f), check_crc=True)
+        except (reader.BodyCRCError, MessageDecodeError) as e:
+            report.problem(f.path, offset - f.start, f"entry {entry.index}: bad record: {e}")
+            continue
+        stats.records += 1
+        stats.bytes += msg.store_size
+        if msg.commit_log_offset != offset:
+            report.problem(
+                f.path, offset - f.start, f"record says PHYSICALOFFSET {msg.commit_log_offset}, it sits at {offset}"
+            )
+        if is_queued(msg.sys_flag):
+            key = f"{msg.topic}/{msg.queue_id}"
+            stats.queue_max[key] = max(stats.queue_max.get(key, 0), msg.queue_offset + 1)
+    bar.advance(sum(f.size for f in cl.files), os.path.basename(path))
 
 
 def _verify_cq(

@@ -25,11 +25,20 @@ and the live members' ledgers are byte-identical.
 
 `broker_kind` "pyrmq": pyrmq name server and brokers (the default run). "java": the Java 5.5.0 name
 server and three Java brokers with a small heap (the reference run, PYRMQ_COMPAT_REFERENCE=1): the
-same assertions, and the SIGSTOP -> first SEND_OK time to compare.
+same assertions, and the SIGSTOP -> first SEND_OK time to compare. The mixed groups (opt-in too):
+one Java broker (n0) and two pyrmq brokers at the pyrmq name server, the leadership placed by
+LEADERSHIP_TRANSFER so that every pairing is met:
+
+- "mixed-java-leader": the Java leader SIGSTOPped, a pyrmq member elected; in phase 2 the Java
+  member leads again and a pyrmq follower catches up MiBs from it.
+- "mixed-pyrmq-leader": a pyrmq leader SIGSTOPped while the Java member follows, the other pyrmq
+  member leads; in phase 2 the Java member is the far-behind one and catches up from a pyrmq
+  leader, entry for entry the bytes pyrmq wrote.
 """
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -37,13 +46,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from compat.test_dledger_brokers_java_client import _create_topic, _wait_table, dledger_member
+from compat.test_dledger_brokers_java_client import MIXED, _create_topic, _wait_table, dledger_member
 from support import java
 from support.failover_load import load_argv, rows, store_host
 from support.ports import free_port
 from support.pyrmq_proc import restart_broker
 
+from pyrmq.dledger import protocol as p
 from pyrmq.dledger.store_files import DLedgerStoreReader, StoreFormatError, default_path
+from pyrmq.remoting.client import RemotingClient
+from pyrmq.store.cli import verify_store
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
@@ -54,12 +66,24 @@ BODY_BYTES = 32 * 1024  # a broker's cost is per message: big bodies pile up MiB
 #: what the leader writes while a follower is down: several MiB, over a hundred entries
 FAR_BEHIND_BYTES = 4 * 1024 * 1024
 #: both followers down this long: longer than maxWaitAckTimeMs (2.5 s), so sends time out
-TWO_DOWN_S = 4.0
+TWO_DOWN_S = 3.0
 DRAIN_MS = 40_000
 #: a Java broker restarted on a loaded machine spent 50 s opening its RocksDB store alone
 RESTART_TIMEOUT = {"pyrmq": 90, "java": 240}
 #: the Java leader writes hundreds of MiB while a Java follower restarts, and the load goes on
 CATCH_UP_TIMEOUT = {"pyrmq": 60, "java": 300}
+#: the kind of each member (n0 n1 n2), the member placed as leader before the load (the one
+#: SIGSTOPped first) and the one placed as leader after phase 1 (None: wherever the votes went).
+#: Phase 2 kills first the follower that is neither the leader nor phase 1's frozen one: that
+#: member falls far behind, and phase 1's frozen one leads after the restarts.
+PLANS: dict[str, tuple[tuple[str, ...], str | None, str | None]] = {
+    "pyrmq": (("pyrmq",) * 3, None, None),
+    "java": (("java",) * 3, None, None),
+    # Java frozen, a pyrmq member leads, then Java again with a pyrmq member far behind it
+    "mixed-java-leader": (MIXED, "n0", None),
+    # pyrmq frozen with Java following, pyrmq n2 leads, then n1 with the Java member far behind it
+    "mixed-pyrmq-leader": (MIXED, "n1", "n2"),
+}
 
 
 @dataclass
@@ -111,6 +135,22 @@ def _start_load(ns: str, topic: str, java_home: Path, out: Path) -> Load:
     return Load(out, proc, log)
 
 
+def _ask_transfer(peers: str, group: str, leader: str, transferee: str, term: int) -> int:
+    """A LEADERSHIP_TRANSFER to the leader's DLedger port, as a DLedger admin client asks it; its code."""
+    addr = dict(peer.split("-", 1) for peer in peers.split(";"))[leader]
+    req = p.LeadershipTransferRequest(
+        group=group, remote_id=leader, term=term, transfer_id=leader, transferee_id=transferee
+    )
+
+    async def ask() -> int:
+        async with RemotingClient() as client:
+            return p.LeadershipTransferResponse.decode(
+                (await client.invoke(addr, p.request_command(req), 10)).body
+            ).code
+
+    return asyncio.run(ask())
+
+
 def _reader(broker, self_id: str) -> DLedgerStoreReader:
     """The member's DLedger store (`<storePathRootDir>/dledger-<selfId>`), recovered from its files.
 
@@ -159,25 +199,53 @@ class Marks:
         return self.times[what]
 
 
-@pytest.mark.parametrize("broker_kind", ["pyrmq", "java"])
+@pytest.mark.parametrize(
+    "broker_kind",
+    [
+        "pyrmq",
+        "java",
+        pytest.param("mixed-java-leader", marks=pytest.mark.reference),
+        pytest.param("mixed-pyrmq-leader", marks=pytest.mark.reference),
+    ],
+)
 def test_official_client_through_sigstop_far_behind_follower_and_two_down(
     broker_kind, java_harness, request, java_home, tmp_path
 ):
     started = time.monotonic()
-    ns = request.getfixturevalue(f"{broker_kind}_namesrv")
-    factory = request.getfixturevalue(f"{broker_kind}_broker")
+    member_kinds, first_leader, second_leader = PLANS[broker_kind]
+    kinds = dict(zip(IDS, member_kinds, strict=True))
+    ns = request.getfixturevalue("java_namesrv" if broker_kind == "java" else "pyrmq_namesrv")
+    factories = {k: request.getfixturevalue(f"{k}_broker") for k in set(member_kinds)}
+    slowest = "java" if "java" in member_kinds else "pyrmq"  # a restart waits for a leader: for all kinds
     name = f"dl-faults-{broker_kind}"
     peers = ";".join(f"{i}-127.0.0.1:{free_port()}" for i in IDS)
 
     def start(self_id: str):
-        return factory(ns.addr, **dledger_member(CLUSTER, name, peers, self_id))
+        return factories[kinds[self_id]](ns.addr, **dledger_member(CLUSTER, name, peers, self_id))
 
     topic = f"DlFaults_{broker_kind}"
-    # the client's JVM starts with the brokers; its sends wait for the `go` file
-    load = _start_load(ns.addr, topic, java_home, tmp_path / "load")
-    request.addfinalizer(lambda: load.proc.poll() is None and (load.proc.kill(), load.proc.wait()))
+
+    def start_load() -> Load:
+        load = _start_load(ns.addr, topic, java_home, tmp_path / "load")
+
+        def end() -> None:
+            if load.proc.poll() is None:
+                load.proc.kill()
+                load.proc.wait()
+
+        request.addfinalizer(end)
+        return load
+
+    # the client's JVM starts with pyrmq brokers (its sends wait for the `go` file); next to a
+    # starting Java broker on the loaded machine its first name server request failed (twice), so
+    # with a Java member it starts once the group is up
+    early = "java" not in member_kinds
+    if early:
+        load = start_load()
     with ThreadPoolExecutor(len(IDS)) as pool:  # a member registers only once the group has a leader
         brokers = dict(zip(IDS, pool.map(start, IDS), strict=True))
+    if not early:
+        load = start_load()
     request.addfinalizer(lambda: [b.stop() for b in brokers.values()])
     addrs = {i: b.addr for i, b in brokers.items()}
     ids = {a: i for i, a in addrs.items()}
@@ -189,17 +257,33 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
         table = _wait_table(ns.addr, name, lambda t: t.get(0) in {addrs[i] for i in among}, timeout)
         return ids[table[0]]
 
-    leader = master(60, set(IDS))
+    def place(current: str, target: str | None) -> str:
+        """The leadership handed from `current` to `target` (LEADERSHIP_TRANSFER; DLedger's transferee
+        may lose its election to a member the new term woke up, so asked again until it lands)."""
+        deadline = time.monotonic() + 60
+        while target is not None and current != target:
+            assert time.monotonic() < deadline, f"the leadership never moved from {current} to {target}"
+            term = _reader(brokers[current], current).term.curr_term
+            code = _ask_transfer(peers, name, current, target, term)
+            try:
+                current = master(10, {target})
+            except AssertionError:  # refused, or elected elsewhere: ask whoever leads now
+                print(f"\nLEADERSHIP_TRANSFER {current} -> {target}: code {code}, not landed; again")
+                time.sleep(1)
+                current = master(30, set(IDS))
+        return current
+
+    leader = place(master(60, set(IDS)), first_leader)
     _create_topic(topic, list(addrs.values()))
     mark = Marks()
     mark("group_up")
     (load.out / "go").write_text("go")
     try:
-        load.wait(lambda a, *_: a >= 30, 60, "30 SEND_OK before the first fault")
+        load.wait(lambda a, *_: a >= 10, 60, "10 SEND_OK before the first fault")
         mark("load_up")
 
         # 1. SIGSTOP the leader; a new one is elected and takes the sends; SIGCONT: it follows.
-        old = leader
+        old = first = leader
         mark("sigstop")
         brokers[old].managed.pause()
         # what it held when it stopped (entries are written through the page cache: nothing moves now)
@@ -211,10 +295,15 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
         mark("sigcont")
         brokers[old].managed.resume()
         _wait_table(ns.addr, name, lambda t: t.get(slave_id(old)) == addrs[old] and t.get(0) == addrs[leader], 60)
+        mark("slave_again")
         rejoined = _caught_up(brokers, old, leader, 30)
         after = _reader(brokers[old], old)
         assert after.term.curr_term > frozen.term.curr_term, (frozen.term, after.term)  # it stepped down
         replaced = sum(1 for index, term in paused if index <= after.ledger_end_index and after.get(index).term != term)
+        elected = leader
+        leader = place(leader, second_leader)
+        if leader != elected:
+            load.more_acks(5, 60, f"SEND_OK after the transfer to {leader}")
 
         # 2. A follower far behind, and a leader's uncommitted tail. Follower A SIGKILLed and MiBs
         #    written without it; then follower B too: the leader, alone, appends entries nobody else
@@ -242,15 +331,20 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
         assert gap >= FAR_BEHIND_BYTES, gap
         mark("restart")
         with ThreadPoolExecutor(2) as pool:
-            list(pool.map(lambda i: restart_broker(brokers[i], RESTART_TIMEOUT[broker_kind]), (old, behind)))
+            list(pool.map(lambda i: restart_broker(brokers[i], RESTART_TIMEOUT[slowest]), (old, behind)))
         leader = master(60, {old, behind})
-        caught_up = _caught_up(brokers, behind, leader, CATCH_UP_TIMEOUT[broker_kind])
+        assert leader == old, f"{behind}, far behind, was elected"
+        roles = (
+            f"{kinds[first]} {first} frozen, {kinds[elected]} {elected} elected; {kinds[behind]} {behind} far behind "
+            f"{kinds[leader]} {leader}"
+        )
+        caught_up = _caught_up(brokers, behind, leader, CATCH_UP_TIMEOUT[slowest])
         mark("follower_caught_up")
         load.more_acks(20, 60, "SEND_OK without the frozen leader", after_ms=mark.times["lone_frozen"])
         mark("lone_resumed")
         brokers[lone].managed.resume()
         _wait_table(ns.addr, name, lambda t: t.get(slave_id(lone)) == addrs[lone] and t.get(0) == addrs[leader], 60)
-        _caught_up(brokers, lone, leader, CATCH_UP_TIMEOUT[broker_kind])
+        _caught_up(brokers, lone, leader, CATCH_UP_TIMEOUT[slowest])
         after = _reader(brokers[lone], lone)
         truncated = sum(1 for index, term in tail if index > after.ledger_end_index or after.get(index).term != term)
         assert truncated >= 1, (tail, after.ledger_end_index)
@@ -263,9 +357,9 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
         fails = load.progress()[2]
         load.wait(lambda a, last, failed: failed > fails, 30, "a failed send with two of three down")
         time.sleep(max(0.0, TWO_DOWN_S - (time.time() * 1000 - mark.times["two_down"]) / 1000))
-        back = followers[0]
+        back = min(followers, key=lambda i: kinds[i] == "java")  # a pyrmq member starts sooner
         mark("one_back")
-        restart_broker(brokers[back], RESTART_TIMEOUT[broker_kind])
+        restart_broker(brokers[back], RESTART_TIMEOUT[kinds[back]])
         leader = master(60, {leader, back})
         load.more_acks(20, 60, "SEND_OK with one member back", after_ms=mark.times["one_back"])
         mark("resumed")
@@ -293,7 +387,7 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
     window_failures = [f for f in failed if t["two_down"] <= int(f[2]) <= t["one_back"] + 1000]
     reasons = sorted({f[3].split(":")[0] for f in window_failures})
     print(
-        f"\nDLedger group of three {broker_kind} brokers: SIGSTOP of the leader -> first SEND_OK on the new "
+        f"\nDLedger group of three {broker_kind} brokers ({roles}): SIGSTOP of the leader -> first SEND_OK on the new "
         f"leader {first_ok:.2f} s (registered at the name server after {(t['new_master'] - t['sigstop']) / 1000:.1f} s); the resumed leader followed (ledgers identical over {rejoined[0]} "
         f"entries, {replaced} of its entries replaced); a follower {gap / 2**20:.1f} MiB behind caught up in "
         f"{(t['follower_caught_up'] - t['restart']) / 1000:.1f} s (restart included, "
@@ -310,4 +404,14 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
     assert window_failures, "no failed send with two of three down"
     # the live members' ledgers end up byte-identical
     for member in {back} - {leader}:
-        _caught_up(brokers, member, leader, CATCH_UP_TIMEOUT[broker_kind])
+        _caught_up(brokers, member, leader, CATCH_UP_TIMEOUT[slowest])
+    # `pyrmq store verify` on each live member's store, a Java broker's too: every DLedger entry's
+    # record (CRC), the consume queues and the index agree with the ledger
+    for member in {back, leader}:
+        report, stats = verify_store(str(brokers[member].store_dir))
+        assert not report.problems and stats.records >= len(acked), (
+            member,
+            kinds[member],
+            stats.records,
+            [str(x) for x in report.problems[:5]],
+        )

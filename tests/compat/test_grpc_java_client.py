@@ -63,20 +63,25 @@ def broker_kind(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
-def server(broker_kind, request, java_harness, tmp_path_factory):
-    """(name server, broker) with a gRPC endpoint at broker.grpc_addr."""
+def grpc_servers(broker_kind: str, request, tmp_path_factory, name: str, conf: dict):
+    """The `server` fixture's body, shared by the SDK tests: (name server, broker) with a gRPC
+    endpoint at broker.grpc_addr, pyrmq's or the Java proxy 5.5.0 in local mode."""
     if broker_kind == "pyrmq":
         ns = request.getfixturevalue("pyrmq_namesrv")
-        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=BROKER, grpc_port=0, **BROKER_CONF)
+        broker = request.getfixturevalue("pyrmq_broker")(ns.addr, name=name, grpc_port=0, **conf)
         yield ns, broker
         return
     ns = request.getfixturevalue("java_namesrv")
-    broker = JavaLocalProxy(ns.addr, tmp_path_factory.mktemp("java-proxy"), name=BROKER, **BROKER_CONF)
+    broker = JavaLocalProxy(ns.addr, tmp_path_factory.mktemp(f"{name}-proxy"), name=name, **conf)
     yield ns, broker
     if getattr(request.module, "_compat_failed", False):
         print(f"\n{broker!r}\n{broker.tail(60)}")
     broker.stop()
+
+
+@pytest.fixture(scope="module")
+def server(broker_kind, request, java_harness, tmp_path_factory):
+    yield from grpc_servers(broker_kind, request, tmp_path_factory, BROKER, BROKER_CONF)
 
 
 def create_resources(ns, broker, prefix: str, workdir) -> None:
@@ -150,16 +155,10 @@ def remoting_case(method: str, spec: dict, ns_addr: str, wd) -> list[dict] | str
     return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
 
-@pytest.fixture(scope="module")
-def events(server, tmp_path_factory):
-    """The remoting producer of the cross-protocol check, the SDK's JVM, then the remoting
-    consumer reading what the SDK sent."""
-    ns, broker = server
-    wd = tmp_path_factory.mktemp("grpc-java-run")
-    prefix = f"GJ{uuid.uuid4().hex[:6]}"
-    create_resources(ns, broker, prefix, wd / "admin")
-    home = java.prepare_home(wd / "home")
-    remoting_send = {
+def remoting_send_spec(prefix: str) -> dict:
+    """StoreScenarioTest#send's spec for the recv step: COUNT messages to <prefix>-recv with a tag,
+    a key and a user property (shared by the Node.js SDK test)."""
+    return {
         "group": f"{prefix}-rp",
         "sends": [
             {
@@ -176,6 +175,18 @@ def events(server, tmp_path_factory):
             for i in range(COUNT)
         ],
     }
+
+
+@pytest.fixture(scope="module")
+def events(server, tmp_path_factory):
+    """The remoting producer of the cross-protocol check, the SDK's JVM, then the remoting
+    consumer reading what the SDK sent."""
+    ns, broker = server
+    wd = tmp_path_factory.mktemp("grpc-java-run")
+    prefix = f"GJ{uuid.uuid4().hex[:6]}"
+    create_resources(ns, broker, prefix, wd / "admin")
+    home = java.prepare_home(wd / "home")
+    remoting_send = remoting_send_spec(prefix)
     remoting_consume = {"group": f"{prefix}-rc", "topics": [f"{prefix}-send"], "expect": COUNT, "timeoutSec": 90}
     # One after the other: beside the SDK's fourteen clients on two busy cores, the name server
     # (pyrmq's and Java's alike) missed the remoting clients' 3 s timeouts.

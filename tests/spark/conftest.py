@@ -3,6 +3,7 @@ pyrmq-written store with every record shape the sources must handle."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,16 @@ from support.suites import mark_suite
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here is marked `spark` (tests/support/suites.py)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test here is marked `spark` (tests/support/suites.py). Tests marked `reference` (a
+    run on the Java servers only) are deselected unless PYRMQ_COMPAT_REFERENCE=1, as in
+    tests/compat."""
     mark_suite(items, __file__)
+    if os.environ.get("PYRMQ_COMPAT_REFERENCE") != "1":
+        reference = [item for item in items if "tests/spark/" in item.nodeid and item.get_closest_marker("reference")]
+        if reference:
+            config.hook.pytest_deselected(items=reference)
+            items[:] = [item for item in items if item not in reference]
 
 
 @pytest.fixture(scope="session")

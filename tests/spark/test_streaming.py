@@ -9,11 +9,11 @@ import json
 import shutil
 import struct
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from spark.streams import RestartingQuery
 from support.pyrmq_proc import PyrmqBroker
 from support.requests import send_v2
 from support.servers import PyrmqNamesrv
@@ -146,9 +146,12 @@ def test_stream_equals_batch_with_a_row_limit(pyrmq_store, spark, corrupt_log, t
     """maxRecordsPerTrigger splits the store into several micro-batches; together they hold
     exactly the batch source's rows (every column, inner-batch elements included)."""
     root, _ = pyrmq_store
-    q = _stream(spark, root, tmp_path / "out", tmp_path / "ck", maxRecordsPerTrigger="30", topic="TopicA,TopicB,TopicC")
-    q.awaitTermination(600)
-    assert not q.isActive and q.exception() is None
+    q = RestartingQuery(
+        lambda: _stream(
+            spark, root, tmp_path / "out", tmp_path / "ck", maxRecordsPerTrigger="30", topic="TopicA,TopicB,TopicC"
+        )
+    )
+    q.finish(600)
     batches = sorted(int(p.name) for p in (tmp_path / "ck" / "offsets").iterdir() if p.name.isdigit())
     assert len(batches) >= 3
     got = spark.read.parquet(str(tmp_path / "out")).collect()
@@ -227,59 +230,21 @@ def live_broker(tmp_path):
         ns.stop()
 
 
-#: Spark waits a fixed 10 s for the Python process that runs a streaming source to connect back
-#: (PythonWorkerFactory#createSimpleWorker); on a busy machine the query can die of it at start
-SOURCE_START_TIMEOUT = "Python worker failed to connect back"
-
-
-class LiveQuery:
-    """The streaming query of the live-broker test (Parquet sink, checkpoint). A query that died
-    of the source process' start timeout is started again from its checkpoint (itself a restart,
-    what this test is about); any other failure fails the test."""
-
-    def __init__(self, spark, store: Path, out: Path, check: Path) -> None:
-        self.spark, self.store, self.out, self.check = spark, store, out, check
-        self.retries = 3
-        self.query = self._start()
-
-    def _start(self):
-        return (
-            self.spark.readStream.format("rocketmq")
+def live_query(spark, store: Path, out: Path, check: Path) -> RestartingQuery:
+    """The streaming query of the live-broker test: Parquet sink, checkpoint, 300 ms triggers."""
+    return RestartingQuery(
+        lambda: (
+            spark.readStream.format("rocketmq")
             .option("topic", TOPIC)
             .option("columns", "topic,queueId,queueOffset,commitLogOffset,msgId,body")
-            .load(str(self.store))
+            .load(str(store))
             .writeStream.format("parquet")
-            .option("path", str(self.out))
-            .option("checkpointLocation", str(self.check))
+            .option("path", str(out))
+            .option("checkpointLocation", str(check))
             .trigger(processingTime="300 milliseconds")
             .start()
         )
-
-    def _alive(self) -> None:
-        if self.query.isActive:
-            return
-        err = self.query.exception()
-        assert err is not None and SOURCE_START_TIMEOUT in str(err) and self.retries, err
-        self.retries -= 1
-        self.query = self._start()
-
-    def wait_rows(self, n: int, timeout: float = 180) -> None:
-        deadline = time.monotonic() + timeout
-        got = 0
-        while time.monotonic() < deadline:
-            self._alive()
-            meta = self.out / "_spark_metadata"
-            if meta.is_dir() and any(p.name.isdigit() for p in meta.iterdir()):  # a batch committed
-                got = self.spark.read.parquet(str(self.out)).count()
-                if got >= n:
-                    return
-            time.sleep(0.5)
-        raise AssertionError(f"{got} rows in the sink after {timeout}s, want {n}")
-
-    def stop(self) -> None:
-        self.query.stop()
-        err = self.query.exception()
-        assert err is None or SOURCE_START_TIMEOUT in str(err), err
+    )
 
 
 def test_live_broker_exactly_once(spark, corrupt_log, live_broker, tmp_path) -> None:
@@ -287,20 +252,20 @@ def test_live_broker_exactly_once(spark, corrupt_log, live_broker, tmp_path) -> 
     sender = Sender(live_broker)
     sender.send(range(0, 20))  # the topic exists before the query starts
     # 1. the query runs while messages arrive; it is stopped in the middle of the flow
-    q = LiveQuery(spark, store, out, check)
+    q = live_query(spark, store, out, check)
     sender.start(range(20, 220), 0.005)
-    q.wait_rows(60)
+    q.wait_rows(spark, out, 60)
     q.stop()
     sender.join()
     # 2. more messages while the query is down, then it resumes from its checkpoint while the
     #    sender goes on; the broker is restarted under the running query
     sender.send(range(220, 300))
-    q = LiveQuery(spark, store, out, check)
+    q = live_query(spark, store, out, check)
     sender.start(range(300, 400), 0.005)
     sender.join()
     live_broker.restart()
     sender.send(range(400, 480))
-    q.wait_rows(480)
+    q.wait_rows(spark, out, 480)
     q.query.processAllAvailable()
     q.stop()
 

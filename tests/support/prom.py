@@ -1,7 +1,8 @@
-"""Read a Prometheus text exposition (0.0.4) into series, for tests comparing scrapes.
+"""Read a Prometheus text exposition (0.0.4, or OpenMetrics 1.0.0) into series, for tests
+comparing scrapes.
 
-Only what pyrmq's and Java's brokers write: `# HELP`/`# TYPE` lines, then `name{k="v",...} value`
-samples with no timestamps. A line that does not parse fails the test (AssertionError).
+Only what pyrmq's and Java's brokers write: `# HELP`/`# TYPE` (and OpenMetrics' `# UNIT`, `# EOF`)
+lines, then `name{k="v",...} value` samples with no timestamps. A line that does not parse fails the test (AssertionError).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)')
 class Scrape:
     types: dict[str, str] = field(default_factory=dict)  # metric (TYPE name) -> type
     helps: dict[str, str] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)  # OpenMetrics `# UNIT` lines
+    eof: bool = False  # OpenMetrics' closing `# EOF` seen
     #: (sample name, sorted label pairs) -> value
     samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = field(default_factory=dict)
 
@@ -49,6 +52,14 @@ def parse(text: str) -> Scrape:
             name, _, doc = line[7:].partition(" ")
             s.helps[name] = doc
             continue
+        if line.startswith("# UNIT "):
+            name, _, unit = line[7:].partition(" ")
+            s.units[name] = unit
+            continue
+        assert not s.eof, f"a line after # EOF: {line!r}"
+        if line == "# EOF":
+            s.eof = True
+            continue
         assert not line.startswith("#"), line
         m = _SAMPLE.match(line)
         assert m is not None, f"unparsable sample line: {line!r}"
@@ -64,7 +75,8 @@ def parse(text: str) -> Scrape:
     return s
 
 
-def scrape(url: str, timeout: float = 30) -> tuple[str, str]:
-    """(content type, body) of one GET."""
-    with urllib.request.urlopen(url, timeout=timeout) as r:
+def scrape(url: str, timeout: float = 30, accept: str | None = None) -> tuple[str, str]:
+    """(content type, body) of one GET (with an Accept header when given)."""
+    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
         return r.headers.get("Content-Type", ""), r.read().decode("utf-8")

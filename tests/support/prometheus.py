@@ -16,9 +16,10 @@ from pathlib import Path
 from support.ports import free_port
 from support.procs import ManagedProcess
 
-SCRAPE_INTERVAL_S = 1
+SCRAPE_INTERVAL_S = 2
 #: Java's exporter can take seconds to answer on a loaded machine; a timed-out scrape is only retried
-SCRAPE_TIMEOUT_S = 1
+#: (Prometheus wants the timeout within the interval)
+SCRAPE_TIMEOUT_S = 2
 
 
 def prometheus_exe() -> str:
@@ -32,7 +33,7 @@ def prometheus_exe() -> str:
 
 
 class Prometheus:
-    """Scrapes `targets` (job name -> "host:port") every second; `query` runs PromQL."""
+    """Scrapes `targets` (job name -> "host:port") every SCRAPE_INTERVAL_S; `query` runs PromQL."""
 
     def __init__(self, workdir: Path, targets: dict[str, str]) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
@@ -71,12 +72,28 @@ class Prometheus:
         assert data["resultType"] == "vector", data
         return {tuple(sorted(r["metric"].items())): float(r["value"][1]) for r in data["result"]}
 
+    def query_range(
+        self, expr: str, start: float, end: float, step: float = SCRAPE_INTERVAL_S
+    ) -> dict[tuple[tuple[str, str], ...], list[tuple[float, float]]]:
+        """Range vector: sorted label pairs -> [(epoch s, value)] at each step that had a sample."""
+        params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step}"}
+        data = self._get("/api/v1/query_range", **params)
+        assert data["resultType"] == "matrix", data
+        return {
+            tuple(sorted(r["metric"].items())): [(float(t), float(v)) for t, v in r["values"]] for r in data["result"]
+        }
+
     def targets_up(self) -> dict[str, str]:
         """job -> health of its target ("up" once scraped)."""
         data = self._get("/api/v1/targets")
         return {t["labels"]["job"]: t["health"] for t in data["activeTargets"]}
 
-    def wait_up(self, timeout: float = 60) -> None:
+    def scrape_errors(self) -> dict[str, str]:
+        """job -> the last scrape error Prometheus recorded for its target ("" when none)."""
+        data = self._get("/api/v1/targets")
+        return {t["labels"]["job"]: t.get("lastError", "") for t in data["activeTargets"]}
+
+    def wait_up(self, timeout: float = 120) -> None:
         """Until every target was scraped successfully once."""
         deadline = time.monotonic() + timeout
         while True:
@@ -88,7 +105,7 @@ class Prometheus:
                 health = {"(prometheus)": "not ready"}
             if health and all(h == "up" for h in health.values()):
                 return
-            assert time.monotonic() < deadline, f"targets not up: {health}\n{self.managed.tail(20)}"
+            assert time.monotonic() < deadline, f"targets not up: {health}, {self.scrape_errors()}"
             time.sleep(0.5)
 
     def wait_value(self, expr: str, want: dict[str, float], timeout: float = 60) -> float:

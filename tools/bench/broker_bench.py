@@ -1,6 +1,7 @@
 """pyrmq's broker against the Java 5.5.0 broker, driven by the official benchmark tools.
 
 Usage: tools/bench/broker_bench.py [--duration 25] [--repeats 2] [--scenarios sync1,sync16,...]
+       [--flush ASYNC_FLUSH|SYNC_FLUSH] [--msg-size 1024]
        [--python PY] [--java-heap 1g] [--json OUT] [--workdir DIR]
        tools/bench/broker_bench.py --profile sync16 [--duration 25] [--python PY]
 
@@ -11,6 +12,12 @@ the whole run, each in its own cluster; every scenario runs once against each br
 alternating which goes first. The tools print a 10-second sliding window every second
 (`-ri 1000`); the last line of a run is the steady-state figure. Max RT is the tools' own:
 since the start of the run for the producers, per report for the consumer.
+
+Scenarios: sync1/sync16/sync64 (benchmark Producer, that many threads), async (128 in flight),
+batch (16 x --msg-size), consume (benchmark Consumer + a 16-thread Producer); and, not run by
+default, large64k/large1m/large4m (4 producer threads sending 64 KiB / 1 MiB / 4 MiB bodies,
+uncompressed as the tool sends them; both brokers take records up to 8 MiB for it). --flush sets
+both brokers' flushDiskType (SYNC_FLUSH: group commit, each send answered once flushed).
 
 Besides the tools' figures, broker CPU time (utime+stime from /proc/<pid>/stat) per message and
 VmRSS / RssAnon / VmHWM of each broker process are recorded after each scenario.
@@ -46,8 +53,12 @@ from support.procs import ManagedProcess  # noqa: E402
 POM = Path(__file__).with_name("broker_pom.xml")
 ASYNC_SRC = Path(__file__).with_name("broker_async") / "AsyncProducer.java"
 BENCH_PKG = "org.apache.rocketmq.example.benchmark"
-SCENARIOS = ("sync1", "sync16", "sync64", "async", "batch", "consume")
-MSG_SIZE = 1024
+SCENARIOS = ("sync1", "sync16", "sync64", "async", "batch", "consume", "large64k", "large1m", "large4m")
+DEFAULT_SCENARIOS = SCENARIOS[:6]
+MSG_SIZE = 1024  # --msg-size
+#: large-message scenarios: body bytes, sent by LARGE_THREADS synchronous producer threads
+LARGE = {"large64k": 64 * 1024, "large1m": 1024 * 1024, "large4m": 4 * 1024 * 1024}
+LARGE_THREADS = 4
 BATCH_SIZE = 16
 BATCH_THREADS = 16
 ASYNC_IN_FLIGHT = 128
@@ -62,6 +73,8 @@ STORE_CONF = {
     "flushDiskType": "ASYNC_FLUSH",
     "mappedFileSizeCommitLog": 1024 * 1024 * 1024,
     "mappedFileSizeConsumeQueue": 300000 * 20,
+    # a 4 MiB body makes a record over Java's default 4 MiB limit (the client allows the body)
+    "maxMessageSize": 8 * 1024 * 1024,
 }
 
 SEND_LINE = re.compile(
@@ -254,7 +267,11 @@ def run_scenario(
     res = Result(scenario, stack.kind, rep)
     create_topic(stack, topic)
     try:
-        if scenario.startswith("sync"):
+        if scenario in LARGE:
+            log = logdir / f"{tag}.producer.log"
+            args = ["-n", ns, "-t", topic, "-s", str(LARGE[scenario]), "-ri", "1000", "-w", str(LARGE_THREADS)]
+            procs.append(tools.start("Producer", args, log))
+        elif scenario.startswith("sync"):
             log = logdir / f"{tag}.producer.log"
             procs.append(tools.start("Producer", [*common, "-w", scenario[4:]], log))
         elif scenario == "async":
@@ -472,10 +489,17 @@ def profile(args, tools: Tools, workdir: Path) -> None:
 
 
 def main() -> int:
+    global MSG_SIZE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=25.0, help="seconds of load per scenario and broker")
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS), help=f"any of {','.join(SCENARIOS)}")
+    ap.add_argument(
+        "--flush", choices=("ASYNC_FLUSH", "SYNC_FLUSH"), default="ASYNC_FLUSH", help="both brokers' flushDiskType"
+    )
+    ap.add_argument(
+        "--msg-size", type=int, default=MSG_SIZE, help="body bytes of the sync, async, batch, consume scenarios"
+    )
     ap.add_argument(
         "--python",
         default=str(ROOT / ".venv" / "bin" / "python"),
@@ -490,6 +514,8 @@ def main() -> int:
     r = subprocess.run([args.python, "-c", "import uvloop"], capture_output=True)
     if r.returncode != 0:
         raise SystemExit(f"broker_bench: {args.python} cannot import uvloop; install the [fast] extra")
+    MSG_SIZE = args.msg_size
+    STORE_CONF["flushDiskType"] = args.flush
     scenarios = [s for s in args.scenarios.split(",") if s]
     for s in scenarios:
         if s not in SCENARIOS:

@@ -76,6 +76,91 @@ def generate(root: str, size: int, body_size: int, file_size: int) -> None:
         base += file_size
 
 
+def generate_fast(root: str, size: int, body_size: int, file_size: int, topics: int, queues: int) -> int:
+    """The same kind of commit log, built at disk speed for the scale check: one record encoded by
+    pyrmq.store.message.encode_message is the template, and numpy writes the fields that change
+    per record (topic, queue, queue offset, physical offset, timestamps, tag, KEYS, UNIQ_KEY) into
+    fixed-width slots, 64 MiB of records at a time. Topic i % topics, queue (i // topics) % queues,
+    so each (topic, queue) has consecutive queue offsets. Returns the number of records."""
+    import numpy as np
+
+    from pyrmq.store import message as m
+
+    if topics > 1000:
+        raise SystemExit("--topics: at most 1000 (three-digit topic names)")
+    body = os.urandom(body_size)
+    ts = int(time.time() * 1000)
+    sentinel = {"qo": 0x0102030405060708, "phys": 0x1112131415161718, "born": 0x2122232425262728}
+    store_ts = 0x3132333435363738
+    msg = m.MessageExtBrokerInner(
+        topic="Bench999",
+        body=body,
+        queue_id=0x41424344,
+        properties_string=f"TAGS\x01t9\x02KEYS\x01k{9 * 10**11}\x02UNIQ_KEY\x01U{8 * 10**15}\x02",
+        born_timestamp=sentinel["born"],
+        store_timestamp=store_ts,
+        born_host=("10.0.0.9", 5555),
+        store_host=("10.0.0.2", 10911),
+    )
+    tpl = bytes(m.encode_message(msg, sentinel["qo"], sentinel["phys"]))
+
+    def at(needle: bytes) -> int:
+        pos = tpl.find(needle)
+        if pos < 0 or tpl.find(needle, pos + 1) >= 0:
+            raise RuntimeError(f"template field {needle!r} not found once")
+        return pos
+
+    pos8 = {k: at(v.to_bytes(8, "big")) for k, v in sentinel.items()}
+    pos_store_ts, pos_qid = at(store_ts.to_bytes(8, "big")), at((0x41424344).to_bytes(4, "big"))
+    pos_topic = at(b"Bench999") + 5
+    pos_tag = at(b"TAGS\x01t9") + 6
+    pos_key = at(f"k{9 * 10**11}".encode()) + 1
+    pos_uniq = at(f"U{8 * 10**15}".encode()) + 1
+    rs = len(tpl)
+    tpl_arr = np.frombuffer(tpl, np.uint8)
+
+    def digits(arr: np.ndarray, col: int, values: np.ndarray, width: int) -> None:
+        for d in range(width):
+            arr[:, col + width - 1 - d] = 48 + (values // 10**d) % 10
+
+    def be64(arr: np.ndarray, col: int, values: np.ndarray) -> None:
+        arr[:, col : col + 8] = values.astype(">i8").view(np.uint8).reshape(-1, 8)
+
+    os.makedirs(os.path.join(root, "commitlog"), exist_ok=True)
+    i, base, t0 = 0, 0, time.monotonic()
+    chunk_rows = max(1, (64 << 20) // rs)
+    while base < size:
+        per_file = (file_size - m.END_FILE_MIN_BLANK_LENGTH) // rs
+        last = base + file_size >= size
+        n_file = min(per_file, -(-(size - base) // rs)) if last else per_file
+        with open(os.path.join(root, "commitlog", f"{base:020d}"), "wb") as fh:
+            for r0 in range(0, n_file, chunk_rows):
+                k = min(chunk_rows, n_file - r0)
+                idx = np.arange(i, i + k, dtype=np.int64)
+                arr = np.tile(tpl_arr, (k, 1))
+                stamp = ts + idx // 1000
+                be64(arr, pos8["qo"], idx // (topics * queues))
+                be64(arr, pos8["phys"], base + (r0 + np.arange(k, dtype=np.int64)) * rs)
+                be64(arr, pos8["born"], stamp)
+                be64(arr, pos_store_ts, stamp)
+                arr[:, pos_qid : pos_qid + 4] = ((idx // topics) % queues).astype(">i4").view(np.uint8).reshape(-1, 4)
+                digits(arr, pos_topic, idx % topics, 3)
+                arr[:, pos_tag] = 48 + idx % 3
+                digits(arr, pos_key, idx, 12)
+                digits(arr, pos_uniq, idx, 16)
+                fh.write(arr.tobytes())
+                i += k
+            if not last:
+                fh.write(m.encode_blank(file_size - n_file * rs))
+            fh.truncate(file_size)
+        print(
+            f"generated {(base + n_file * rs) / 2**30:.1f} GiB, {i} records, {time.monotonic() - t0:.0f}s",
+            file=sys.stderr,
+        )
+        base += file_size
+    return i
+
+
 def tree_cpu(root: int) -> tuple[float, float]:
     """CPU seconds so far of the Spark JVM `root` (its own threads) and of its descendants (the
     Python daemon and workers, with their reaped children), from /proc (Linux)."""
@@ -103,6 +188,77 @@ def tree_cpu(root: int) -> tuple[float, float]:
     return jvm / tick, workers / tick
 
 
+class PeakRss:
+    """Peak resident memory of the Spark JVM and of its descendant processes (the Python daemon
+    and workers), sampled from /proc every 0.2 s while a measure runs (Linux)."""
+
+    def __init__(self, root: int) -> None:
+        import threading
+
+        self.root, self.jvm, self.worker, self.workers = root, 0, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _rss(pid: int) -> int:
+        try:
+            with open(f"/proc/{pid}/statm") as fh:
+                return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            return 0
+
+    def _children(self) -> list[int]:
+        kids: dict[int, list[int]] = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat") as fh:
+                        text = fh.read()
+                except OSError:
+                    continue
+                kids.setdefault(int(text[text.rindex(")") + 2 :].split()[1]), []).append(int(d))
+        todo, out = list(kids.get(self.root, [])), []
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo += kids.get(pid, [])
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.jvm = max(self.jvm, self._rss(self.root))
+            sizes = [self._rss(p) for p in self._children()]
+            self.worker = max(self.worker, *sizes, 0)
+            self.workers = max(self.workers, sum(sizes))
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def report(self) -> dict:
+        mib = 1 << 20
+        return {
+            "peak_rss_jvm_MiB": round(self.jvm / mib),
+            "peak_rss_one_python_process_MiB": round(self.worker / mib),
+            "peak_rss_python_processes_sum_MiB": round(self.workers / mib),
+        }
+
+
+def drop_cache(paths: list[str]) -> None:
+    """Evict these files' pages from the page cache (posix_fadvise DONTNEED), so the next read is
+    cold without touching the rest of the machine's cache."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--store", required=True, help="store root (generated when it has no commit log)")
@@ -115,13 +271,22 @@ def main(argv=None) -> int:
     p.add_argument("--split-sizes", default="64", help="header scans with these split sizes (MiB), comma list")
     p.add_argument("--warmup", type=int, default=2, help="untimed full header scans before the Spark measures")
     p.add_argument("--batch-rows", default="", help="header scans (256 MiB splits) with these batchRows, comma list")
+    p.add_argument("--generator", choices=("python", "fast"), default="python", help="fast: numpy-patched template")
+    p.add_argument("--topics", type=int, default=4, help="topics of the fast generator")
+    p.add_argument("--queues", type=int, default=8, help="queues per topic of the fast generator")
+    p.add_argument("--cold", action="store_true", help="also raw-cold and header-cold: files evicted first")
     args = p.parse_args(argv)
     skip = set(args.skip.split(","))
 
     from pyrmq.spark import commitlog_scan as scan
 
     if not (os.path.isdir(os.path.join(args.store, "commitlog")) and scan.list_commit_log(args.store)):
-        generate(args.store, args.size, args.body_size, args.file_size)
+        if args.generator == "fast":
+            t0 = time.perf_counter()
+            n = generate_fast(args.store, args.size, args.body_size, args.file_size, args.topics, args.queues)
+            print(json.dumps({"measure": "generate", "seconds": round(time.perf_counter() - t0, 1), "records": n}))
+        else:
+            generate(args.store, args.size, args.body_size, args.file_size)
     files = scan.list_commit_log(args.store)
     splits = scan.plan_splits(args.store, scan.PlanOptions(split_size=args.split_size))
     data = sum(sp.stop - sp.start for sp in splits)
@@ -134,13 +299,19 @@ def main(argv=None) -> int:
         row.update(extra or {})
         print(json.dumps(row), flush=True)
 
-    if "raw" not in skip:
+    def raw(name: str) -> None:
         t0 = time.perf_counter()
         for f in files:
             with open(f.path, "rb", buffering=0) as fh:
                 while fh.read(64 << 20):
                     pass
-        report("raw", time.perf_counter() - t0, None, {"note": "whole files incl. preallocated tail"})
+        report(name, time.perf_counter() - t0, None, {"note": "whole files incl. preallocated tail"})
+
+    if args.cold and "raw-cold" not in skip:
+        drop_cache([f.path for f in files])
+        raw("raw-cold")
+    if "raw" not in skip:
+        raw("raw")
     header = ["topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "bodySize", "storeTimestamp"]
     if "walk" not in skip:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -199,9 +370,11 @@ def main(argv=None) -> int:
         warm = spark.read.format("rocketmq").option("splitSize", args.split_size).option("columns", ",".join(header))
         warm.load(args.store).agg(F.count(F.lit(1)), F.sum("storeSize")).collect()
 
-    def spark_scan(name: str, columns: list[str], **opts: str) -> None:
+    def spark_scan(name: str, columns: list[str], cold: bool = False, **opts: str) -> None:
         if name in skip:
             return
+        if cold:
+            drop_cache([f.path for f in files])
         r = spark.read.format("rocketmq").option("splitSize", args.split_size).option("columns", ",".join(columns))
         for k, v in opts.items():
             r = r.option(k, v)
@@ -209,7 +382,8 @@ def main(argv=None) -> int:
         size = F.length("body") if "body" in columns else F.col("storeSize")
         jvm0, py0 = tree_cpu(jvm_pid)
         t0 = time.perf_counter()
-        row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(size).alias("b")).collect()[0]
+        with PeakRss(jvm_pid) as rss:
+            row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(size).alias("b")).collect()[0]
         seconds = time.perf_counter() - t0
         jvm1, py1 = tree_cpu(jvm_pid)
         jvm_s, py_s = jvm1 - jvm0, py1 - py0
@@ -223,9 +397,12 @@ def main(argv=None) -> int:
             "python_ns_per_row": round(py_s / row.n * 1e9),
             # what the CPU time allows on two otherwise idle cores
             "records_per_s_2_idle_cores": round(2 * row.n / (jvm_s + py_s)) if jvm_s + py_s else None,
+            **rss.report(),
         }
         report(f"spark {name} ({args.master})", seconds, row.n, extra)
 
+    if args.cold:
+        spark_scan("header-cold", header, cold=True)
     spark_scan("header", header)
     for mib in (int(x) for x in args.split_sizes.split(",") if x):
         spark_scan(f"header-{mib}m", header, splitSize=str(mib << 20))

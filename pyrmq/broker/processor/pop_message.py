@@ -86,8 +86,10 @@ class PopMessageProcessor:
         pop_inflight_message_counter: PopInflightMessageCounter,
         broker_metrics,
         now,
+        consumer_manager,
     ) -> None:
         self.config = config
+        self.consumer_manager = consumer_manager
         self.broker_metrics = broker_metrics
         self.inflight = pop_inflight_message_counter
         self.message_store = message_store
@@ -108,6 +110,9 @@ class PopMessageProcessor:
         cfg = self.config
         begin = self.now()
         h = PopMessageRequestHeader.from_ext_fields(cmd.ext_fields)
+        # Java: a POP request alone makes the group known as a POP group (the lag metrics of a group
+        # with no heartbeat, as the proxy's simple consumers are, read it)
+        self.consumer_manager.compensate_basic_consumer_info(h.consumer_group, "CONSUME_POP", "CLUSTERING")
         if h.born_time == 0:  # Java fills it in the request, so a re-run after polling keeps it
             h.born_time = begin
             if cmd.ext_fields is not None:
@@ -151,8 +156,13 @@ class PopMessageProcessor:
                 ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}"
             )
         message_filter = None
+        retry_topic = build_pop_retry_topic(h.topic, h.consumer_group, bool(cfg["enableRetryTopicV2"]))
+        # Java compensates the topic's subscription and the POP retry topic's ("*")
+        sub = SubscriptionData.build(h.topic, h.exp or "*", h.exp_type if h.exp else "TAG")
+        self.consumer_manager.compensate_subscribe_data(h.consumer_group, h.topic, sub)
+        retry_sub = SubscriptionData.build(retry_topic, "*", h.exp_type if h.exp else "TAG")
+        self.consumer_manager.compensate_subscribe_data(h.consumer_group, retry_topic, retry_sub)
         if h.exp:
-            sub = SubscriptionData.build(h.topic, h.exp, h.exp_type)
             filter_data = None
             if not is_tag_type(sub.expression_type):
                 filter_data = self.consumer_filter_manager.build(
@@ -169,7 +179,6 @@ class PopMessageProcessor:
         random_q = self.random.randrange(100)
         revive_qid = POP_ORDER_REVIVE_QUEUE if order else self.revive_log.next_revive_qid()
         batch = PopBatch(h, self.now(), revive_qid, message_filter, ctx.channel.remote_addr)
-        retry_topic = build_pop_retry_topic(h.topic, h.consumer_group, bool(cfg["enableRetryTopicV2"]))
         need_retry = random_q < int(cfg["popFromRetryProbability"])
         rest = 0
         if need_retry and not order:

@@ -51,3 +51,61 @@ def test_slave_ids_and_the_start_refusal(tmp_path) -> None:
     assert good.unknown_keys() == []
     assert (good.store.d_leger_self_id, good.store.preferred_leader_id) == ("n1", "n0")
     assert "dLegerGroup" not in BrokerConfig.from_properties({"storePathRootDir": str(tmp_path)}).all_properties()
+
+
+def test_role_changes_leave_the_topic_data_version_as_java_does(make_broker, tmp_path) -> None:
+    """DLedgerRoleChangeHandler#changeToMaster/changeToSlave do not touch the data version (only the
+    controller mode stamps its epoch). A term there made the name server refuse a Java successor:
+    it keeps the registered master while that one's stateVersion is the higher."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from pyrmq.broker.dledger_role import DLedgerRoleChangeHandler
+    from pyrmq.dledger.config import DLedgerConfig
+    from pyrmq.dledger.raft import Role
+    from pyrmq.dledger.server import DLedgerServer
+    from pyrmq.store.store_config import BrokerRole
+
+    b = make_broker()
+    server = DLedgerServer(DLedgerConfig(group="g", self_id="n1", peers=PEERS, store_base_dir=str(tmp_path / "dl")))
+    store = SimpleNamespace(dledger=SimpleNamespace(server=server, ready=True))
+    handler = DLedgerRoleChangeHandler(b.c, store)  # type: ignore[arg-type]
+    version = b.c.topic_config_manager.data_version
+    before = (version.state_version, version.counter)
+
+    async def registered(*_: object) -> None:  # no name server here
+        return None
+
+    b.c.register_broker_all = registered  # type: ignore[method-assign]
+    asyncio.run(handler._change(7, Role.LEADER))
+    assert (b.c.store_config.broker_role, b.c.config["brokerId"]) == (BrokerRole.SYNC_MASTER, 0)
+    asyncio.run(handler._change(8, Role.FOLLOWER))
+    assert (b.c.store_config.broker_role, b.c.config["brokerId"]) == (BrokerRole.SLAVE, 2)
+    assert (version.state_version, version.counter) == before
+
+
+def test_a_master_back_from_a_freeze_skips_its_periodic_registration(make_broker, tmp_path) -> None:
+    """A DLedger master whose last majority-answered heartbeat round is older than 3 intervals (it
+    was SIGSTOPped) registers nothing periodically: as brokerId 0 it would replace the new master."""
+    import time
+    from types import SimpleNamespace
+
+    from pyrmq.broker.dledger_role import DLedgerRoleChangeHandler
+    from pyrmq.dledger.config import DLedgerConfig
+    from pyrmq.dledger.raft import Role
+    from pyrmq.dledger.server import DLedgerServer
+
+    b = make_broker()
+    server = DLedgerServer(DLedgerConfig(group="g", self_id="n1", peers=PEERS, store_base_dir=str(tmp_path / "dl")))
+    handler = DLedgerRoleChangeHandler(b.c, SimpleNamespace(dledger=SimpleNamespace(server=server)))  # type: ignore[arg-type]
+    now = time.monotonic_ns() // 1_000_000
+    b.c.config["brokerId"] = 0
+    server.member.role = Role.LEADER
+    server.member.last_succ_heartbeat = now - 1000
+    assert handler.may_register_periodically()
+    server.member.last_succ_heartbeat = now - 3 * 2000 - 500  # frozen past maxHeartBeatLeak x 2 s
+    assert not handler.may_register_periodically()
+    server.member.role = Role.CANDIDATE  # stepped down, not yet a slave
+    assert not handler.may_register_periodically()
+    b.c.config["brokerId"] = 2
+    assert handler.may_register_periodically()

@@ -22,6 +22,7 @@ from pyrmq.protocol.headers.pop import (
     ExtraInfo,
     PopMessageRequestHeader,
     build_extra_info,
+    build_pop_retry_topic,
     parse_info,
 )
 from pyrmq.store import message as m
@@ -516,5 +517,33 @@ def test_pop_group_lag_counts_popped_unacked_messages_and_its_retry_topic(make_b
         assert len(again) == 2
         assert series("rocketmq_consumer_inflight_messages", "true") == 2
         assert series("rocketmq_consumer_ready_messages", "true") == 0
+
+    asyncio.run(go())
+
+
+def test_a_group_known_only_from_pop_requests_is_a_pop_group_in_the_lag_series(make_broker):
+    """Java PopMessageProcessor compensates the consumer info (CONSUME_POP) and the subscriptions
+    (topic and POP retry topic) of every POP request: a group with no heartbeat (the proxy's simple
+    consumers, the client's own POP calls) gets POP lag series, its retry topic's included."""
+    from support.prom import parse
+
+    broker = make_broker(metricsExporterType="PROM")
+    setup(broker, n=3)
+
+    def series(name, retry):
+        s = parse(broker.c.broker_metrics.render())
+        return s.series(name, consumer_group=GROUP, topic=TOPIC, is_retry=retry)
+
+    async def go():
+        assert not series("rocketmq_consumer_lag_messages", "false")
+        r, msgs = await pop(broker, invisible=10_000)
+        assert len(msgs) == 3
+        assert (await ack(broker, r, msgs[0])).code == ResponseCode.SUCCESS
+        info = broker.c.consumer_manager.get_consumer_group_info(GROUP, True)
+        assert info is not None and info.consume_type == "CONSUME_POP"
+        assert set(info.subscription_table) == {TOPIC, build_pop_retry_topic(TOPIC, GROUP)}
+        assert list(series("rocketmq_consumer_lag_messages", "false").values()) == [2]
+        assert list(series("rocketmq_consumer_inflight_messages", "false").values()) == [2]
+        assert list(series("rocketmq_consumer_lag_messages", "true").values()) == [0]
 
     asyncio.run(go())

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from support.prom import parse
 
-from pyrmq.metrics.exposition import prometheus_name, write_text
+from pyrmq.metrics.exposition import (
+    CONTENT_TYPE,
+    OPENMETRICS_CONTENT_TYPE,
+    prometheus_name,
+    wants_openmetrics,
+    write_text,
+)
+from pyrmq.metrics.http import MetricsHttpServer
 from pyrmq.metrics.registry import InstrumentType, Meter, label_key
 
 
@@ -29,7 +36,7 @@ def test_prometheus_names_follow_the_otel_exporter(name, unit, itype, want):
     assert prometheus_name(name, unit, itype) == want
 
 
-def test_text_matches_java_layout():
+def _java_like_meter() -> Meter:
     m = Meter("broker-meter")
     c = m.counter("rocketmq_messages_in_total", "Total number of incoming messages")
     h = m.histogram("rocketmq_rpc_latency", "Rpc latency", (1, 3, 5), "milliseconds")
@@ -38,7 +45,11 @@ def test_text_matches_java_layout():
     c.add(2, {"topic": "T", "is_system": False, "cluster": "C"})
     for v in (0, 1, 3, 4, 9):
         h.record(v, {"request_code": "heart_beat"})
-    text = write_text(m, {InstrumentType.COUNTER: "default view for counter."})
+    return m
+
+
+def test_text_matches_java_layout():
+    text = write_text(_java_like_meter(), {InstrumentType.COUNTER: "default view for counter."})
     assert text == (
         "# HELP rocketmq_messages_in_total default view for counter.\n"
         "# TYPE rocketmq_messages_in_total counter\n"
@@ -85,3 +96,81 @@ def test_instrument_names_are_unique_and_bounds_increasing():
         m.counter("rocketmq_z_total", "again")
     with pytest.raises(ValueError):
         m.histogram("rocketmq_h", "h", (5, 1))
+
+
+#: the buckets, count and sum lines of _java_like_meter's histogram, the same in both formats
+_RPC_SAMPLES = (
+    'rocketmq_rpc_latency_milliseconds_bucket{otel_scope_name="broker-meter",request_code="heart_beat",le="1.0"} 2\n'
+    'rocketmq_rpc_latency_milliseconds_bucket{otel_scope_name="broker-meter",request_code="heart_beat",le="3.0"} 3\n'
+    'rocketmq_rpc_latency_milliseconds_bucket{otel_scope_name="broker-meter",request_code="heart_beat",le="5.0"} 4\n'
+    'rocketmq_rpc_latency_milliseconds_bucket{otel_scope_name="broker-meter",request_code="heart_beat",le="+Inf"} 5\n'
+    'rocketmq_rpc_latency_milliseconds_count{otel_scope_name="broker-meter",request_code="heart_beat"} 5\n'
+    'rocketmq_rpc_latency_milliseconds_sum{otel_scope_name="broker-meter",request_code="heart_beat"} 17.0\n'
+)
+
+
+def test_openmetrics_matches_java_layout():
+    """prometheus-metrics 1.3's OpenMetricsTextFormatWriter as Java's broker runs it: the family
+    name without a counter's _total, TYPE, UNIT, HELP (escaped as a label value), the samples as
+    in 0.0.4, target_info as an info metric, and # EOF."""
+    m = _java_like_meter()
+    m.counter("rocketmq_quoted_total", 'say "hi"\\now').add(1, {})
+    text = write_text(m, {InstrumentType.GAUGE: "default view for gauge."}, openmetrics=True)
+    assert text == (
+        "# TYPE rocketmq_messages_in counter\n"
+        "# HELP rocketmq_messages_in Total number of incoming messages\n"
+        'rocketmq_messages_in_total{cluster="C",is_system="false",otel_scope_name="broker-meter",topic="T"} 2.0\n'
+        "# TYPE rocketmq_quoted counter\n"
+        '# HELP rocketmq_quoted say \\"hi\\"\\\\now\n'
+        'rocketmq_quoted_total{otel_scope_name="broker-meter"} 1.0\n'
+        "# TYPE rocketmq_rpc_latency_milliseconds histogram\n"
+        "# UNIT rocketmq_rpc_latency_milliseconds milliseconds\n"
+        "# HELP rocketmq_rpc_latency_milliseconds Rpc latency\n"
+        + _RPC_SAMPLES
+        + "# TYPE rocketmq_storage_size_bytes gauge\n"
+        "# UNIT rocketmq_storage_size_bytes bytes\n"
+        "# HELP rocketmq_storage_size_bytes default view for gauge.\n"
+        'rocketmq_storage_size_bytes{node_id="b",otel_scope_name="broker-meter"} 1.6885997568E10\n'
+        "# TYPE target info\n"
+        "target_info 1\n"
+        "# EOF\n"
+    )
+
+
+def test_both_formats_carry_the_same_samples():
+    m = _java_like_meter()
+    text, om = parse(write_text(m)), parse(write_text(m, openmetrics=True))
+    assert om.samples == text.samples and om.eof and not text.eof
+    assert {n.removesuffix("_total"): t for n, t in text.types.items() if n != "target_info"} == {
+        n: t for n, t in om.types.items() if n != "target"
+    }
+    assert om.units == {"rocketmq_rpc_latency_milliseconds": "milliseconds", "rocketmq_storage_size_bytes": "bytes"}
+
+
+@pytest.mark.parametrize(
+    ("accept", "want"),
+    [
+        (None, CONTENT_TYPE),
+        ("text/plain", CONTENT_TYPE),
+        ("*/*", CONTENT_TYPE),
+        # Prometheus 2.42's scrape header: OpenMetrics first
+        (
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+            "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+            OPENMETRICS_CONTENT_TYPE,
+        ),
+        # Java does not weigh q-values: named at all is enough
+        ("text/plain;version=0.0.4,application/openmetrics-text;q=0.1", OPENMETRICS_CONTENT_TYPE),
+    ],
+)
+def test_endpoint_picks_the_format_from_accept_as_java_does(accept, want):
+    server = MetricsHttpServer("127.0.0.1", 0, lambda: "text\n", lambda: "om\n# EOF\n")
+    head = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+    if accept is not None:
+        head += b"ACCEPT: " + accept.encode() + b"\r\n"
+    status, ctype, body = server._answer(head + b"\r\n")
+    assert (status, ctype) == ("200 OK", want)
+    assert body == (b"om\n# EOF\n" if want == OPENMETRICS_CONTENT_TYPE else b"text\n")
+    assert wants_openmetrics(accept or "") is (want == OPENMETRICS_CONTENT_TYPE)
+    # an endpoint with no OpenMetrics writer always answers the text format
+    assert MetricsHttpServer("127.0.0.1", 0, lambda: "text\n")._answer(head + b"\r\n")[1] == CONTENT_TYPE

@@ -35,8 +35,9 @@ import org.junit.jupiter.api.Test;
  * object per line into -Dout. Self-contained (uses only Props): -Dnamesrv, -Dspec and -Dout.
  *
  * <p>send spec: {"group": g, "sends": [{"messages": [m, ...], "batch": bool, "queueId": n,
- * "broker": name}]} with m = {"topic", "tags", "keys": [..], "props": {..}, "bodyHex" |
- * "bodyRepeat": n, "delayLevel", "flag"}; bodyRepeat n is n bytes (i * 7 + 3) & 0xff.
+ * "broker": name}], "pauseMs": ms} with m = {"topic", "tags", "keys": [..], "props": {..}, "bodyHex" |
+ * "bodyRepeat": n, "delayLevel", "flag"}; bodyRepeat n is n bytes (i * 7 + 3) & 0xff; pauseMs (optional)
+ * is a sleep after each send, so the sends span a while (a reader tails the store meanwhile).
  *
  * <p>consume spec: {"group": g, "topics": [..], "expect": n, "timeoutSec": s, "lingerMs": ms}.
  */
@@ -141,6 +142,10 @@ class StoreScenarioTest {
                     }
                     line.put("properties", props);
                     out.println(line.toJSONString());
+                }
+                out.flush();
+                if (spec.getIntValue("pauseMs") > 0) {
+                    Thread.sleep(spec.getIntValue("pauseMs"));
                 }
             }
         } finally {
