@@ -843,6 +843,24 @@ def _wait_acl_broker(label: str, timeout: float = 60) -> None:
 ACL_DELETES = os.environ.get("PYRMQ_SOAK") == "1"
 
 
+@pytest.mark.timeout(1800)
+def test_every_page_shows_the_same(sides, dashboard, tmp_path):
+    shown = {}
+    for side in sides:
+        dashboard.use_namesrv(side.ns.addr)
+        shown[side.label] = dashboard.drive(STEPS, tmp_path / side.label)
+    problems = differences(STEPS, shown)
+    state = {side.label: broker_state(side.broker.addr) for side in sides}
+    if state["pyrmq"] != state["java"]:
+        problems.append(f"broker state after the actions: pyrmq {state['pyrmq']} != java {state['java']}")
+    assert not problems, (
+        "dashboard pages differ (screenshots under " + str(tmp_path) + "):\n" + "\n".join(problems[:80])
+    )
+
+
+# After test_every_page_shows_the_same on purpose: the home page's Topic TOP 10 is the dashboard's
+# minute collector's data for whichever name server was current at its last tick, so that test's
+# first step must not follow a run against another cluster.
 @pytest.mark.timeout(900)
 def test_acl_page_add_modify_delete(acl_sides, dashboard, tmp_path):
     """The ACL Management page against the ACL 2.0 brokers with the admin's key: a user added and
@@ -865,21 +883,6 @@ def test_acl_page_add_modify_delete(acl_sides, dashboard, tmp_path):
         problems.append(f"broker state: pyrmq {state['pyrmq']} != java {state['java']}")
     problems += acl_outcome_problems(*state["pyrmq"])
     assert not problems, f"ACL page (screenshots under {tmp_path}):\n" + "\n".join(problems[:80])
-
-
-@pytest.mark.timeout(1800)
-def test_every_page_shows_the_same(sides, dashboard, tmp_path):
-    shown = {}
-    for side in sides:
-        dashboard.use_namesrv(side.ns.addr)
-        shown[side.label] = dashboard.drive(STEPS, tmp_path / side.label)
-    problems = differences(STEPS, shown)
-    state = {side.label: broker_state(side.broker.addr) for side in sides}
-    if state["pyrmq"] != state["java"]:
-        problems.append(f"broker state after the actions: pyrmq {state['pyrmq']} != java {state['java']}")
-    assert not problems, (
-        "dashboard pages differ (screenshots under " + str(tmp_path) + "):\n" + "\n".join(problems[:80])
-    )
 
 
 def differences(steps: list[dict], shown: dict[str, list[dict]]) -> list[str]:
