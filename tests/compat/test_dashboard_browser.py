@@ -25,7 +25,7 @@ import pytest
 from compat.test_acl_java import AUTH_CONF
 from compat.test_acl_java import _home as acl_home
 from support import java, probe
-from support.dashboard import Dashboard
+from support.dashboard import Dashboard, DashboardError, api
 from support.pyrmq_proc import PyrmqBroker
 from support.servers import JavaBroker, JavaNamesrv, namesrv_under_test
 
@@ -552,7 +552,7 @@ def dashboard(pyrmq_namesrv, tmp_path_factory):
 # --- ACL 2.0 brokers (test_acl_java's AUTH_CONF and plain_acl.yml) seen through the dashboard ---
 # Its credentials are fixed for its lifetime (rocketmq.config.accessKey/secretKey). The module's
 # `dashboard` signs with the admin's key, so the default run drives the ACL page with it
-# (test_acl_page_add_modify_delete, after the unauthenticated pages). The key test starts a dashboard
+# (test_acl_page_add_modify_delete, before the unauthenticated pages). The key test starts a dashboard
 # per key (admin, wrong secret, unknown key) and comes before the module's `dashboard` fixture
 # (port 8082) exists: opt-in (PYRMQ_SOAK=1).
 
@@ -825,6 +825,48 @@ def acl_outcome_problems(modified: dict, deleted: dict | None = None) -> list[st
     return problems
 
 
+def _wait_acl_broker(label: str, timeout: float = 60) -> None:
+    """Until the dashboard's cached cluster names an ACL broker: its user list answers (the
+    unauthenticated brokers have no user metadata and refuse it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            api("/acl/users.query?brokerName=broker-a&clusterName=DefaultCluster")
+            return
+        except (DashboardError, OSError) as e:
+            assert time.monotonic() < deadline, f"[{label}] the dashboard never reached the ACL broker: {e}"
+            time.sleep(1)
+
+
+#: The page's Delete buttons (ACL_DELETE_STEPS) run with PYRMQ_SOAK=1 only: the default run keeps
+#: within its time budget with the forms and the Modify buttons.
+ACL_DELETES = os.environ.get("PYRMQ_SOAK") == "1"
+
+
+@pytest.mark.timeout(900)
+def test_acl_page_add_modify_delete(acl_sides, dashboard, tmp_path):
+    """The ACL Management page against the ACL 2.0 brokers with the admin's key: a user added and
+    modified (password, type), a policy added and modified (actions, source IPs, decision), and with
+    PYRMQ_SOAK=1 both deleted; the pages equal Java's, and each broker's own answers after the Modify
+    buttons (and after the Deletes) equal Java's and hold what the forms set."""
+    steps = ACL_STEPS + (ACL_DELETE_STEPS if ACL_DELETES else [])
+    shown: dict[str, list[dict]] = {}
+    state: dict[str, list[dict]] = {}
+    for side in acl_sides:
+        dashboard.use_namesrv(side.ns.addr)
+        _wait_acl_broker(side.label)
+        shown[side.label] = dashboard.drive(ACL_STEPS, tmp_path / side.label / "modify")
+        state[side.label] = [acl_state(side.broker.addr)]
+        if ACL_DELETES:
+            shown[side.label] += dashboard.drive(ACL_DELETE_STEPS, tmp_path / side.label / "delete")
+            state[side.label].append(acl_state(side.broker.addr))
+    problems = differences(steps, shown)
+    if state["pyrmq"] != state["java"]:
+        problems.append(f"broker state: pyrmq {state['pyrmq']} != java {state['java']}")
+    problems += acl_outcome_problems(*state["pyrmq"])
+    assert not problems, f"ACL page (screenshots under {tmp_path}):\n" + "\n".join(problems[:80])
+
+
 @pytest.mark.timeout(1800)
 def test_every_page_shows_the_same(sides, dashboard, tmp_path):
     shown = {}
@@ -894,31 +936,3 @@ def broker_state(addr: str) -> dict:
     body = json.loads(r.text) if r.code == probe.SUCCESS else {}
     state[ADDED_GROUP] = (r.code, {k: body.get(k) for k in GROUP_FIELDS})
     return state
-
-
-#: The page's Delete buttons (ACL_DELETE_STEPS) run with PYRMQ_SOAK=1 only: the default run keeps
-#: within its time budget with the forms and the Modify buttons.
-ACL_DELETES = os.environ.get("PYRMQ_SOAK") == "1"
-
-
-@pytest.mark.timeout(900)
-def test_acl_page_add_modify_delete(acl_sides, dashboard, tmp_path):
-    """The ACL Management page against the ACL 2.0 brokers with the admin's key: a user added and
-    modified (password, type), a policy added and modified (actions, source IPs, decision), and with
-    PYRMQ_SOAK=1 both deleted; the pages equal Java's, and each broker's own answers after the Modify
-    buttons (and after the Deletes) equal Java's and hold what the forms set."""
-    steps = ACL_STEPS + (ACL_DELETE_STEPS if ACL_DELETES else [])
-    shown: dict[str, list[dict]] = {}
-    state: dict[str, list[dict]] = {}
-    for side in acl_sides:
-        dashboard.use_namesrv(side.ns.addr)
-        shown[side.label] = dashboard.drive(ACL_STEPS, tmp_path / side.label / "modify")
-        state[side.label] = [acl_state(side.broker.addr)]
-        if ACL_DELETES:
-            shown[side.label] += dashboard.drive(ACL_DELETE_STEPS, tmp_path / side.label / "delete")
-            state[side.label].append(acl_state(side.broker.addr))
-    problems = differences(steps, shown)
-    if state["pyrmq"] != state["java"]:
-        problems.append(f"broker state: pyrmq {state['pyrmq']} != java {state['java']}")
-    problems += acl_outcome_problems(*state["pyrmq"])
-    assert not problems, f"ACL page (screenshots under {tmp_path}):\n" + "\n".join(problems[:80])
