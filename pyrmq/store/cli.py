@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, MessageConst
 from pyrmq.dledger.entry import BODY_OFFSET
-from pyrmq.dledger.store_files import DLedgerStoreReader, StoreFormatError
+from pyrmq.dledger.store_files import DLedgerStoreReader, StoreFormatError, find_member_dir
 from pyrmq.store import config as cfg
 from pyrmq.store import reader
 from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
@@ -173,12 +173,7 @@ def _check_store_dir(root: str) -> None:
 def _dledger_dir(root: str) -> str | None:
     """A DLedger broker's member directory (enableDLegerCommitLog=true: `<root>/dledger-<selfId>`),
     whose data files hold the commit log's records, each inside one entry."""
-    found = sorted(
-        os.path.join(root, d)
-        for d in os.listdir(root)
-        if d.startswith("dledger-") and os.path.isdir(os.path.join(root, d, "data"))
-    )
-    return found[0] if len(found) == 1 else None
+    return find_member_dir(root)
 
 
 def _layout(root: str, commitlog_dir: str | None) -> MessageStoreConfig:
