@@ -333,7 +333,7 @@ def inspect_store(root: str, *, commitlog_dir: str | None = None) -> dict[str, A
                 ledger = _dledger_summary(DLedgerStoreReader(dledger), cl)
             except StoreFormatError as e:
                 ledger = {"member_dir": dledger, "error": str(e)}
-                info["commitlog"] = {"files": len(cl.files), "file_size": cl.file_size}
+                info["commitlog"] = {"files": len(cl.files), "file_size": cl.file_size, "unreadable": True}
             else:
                 info["commitlog"] = _dledger_commit_log_summary(ledger, cl)
             info["dledger"] = ledger
@@ -364,7 +364,9 @@ def _print_inspect(info: dict[str, Any], out: IO[str]) -> None:
     w = out.write
     w(f"store: {info['store']}\n")
     c = info["commitlog"]
-    if c["files"]:
+    if c.get("unreadable"):
+        w(f"commit log: {c['files']} DLedger data file(s), not readable (below)\n")
+    elif c["files"]:
         w(
             f"commit log: {c['files']} file(s) of {c['file_size']} bytes ({c['first_file']} .. {c['last_file']}), "
             f"offsets {c['min_offset']} .. {c['max_offset']}\n"
