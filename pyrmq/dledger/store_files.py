@@ -68,6 +68,7 @@ __all__ = [
     "commitlog_append_hook",
     "commitlog_records",
     "default_path",
+    "find_member_dir",
     "fsync_paths",
     "offset_to_file_name",
     "read_checkpoint",
@@ -103,6 +104,17 @@ class StoreFormatError(ValueError):
 def default_path(store_base_dir: str, self_id: str) -> str:
     """DLedgerConfig#getDefaultPath: ``<storeBaseDir>/dledger-<selfId>``."""
     return os.path.join(store_base_dir, f"dledger-{self_id}")
+
+
+def find_member_dir(root: str) -> str | None:
+    """The one DLedger member directory (``dledger-<selfId>`` with a ``data/``) under a broker's
+    store root, None when there is none or more than one."""
+    found = sorted(
+        os.path.join(root, d)
+        for d in os.listdir(root)
+        if d.startswith("dledger-") and os.path.isdir(os.path.join(root, d, "data"))
+    )
+    return found[0] if len(found) == 1 else None
 
 
 def offset_to_file_name(offset: int) -> str:

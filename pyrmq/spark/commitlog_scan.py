@@ -21,14 +21,25 @@ checkMessageAndReturnSize (recovery stops at the first bad record; we can go on)
 
 Which files make up the log and how a record is checked is pyrmq.store.reader's (the reader
 `pyrmq store verify` uses); this module adds the byte-range splitting.
+
+A DLedger broker's store (enableDLegerCommitLog) has an empty commitlog/: its records sit inside
+the entries of ``dledger-<selfId>/data`` (pyrmq.dledger.entry), each at the entry's pos +
+BODY_OFFSET, which is also its PHYSICALOFFSET and what the consume queues point at. Such a store
+is planned as one split per data file up to the end the ledger's recovery finds (read once, on
+the planning side), and walked entry by entry (`iter_dledger_split`): the entry sizes give the
+record boundaries, so no search is needed.
 """
 
 from __future__ import annotations
 
 import mmap
+import os
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from pyrmq.dledger.entry import BODY_OFFSET, CURRENT_MAGIC
+from pyrmq.dledger.store_files import DLedgerStoreReader, find_member_dir
 from pyrmq.store import message as m
 from pyrmq.store import reader
 from pyrmq.store.reader import LogFile
@@ -65,6 +76,49 @@ class Split:
     start: int
     stop: int
     data_end: int  # no byte at or past this position is read
+    dledger: bool = False  # a DLedger data file: start is an entry's position (iter_dledger_split)
+
+
+#: the entry header fields a walk needs: magic, size, index, term, pos (pyrmq.dledger.entry)
+_ENTRY_PREFIX = struct.Struct(">iiqqq")
+
+
+def dledger_member(path: str) -> str | None:
+    """The DLedger member directory when `path` is a DLedger broker's store root (one
+    ``dledger-<selfId>/data`` under it) or that member directory itself; else None."""
+    if os.path.basename(os.path.normpath(path)).startswith("dledger-") and os.path.isdir(os.path.join(path, "data")):
+        return path
+    return find_member_dir(path) if os.path.isdir(path) else None
+
+
+def plan_dledger_splits(member: str, opts: PlanOptions) -> list[Split]:
+    """One split per data file holding entries, each up to the ledger's recovered end."""
+    ledger = DLedgerStoreReader(member)
+    splits = []
+    for start, path in ledger.data_files:
+        end = min(ledger.data_file_size, ledger.write_pos - start)
+        if end <= 0:
+            break
+        if opts.min_offset is not None and start + end <= opts.min_offset:
+            continue
+        if opts.max_offset is not None and start >= opts.max_offset:
+            continue
+        splits.append(Split(path, start, 0, end, end, dledger=True))
+    return splits
+
+
+def plan_dledger_offset_splits(member: str, offsets: list[int]) -> list[Split]:
+    """One split per commit-log offset: the entry at offset - BODY_OFFSET (checked when read)."""
+    ledger = DLedgerStoreReader(member)
+    out = []
+    for off in sorted(set(offsets)):
+        at = off - BODY_OFFSET
+        for start, path in ledger.data_files:
+            end = min(ledger.data_file_size, ledger.write_pos - start)
+            if start <= at < start + end:
+                out.append(Split(path, start, at - start, at - start + 1, end, dledger=True))
+                break
+    return out
 
 
 def list_commit_log(path: str) -> list[LogFile]:
@@ -175,6 +229,9 @@ def plan_splits(path: str, opts: PlanOptions | None = None) -> list[Split]:
     """Byte-range splits over the commit log. Only the last file holding data is searched for its
     data end (the other files end with their blank record); empty preallocated files are dropped."""
     opts = opts or PlanOptions()
+    member = dledger_member(path)
+    if member is not None:
+        return plan_dledger_splits(member, opts)
     files = list_commit_log(path)
     found = _active_file(files)
     if found is None:
@@ -202,6 +259,9 @@ def plan_splits(path: str, opts: PlanOptions | None = None) -> list[Split]:
 
 def plan_offset_splits(path: str, offsets: list[int]) -> list[Split]:
     """One split per commit-log offset (a record lookup: offsetMsgId, index or consume-queue hit)."""
+    member = dledger_member(path)
+    if member is not None:
+        return plan_dledger_offset_splits(member, offsets)
     files = list_commit_log(path)
     found = _active_file(files)
     if found is None:
@@ -260,6 +320,9 @@ def iter_split(
     corrupt="fail" raises CorruptRecordError; "skip" records it in `stats` and resumes at the next
     valid record. The buffer is valid until the generator advances past the split."""
     check_corrupt_mode(corrupt)
+    if split.dledger:
+        yield from iter_dledger_split(split, check_crc=check_crc, corrupt=corrupt, stats=stats)
+        return
     mm = reader.map_readonly(split.path)
     if mm is None:
         return
@@ -284,6 +347,42 @@ def iter_split(
                 stats.records += 1
             yield mm, pos, msg
             pos += total
+    finally:
+        try:
+            mm.close()
+        except BufferError:  # a caller still holds a view; the map goes with the last reference
+            pass
+
+
+def iter_dledger_split(
+    split: Split, *, check_crc: bool = True, corrupt: str = "fail", stats: ScanStats | None = None
+) -> Iterator[tuple[memoryview | mmap.mmap, int, m.StoredMessage]]:
+    """iter_split over a DLedger data file: the record inside each entry from split.start on, until
+    the blank filler or data_end. An entry whose record fails its checks is corrupt (the entry's
+    size still says where the next one starts, so "skip" goes on there)."""
+    check_corrupt_mode(corrupt)
+    mm = reader.map_readonly(split.path)
+    if mm is None:
+        return
+    try:
+        limit = min(split.data_end, len(mm))
+        pos = split.start
+        while pos < split.stop and pos + BODY_OFFSET <= limit:
+            magic, size, _index, _term, entry_pos = _ENTRY_PREFIX.unpack_from(mm, pos)
+            if magic != CURRENT_MAGIC or size <= BODY_OFFSET or pos + size > limit or entry_pos != split.base + pos:
+                return  # the blank filler, or not an entry (an offset that is no record's)
+            at = pos + BODY_OFFSET
+            msg, why = check_record(mm, at, pos + size, check_crc)
+            if msg is None:
+                if stats is not None:
+                    stats.corrupt.append((split.path, at, split.base + at, why))
+                if corrupt == "fail":
+                    raise CorruptRecordError(split.path, at, split.base + at, why)
+            else:
+                if stats is not None:
+                    stats.records += 1
+                yield mm, at, msg
+            pos += size
     finally:
         try:
             mm.close()

@@ -239,7 +239,7 @@ class CommitLogReader(DataSourceReader):
         stats = scan.ScanStats()
         started = time.monotonic()
         try:
-            if self.decoder == "bulk":
+            if self.decoder == "bulk" and not split.dledger:  # a DLedger store: the reference path
                 from pyrmq.spark.bulk import BulkScan
 
                 bulk = BulkScan(self.names, arrow_schema, self.filter, self.check_crc, self.corrupt, self.batch_rows)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as _dt
+import itertools
 import json
 import os
 import sys
@@ -30,7 +31,7 @@ from typing import IO, Any
 
 from pyrmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, MessageConst
 from pyrmq.dledger.entry import BODY_OFFSET
-from pyrmq.dledger.store_files import DLedgerStoreReader, StoreFormatError
+from pyrmq.dledger.store_files import DLedgerStoreReader, StoreFormatError, find_member_dir
 from pyrmq.store import config as cfg
 from pyrmq.store import reader
 from pyrmq.store.consume_queue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
@@ -172,12 +173,7 @@ def _check_store_dir(root: str) -> None:
 def _dledger_dir(root: str) -> str | None:
     """A DLedger broker's member directory (enableDLegerCommitLog=true: `<root>/dledger-<selfId>`),
     whose data files hold the commit log's records, each inside one entry."""
-    found = sorted(
-        os.path.join(root, d)
-        for d in os.listdir(root)
-        if d.startswith("dledger-") and os.path.isdir(os.path.join(root, d, "data"))
-    )
-    return found[0] if len(found) == 1 else None
+    return find_member_dir(root)
 
 
 def _layout(root: str, commitlog_dir: str | None) -> MessageStoreConfig:
@@ -251,13 +247,98 @@ def _commit_log_summary(cl: CommitLogReader) -> dict[str, Any]:
     return clog
 
 
+#: how many of the last records ``inspect`` shows from a DLedger member's ledger
+TAIL_RECORDS = 5
+
+
+def _dledger_summary(ledger: DLedgerStoreReader, cl: CommitLogReader) -> dict[str, Any]:
+    """The ledger in the commit log's place: its files, entries, committed index and term/vote, and
+    the commit-log range it holds (record offsets are entry pos + BODY_OFFSET, as the broker's)."""
+    out: dict[str, Any] = {
+        "member_dir": ledger.path,
+        "data_files": len(ledger.data_files),
+        "data_file_size": ledger.data_file_size,
+        "index_files": len(ledger.index_files),
+        "entries": 0 if ledger.ledger_end_index < 0 else ledger.ledger_end_index - ledger.ledger_begin_index + 1,
+        "begin_index": ledger.ledger_begin_index,
+        "end_index": ledger.ledger_end_index,
+        "end_term": ledger.ledger_end_term,
+        "committed_index": ledger.committed_index,
+        "checkpoint": dataclasses.asdict(ledger.checkpoint) if ledger.checkpoint else None,
+        "term": ledger.term.curr_term,
+        "vote_for": ledger.term.vote_for,
+        "write_pos": ledger.write_pos,
+    }
+    first = next(ledger.entries(), None)
+    # the tail: read from the last data files only (a file is 1 GiB by default)
+    tail: list[Any] = []
+    for i in range(len(ledger.data_files) - 1, -1, -1):
+        end = ledger.data_files[i][0] + ledger.data_file_size
+        in_file = list(itertools.takewhile(lambda e: e.pos < end, ledger.entries(i)))  # noqa: B023
+        tail = in_file[-(TAIL_RECORDS - len(tail)) :] + tail
+        if len(tail) >= TAIL_RECORDS:
+            break
+    out["first_record_offset"] = first.pos + BODY_OFFSET if first else None
+    out["last_record_offset"] = tail[-1].pos + BODY_OFFSET if tail else None
+    records = []
+    for entry in tail:
+        rec: dict[str, Any] = {"index": entry.index, "term": entry.term, "offset": entry.pos + BODY_OFFSET}
+        try:
+            msg = cl.record_at(entry.pos + BODY_OFFSET)
+        except MessageDecodeError as e:
+            rec["error"] = str(e)
+        else:
+            rec.update(
+                topic=msg.topic,
+                queue_id=msg.queue_id,
+                queue_offset=msg.queue_offset,
+                size=msg.store_size,
+                store_time=_ms(msg.store_timestamp),
+            )
+        records.append(rec)
+    out["tail"] = records
+    return out
+
+
+def _dledger_commit_log_summary(ledger: dict[str, Any], cl: CommitLogReader) -> dict[str, Any]:
+    """The commit-log view of a ledger: offsets from the first record to the end of the last entry."""
+    clog: dict[str, Any] = {"files": len(cl.files), "file_size": cl.file_size}
+    if not cl.files:
+        return clog
+    clog["first_file"], clog["last_file"] = cl.files[0].name, cl.files[-1].name
+    clog["min_offset"] = cl.min_offset
+    clog["max_offset"] = ledger["write_pos"]
+    for key, at in (
+        ("first_store_time", ledger["first_record_offset"]),
+        ("last_store_time", ledger["last_record_offset"]),
+    ):
+        try:
+            clog[key] = _ms(cl.record_at(at).store_timestamp) if at is not None else None
+        except MessageDecodeError:
+            clog[key] = None
+    return clog
+
+
 def inspect_store(root: str, *, commitlog_dir: str | None = None) -> dict[str, Any]:
-    """A summary of the store (what ``pyrmq store inspect --json`` prints)."""
+    """A summary of the store (what ``pyrmq store inspect --json`` prints). A DLedger broker's store
+    is read through its member's ledger (as ``verify`` does): the summary gains a "dledger" part."""
     _check_store_dir(root)
-    layout = _layout(root, commitlog_dir)
+    dledger = _dledger_dir(root) if commitlog_dir is None else None
+    layout = _layout(root, os.path.join(dledger, "data") if dledger else commitlog_dir)
     cl, _ = reader.open_commit_log(layout.commit_log_dir)
     with cl:
-        info: dict[str, Any] = {"store": os.path.abspath(root), "commitlog": _commit_log_summary(cl)}
+        info: dict[str, Any] = {"store": os.path.abspath(root)}
+        if dledger:
+            try:
+                ledger = _dledger_summary(DLedgerStoreReader(dledger), cl)
+            except StoreFormatError as e:
+                ledger = {"member_dir": dledger, "error": str(e)}
+                info["commitlog"] = {"files": len(cl.files), "file_size": cl.file_size, "unreadable": True}
+            else:
+                info["commitlog"] = _dledger_commit_log_summary(ledger, cl)
+            info["dledger"] = ledger
+        else:
+            info["commitlog"] = _commit_log_summary(cl)
         topics: dict[str, Any] = {}
         for q in reader.list_queue_dirs(layout.consume_queue_dir)[0]:
             log, _ = reader.open_log(q.path)
@@ -283,7 +364,9 @@ def _print_inspect(info: dict[str, Any], out: IO[str]) -> None:
     w = out.write
     w(f"store: {info['store']}\n")
     c = info["commitlog"]
-    if c["files"]:
+    if c.get("unreadable"):
+        w(f"commit log: {c['files']} DLedger data file(s), not readable (below)\n")
+    elif c["files"]:
         w(
             f"commit log: {c['files']} file(s) of {c['file_size']} bytes ({c['first_file']} .. {c['last_file']}), "
             f"offsets {c['min_offset']} .. {c['max_offset']}\n"
@@ -291,6 +374,8 @@ def _print_inspect(info: dict[str, Any], out: IO[str]) -> None:
         )
     else:
         w("commit log: no files\n")
+    if "dledger" in info:
+        _print_dledger(info["dledger"], w)
     w(f"topics: {len(info['topics'])}\n")
     for topic, queues in info["topics"].items():
         w(f"  {topic} ({len(queues)} queue(s))\n")
@@ -317,6 +402,25 @@ def _print_inspect(info: dict[str, Any], out: IO[str]) -> None:
             w(f"  {', '.join(ci['files'])}: {details}\n")
     else:
         w("config: none\n")
+
+
+def _print_dledger(d: dict[str, Any], w: Any) -> None:
+    w(f"dledger: {d['member_dir']}\n")
+    if "error" in d:
+        w(f"  cannot read the ledger: {d['error']}\n")
+        return
+    w(
+        f"  {d['data_files']} data file(s) of {d['data_file_size']} bytes, {d['index_files']} index file(s); "
+        f"{d['entries']} entr(y/ies), index {d['begin_index']} .. {d['end_index']} (last term {d['end_term']}), "
+        f"committed index {d['committed_index']}\n"
+        f"  term {d['term']}, voted for {d['vote_for'] or 'nobody'}; "
+        f"records at commit-log offsets {d['first_record_offset']} .. {d['last_record_offset']}\n"
+    )
+    for r in d["tail"]:
+        what = r.get("error") or (
+            f"{r['topic']} queue {r['queue_id']} offset {r['queue_offset']}, {r['size']} bytes, stored {r['store_time']}"
+        )
+        w(f"    entry {r['index']} (term {r['term']}) at {r['offset']}: {what}\n")
 
 
 # --------------------------------------------------------------------------- verify

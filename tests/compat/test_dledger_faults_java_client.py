@@ -55,7 +55,7 @@ from support.pyrmq_proc import restart_broker
 from pyrmq.dledger import protocol as p
 from pyrmq.dledger.store_files import DLedgerStoreReader, StoreFormatError, default_path
 from pyrmq.remoting.client import RemotingClient
-from pyrmq.store.cli import verify_store
+from pyrmq.store.cli import inspect_store, verify_store
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
 
@@ -415,3 +415,7 @@ def test_official_client_through_sigstop_far_behind_follower_and_two_down(
             stats.records,
             [str(x) for x in report.problems[:5]],
         )
+        # and `pyrmq store inspect` shows the ledger: one record per entry, the last ones decoded
+        ledger = inspect_store(str(brokers[member].store_dir))["dledger"]
+        assert ledger["entries"] == stats.records, (member, kinds[member], ledger)
+        assert ledger["tail"] and all("topic" in r for r in ledger["tail"]), (member, kinds[member], ledger["tail"])

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.dledger import IDS, leaders, member, one_leader, peers_string, run, until
 from support.ports import free_port
 
 from pyrmq.broker.put import await_put
 from pyrmq.dledger.server import DLedgerServer
 from pyrmq.store import message as m
-from pyrmq.store.cli import verify_store
+from pyrmq.store.cli import inspect_store, verify_store
+from pyrmq.store.cli import main as store_main
 from pyrmq.store.dledger_store import DLedgerMessageStore
 from pyrmq.store.results import GetMessageStatus, PutMessageStatus
 from pyrmq.store.store_config import MessageStoreConfig
@@ -61,7 +63,7 @@ async def put(store: DLedgerMessageStore, k: int) -> int:
     return result.append_message_result.logics_offset
 
 
-def test_dledger_stores_replicate_fail_over_and_recover(tmp_path: Path) -> None:
+def test_dledger_stores_replicate_fail_over_and_recover(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     async def main() -> None:
         peers = peers_string({i: free_port() for i in IDS})
         stores = {i: open_store(tmp_path, i, peers) for i in IDS}
@@ -119,6 +121,29 @@ def test_dledger_stores_replicate_fail_over_and_recover(tmp_path: Path) -> None:
         report, stats = verify_store(str(tmp_path / i))
         # (a follower may not have dispatched the last commit yet: a warning, not a problem)
         assert (report.problems, stats.records) == ([], 25), (i, report.problems)
+    # `pyrmq store inspect` too: the ledger (entries, term, the commit-log range), its last records,
+    # and the queues whose store times are read through it
+    for i in IDS:
+        info = inspect_store(str(tmp_path / i))
+        d = info["dledger"]
+        assert d["member_dir"] == str(tmp_path / i / f"dledger-{i}")
+        data_files = len(list((tmp_path / i / f"dledger-{i}" / "data").iterdir()))
+        assert (d["entries"], d["begin_index"], d["end_index"], d["data_files"]) == (25, 0, 24, data_files), d
+        assert data_files > 1  # so the tail is gathered across files
+        assert d["term"] >= d["end_term"] >= 1
+        assert 0 <= d["committed_index"] <= 24
+        assert d["first_record_offset"] == 48  # the first entry at 0, its record BODY_OFFSET further
+        assert [(r["topic"], r["queue_offset"]) for r in d["tail"]] == [(TOPIC, q) for q in range(20, 25)]
+        assert d["last_record_offset"] == d["tail"][-1]["offset"] < info["commitlog"]["max_offset"] == d["write_pos"]
+        assert info["commitlog"]["first_store_time"] is not None
+        q = info["topics"][TOPIC]["0"]
+        # (a follower may not have dispatched the last commit yet)
+        assert q["min_offset"] == 0 and q["max_offset"] in (24, 25), q
+        assert q["last_store_time"] == d["tail"][q["max_offset"] - 21]["store_time"]
+    assert store_main(["inspect", str(tmp_path / "n1")]) == 0
+    text = capsys.readouterr().out
+    assert "dledger: " in text and "25 entr(y/ies), index 0 .. 24" in text, text
+    assert f"{TOPIC} queue 0 offset 24" in text, text
     clean = tmp_path / "n0" / "dledger-n0" / "data"
     data = next(p for p in sorted(clean.iterdir()) if p.stat().st_size)
     raw = bytearray(data.read_bytes())

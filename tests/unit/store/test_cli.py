@@ -268,3 +268,19 @@ def test_progress_writes_nothing_when_disabled() -> None:
     p.advance(100, "x")
     p.finish()
     assert buf.getvalue() == ""
+
+
+def test_inspect_names_a_dledger_ledger_it_cannot_read(tmp_path, capsys) -> None:
+    """Data files of different sizes (DLedger's recovery refuses them): inspect says why, with the
+    member directory, and still lists the rest of the store."""
+    data = tmp_path / "dledger-n0" / "data"
+    data.mkdir(parents=True)
+    (data / f"{0:020d}").write_bytes(bytes(4096))
+    (data / f"{4096:020d}").write_bytes(bytes(100))
+    (tmp_path / "consumequeue").mkdir()
+    info = cli.inspect_store(str(tmp_path))
+    assert info["dledger"]["member_dir"] == str(tmp_path / "dledger-n0")
+    assert "different sizes" in info["dledger"]["error"]
+    assert cli.main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "cannot read the ledger" in out and "topics: 0" in out, out
