@@ -194,14 +194,31 @@ class TopicConfigManager(ConfigManager):
         ``tc.attributes`` holds the request's modifications (``+key``/``-key``); the stored map is
         what they make of the current one (Java updateSingleTopicConfigWithoutPersist). Raises
         AttributeModificationError with Java's text when Java refuses them."""
-        if is_lmq(tc.topic_name) and lmq_enabled(self.broker_config):
-            return  # Java LmqTopicConfigManager#updateTopicConfig keeps no LMQ config
-        old = self.topic_config_table.get(tc.topic_name or "")
-        tc.attributes = alter_current_attributes(
-            old is None, TOPIC_ATTRIBUTES, (old.attributes or {}) if old is not None else {}, tc.attributes or {}
-        )
-        self.topic_config_table[tc.topic_name or ""] = tc
-        self._changed([tc])
+        self.update_topic_config_list([tc])
+
+    def update_topic_config_list(self, configs: list[TopicConfig]) -> None:
+        """UPDATE_AND_CREATE_TOPIC_LIST: each put as `update_topic_config` puts it, then one persist
+        and one change notice for the list (Java updateTopicConfigList): thousands of topics must
+        not rewrite topics.json once each."""
+        changed: list[TopicConfig] = []
+        try:
+            for tc in configs:
+                if is_lmq(tc.topic_name) and lmq_enabled(self.broker_config):
+                    continue  # Java LmqTopicConfigManager#updateTopicConfig keeps no LMQ config
+                old = self.topic_config_table.get(tc.topic_name or "")
+                tc.attributes = alter_current_attributes(
+                    old is None,
+                    TOPIC_ATTRIBUTES,
+                    (old.attributes or {}) if old is not None else {},
+                    tc.attributes or {},
+                )
+                self.topic_config_table[tc.topic_name or ""] = tc
+                if changed:  # Java bumps the version once per topic; _changed bumps the last time
+                    self.data_version.next_version(self.now())
+                changed.append(tc)
+        finally:  # a refused topic ends the list: what was put before it is kept and persisted
+            if changed:
+                self._changed(changed)
 
     def delete_topic_config(self, topic: str) -> TopicConfig | None:
         old = self.topic_config_table.pop(topic, None)

@@ -278,8 +278,7 @@ class AdminBrokerProcessor:
                 raise InvalidParameter(bad)
             if self._is_system_topic(tc.topic_name or ""):
                 raise InvalidParameter(f"The topic[{tc.topic_name}] is conflict with system topic.")
-        for tc in configs:
-            self.topic_config_manager.update_topic_config(tc)
+        self.topic_config_manager.update_topic_config_list(configs)
         await self._register_now(configs)
         return cmd.make_response(ResponseCode.SUCCESS)
 

@@ -135,3 +135,27 @@ def test_store_key_set_back_to_its_default_takes_effect() -> None:
     assert store.max_message_size == 4 * 1024 * 1024
     cfg.apply({"flushDiskType": "NOT_A_TYPE"})
     assert store.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+
+
+def test_a_topic_list_is_persisted_and_announced_once(tmp_path, monkeypatch) -> None:
+    """UPDATE_AND_CREATE_TOPIC_LIST (Java updateTopicConfigList): every topic put, the data version
+    bumped once per topic as Java's, but topics.json written once and one change notice for the
+    list (once per topic made 10,000 topics in batches of 500 rewrite the file 10,000 times)."""
+    notices: list[list[str]] = []
+    path = str(tmp_path / "topics.json")
+    tcm = TopicConfigManager(
+        _java_broker_config(), path, now=lambda: 0, on_change=lambda tcs: notices.append([t.topic_name for t in tcs])
+    )
+    writes = []
+    real_persist = tcm.persist
+    monkeypatch.setattr(tcm, "persist", lambda: writes.append(1) or real_persist())
+    before = tcm.data_version.counter
+    names = [f"ListT{i}" for i in range(50)]
+    tcm.update_topic_config_list(
+        [cfg.TopicConfig(topic_name=n, read_queue_nums=8, write_queue_nums=8, perm=6, attributes={}) for n in names]
+    )
+    assert all(tcm.select_topic_config(n).read_queue_nums == 8 for n in names)
+    assert tcm.data_version.counter == before + len(names)
+    assert writes == [1] and notices == [names]
+    on_disk = cfg.decode_config(cfg.TopicConfigSerializeWrapper, pathlib.Path(path).read_text())
+    assert set(names) <= set(on_disk.topic_config_table)
