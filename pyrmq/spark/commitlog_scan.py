@@ -348,10 +348,14 @@ def iter_split(
             yield mm, pos, msg
             pos += total
     finally:
-        try:
-            mm.close()
-        except BufferError:  # a caller still holds a view; the map goes with the last reference
-            pass
+        _close_map(mm)
+
+
+def _close_map(mm: mmap.mmap) -> None:
+    try:
+        mm.close()
+    except BufferError:  # a caller still holds a view; the map goes with the last reference
+        pass
 
 
 def iter_dledger_split(
@@ -384,7 +388,4 @@ def iter_dledger_split(
                 yield mm, at, msg
             pos += size
     finally:
-        try:
-            mm.close()
-        except BufferError:  # a caller still holds a view; the map goes with the last reference
-            pass
+        _close_map(mm)

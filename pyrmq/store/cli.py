@@ -170,12 +170,6 @@ def _check_store_dir(root: str) -> None:
         )
 
 
-def _dledger_dir(root: str) -> str | None:
-    """A DLedger broker's member directory (enableDLegerCommitLog=true: `<root>/dledger-<selfId>`),
-    whose data files hold the commit log's records, each inside one entry."""
-    return find_member_dir(root)
-
-
 def _layout(root: str, commitlog_dir: str | None) -> MessageStoreConfig:
     """The store's paths (Java StorePathConfigHelper), the commit log possibly elsewhere."""
     return MessageStoreConfig(store_path_root_dir=root, store_path_commit_log=commitlog_dir)
@@ -323,7 +317,7 @@ def inspect_store(root: str, *, commitlog_dir: str | None = None) -> dict[str, A
     """A summary of the store (what ``pyrmq store inspect --json`` prints). A DLedger broker's store
     is read through its member's ledger (as ``verify`` does): the summary gains a "dledger" part."""
     _check_store_dir(root)
-    dledger = _dledger_dir(root) if commitlog_dir is None else None
+    dledger = find_member_dir(root) if commitlog_dir is None else None
     layout = _layout(root, os.path.join(dledger, "data") if dledger else commitlog_dir)
     cl, _ = reader.open_commit_log(layout.commit_log_dir)
     with cl:
@@ -467,7 +461,7 @@ def verify_store(
     report = Report(root, limit)
     stats = VerifyStats()
     delay_table = MessageStoreConfig().delay_level_table()
-    dledger = _dledger_dir(root) if commitlog_dir is None else None
+    dledger = find_member_dir(root) if commitlog_dir is None else None
     # a DLedger broker's commit-log offsets are positions in its DLedger data files (entry + 48)
     layout = _layout(root, os.path.join(dledger, "data") if dledger else commitlog_dir)
     cl, found = reader.open_commit_log(layout.commit_log_dir)
