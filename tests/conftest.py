@@ -1,13 +1,16 @@
 """Checks every collected test carries its suite's marker (tests/support/suites.py); deselects the
-opt-in `soak` runs unless PYRMQ_SOAK=1; the shared clock fixture."""
+opt-in `soak` runs unless PYRMQ_SOAK=1; a hard limit on every test (support.watchdog); the shared
+clock fixture."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from support.fakes import ManualClock
 from support.suites import SUITES, unmarked
+from support.watchdog import Watchdog, hard_limit
 
 
 @pytest.fixture
@@ -31,3 +34,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # Deselected, never skipped: the hour-long runs are reported in docs, not in CI.
             config.hook.pytest_deselected(items=soak)
             items[:] = [item for item in items if item.get_closest_marker("soak") is None]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    limit = hard_limit(item)
+    if limit is None:
+        yield
+        return
+    with Watchdog(item.config, item.nodeid, limit):
+        yield

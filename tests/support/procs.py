@@ -130,6 +130,8 @@ def tail_file(path: Path, lines: int = 60) -> str:
 
 
 @atexit.register
-def _kill_leftovers() -> None:
+def kill_all() -> None:
+    """SIGKILL to every server still running (a crashed or abandoned test run)."""
     for p in list(_live):
-        p.kill9()
+        with contextlib.suppress(Exception):
+            p.kill9()
