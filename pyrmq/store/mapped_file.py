@@ -44,6 +44,9 @@ class StoreLoadError(RuntimeError):
     """A store directory the Java broker would also refuse (wrong file size, bad file name)."""
 
 
+_MADV_RANDOM: int | None = getattr(mmap, "MADV_RANDOM", None)
+
+
 def offset_to_file_name(offset: int) -> str:
     """Java UtilAll#offset2FileName: 20 zero-padded decimal digits."""
     return f"{offset:020d}"
@@ -75,6 +78,7 @@ class MappedFile:
         file_size: int,
         sync: SyncFn | None = None,
         reserve_ahead: int = CONSUME_QUEUE_RESERVE_AHEAD,
+        random_access: bool = False,
     ) -> None:
         self.file_name = file_name
         self.file_size = file_size
@@ -82,9 +86,15 @@ class MappedFile:
         fd = os.open(file_name, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             st = os.fstat(fd)
-            if st.st_size < file_size:
+            created = st.st_size < file_size
+            if created:
                 os.ftruncate(fd, file_size)  # sparse, like Java's map of the full size
             self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            if created and random_access and _MADV_RANDOM is not None:
+                # The kernel's read-around on a mapping's first fault fills up to read_ahead_kb
+                # (8 MiB on some disks) of page cache: for a new consume-queue file all zeros,
+                # 2 ms per new queue on the send path. Java writes these entries with pwrite.
+                self.mm.madvise(_MADV_RANDOM)
         except BaseException:
             os.close(fd)
             raise
@@ -224,8 +234,10 @@ class MappedFileQueue:
         mapped_file_size: int,
         sync: SyncFn | None = None,
         reserve_ahead: int = CONSUME_QUEUE_RESERVE_AHEAD,
+        random_access: bool = False,
     ) -> None:
         self.store_path = store_path
+        self.random_access = random_access  # new files skip the kernel's read-around (MappedFile)
         self.mapped_file_size = mapped_file_size
         self.reserve_ahead = reserve_ahead  # disk space reserved ahead of the writer (space.py)
         self.mapped_files: list[MappedFile] = []
@@ -281,7 +293,7 @@ class MappedFileQueue:
         path = os.path.join(self.store_path, offset_to_file_name(create_offset))
         try:
             os.makedirs(self.store_path, exist_ok=True)
-            mf = MappedFile(path, self.mapped_file_size, self._sync, self.reserve_ahead)
+            mf = MappedFile(path, self.mapped_file_size, self._sync, self.reserve_ahead, self.random_access)
         except OSError as e:
             if is_disk_full(e):  # no room even for the directory entry or inode
                 raise DiskFullError(e.errno, f"cannot create {path}: {e.strerror}") from None

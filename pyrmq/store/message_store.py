@@ -411,10 +411,17 @@ class MessageStore:
 
     def _flush_consume_queue_loop(self) -> None:
         """Java FlushConsumeQueueService + the 5.x 1 s checkpoint flush; and the retries after a
-        full disk (_retry_after_disk_full)."""
+        full disk (_retry_after_disk_full).
+
+        Unlike Java's, the checkpoint never holds a logicsMsgTimestamp newer than the consume
+        queues on disk: between thorough passes it keeps the one of the last thorough pass (so
+        recovery after a crash re-dispatches from there), and a pass flushes each queue only by
+        flushConsumeQueueLeastPages, as Java's does, instead of every dirty queue each second."""
         interval = self.config.flush_interval_consume_queue / 1000
         thorough = self.config.flush_consume_queue_thorough_interval / 1000
         last_thorough = time.monotonic()
+        cp0 = self.checkpoint
+        durable_logics_ts = cp0.logics_msg_timestamp if cp0 else 0
         while not self._stop.wait(interval):
             try:
                 self._retry_after_disk_full()
@@ -429,12 +436,11 @@ class MessageStore:
                 for cq in self._all_queues():
                     cq.flush(least)
                 if cp is not None:
-                    # only a fully flushed state may move logicsMsgTimestamp forward
+                    # only a fully flushed state moves the logicsMsgTimestamp on disk forward
+                    if least == 0:
+                        durable_logics_ts = logics_ts
                     saved = cp.logics_msg_timestamp
-                    if least != 0:
-                        for cq in self._all_queues():
-                            cq.flush(0)
-                    cp.logics_msg_timestamp = logics_ts
+                    cp.logics_msg_timestamp = durable_logics_ts
                     cp.flush()
                     cp.logics_msg_timestamp = max(saved, cp.logics_msg_timestamp)
             except (OSError, ValueError):
