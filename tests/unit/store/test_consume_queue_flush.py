@@ -65,9 +65,7 @@ def test_a_pass_leaves_a_queue_below_least_pages_and_the_checkpoint_keeps_the_ol
     assert _disk_logics_ts(s.config.checkpoint_path) == clock.now()
 
 
-def test_the_thorough_pass_flushes_every_queue_then_moves_the_logics_time(
-    tmp_path, clock, config_factory, msg_factory
-):
+def test_the_thorough_pass_flushes_every_queue_then_moves_the_logics_time(tmp_path, clock, config_factory, msg_factory):
     s = _running_store(
         tmp_path,
         clock,
