@@ -2,8 +2,8 @@
 a group of three from the Maven Central jars, fed by the official 5.5.0 producer (the
 StoreScenarioTest `send` scenario). Over each member's store, the leader's and the followers',
 the rows are exactly the acknowledged messages (topic, queue, queue offset, the commitLogOffset
-the producer's offsetMsgId names, keys, tags, body), one split per data file, and they agree
-with that member's consume queues. A reference run (three JVMs): PYRMQ_COMPAT_REFERENCE=1."""
+the producer's offsetMsgId names, keys, tags, body), one split per data file up to the end the
+plan reads from Java's index files, and they agree with that member's consume queues. A reference run (three JVMs): PYRMQ_COMPAT_REFERENCE=1."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from support.servers import JavaBroker, JavaNamesrv
 from pyrmq.dledger.entry import BODY_OFFSET
 from pyrmq.dledger.store_files import DLedgerStoreReader, default_path
 from pyrmq.spark import other_scans
+from pyrmq.spark.dledger_end import find_ledger_end
 from pyrmq.store.message import decode_message_id
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow, pytest.mark.reference]
@@ -124,6 +125,9 @@ def test_rows_are_the_acknowledged_messages(spark, corrupt_log, java_group, memb
     ledger = DLedgerStoreReader(default_path(str(store), member))
     files = [p for start, p in ledger.data_files if start < ledger.write_pos]
     assert len(files) > 1  # several data files: several splits
+    # the plan's end, read through Java's index files, is the full recovery's
+    end = find_ledger_end(default_path(str(store), member))
+    assert (end.write_pos, end.how) == (ledger.write_pos, "index")
 
     df = spark.read.format("rocketmq").load(str(store))
     assert df.rdd.getNumPartitions() == len(files)
