@@ -8,6 +8,7 @@ plan reads from Java's index files, and they agree with that member's consume qu
 from __future__ import annotations
 
 import json
+import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,8 +37,9 @@ DATA_FILE = 128 * 1024
 
 
 def body(k: int) -> bytes:
-    n = 10 + (k * 977) % 9000
-    return bytes((k + i * 13) & 0xFF for i in range(n))
+    """10 B to 9 KB that do not compress: the client compresses bodies over 4 KiB, and the
+    messages must fill more than one data file."""
+    return random.Random(k).randbytes(10 + (k * 977) % 9000)
 
 
 def message(k: int) -> dict:
