@@ -59,7 +59,7 @@ TOPIC = "CtlMixT"
 #: long enough for both controller kills, the restart and the transfer before the master's kill
 LOAD_MS = 45_000
 KILL_AFTER_S = 2.0
-BROKER_START_S = 300
+BROKER_START_S = 300  # a JVM server starting on the loaded machine (brokers, the Java controller)
 
 
 def _state(addr: str) -> tuple | None:
@@ -117,11 +117,11 @@ def test_brokers_fail_over_under_a_mixed_controller_group(pair, java_harness, ja
         members = [
             PyrmqControllerMember(tmp_path / "c0", "n0", ports[0], peers, **MEMBER_CONF),
             PyrmqControllerMember(tmp_path / "c1", "n1", ports[1], peers, **MEMBER_CONF),
-            JavaControllerMember(tmp_path / "c2", "n2", ports[2], peers, **MEMBER_CONF),
+            JavaControllerMember(tmp_path / "c2", "n2", ports[2], peers, start_timeout=BROKER_START_S, **MEMBER_CONF),
         ]
         ids = {m.addr: f"n{i}" for i, m in enumerate(members)}
         java_ctl = members[2]
-        leader, _ = _serving(members)
+        leader, _ = _serving(members, timeout=BROKER_START_S)
         if leader is java_ctl:  # the first kill is of a pyrmq leader
             _transfer(leader, "n2", "n0")
             leader = _wait(lambda: (lambda m: m if m is members[0] else None)(_leader(members)), "n0 serving", 30)
