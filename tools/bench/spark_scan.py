@@ -14,6 +14,15 @@ Generates (once) a commit log of --size bytes of --body-size messages, then time
   nocrc            header columns with checkCRC=false
   bodies           header columns + body (sum of body lengths), bulk decoder
   bodies-ref       the same with decoder=reference
+  bodies-batch<n>m header columns + body with batchBytes = n MiB (--body-batch-mib)
+  baseline-<m>     measure m (header, bodies, bodies-batch<n>m) with the Python workers importing
+                   pyrmq from another checkout (--baseline DIR), in a Spark session of its own, first
+  uds-<m>          measure m in a session whose JVM talks to its Python workers over Unix domain
+                   sockets (spark.python.unix.domain.socket.enabled, Spark >= 4.1; --uds), last
+  bodies-profiled  one more body scan under py-spy (Python daemon and workers) and Java Flight
+                   Recorder (JVM), files in --profile DIR; its times are not measures
+Each Spark measure reports the JVM's and the Python workers' CPU per row (user and system), minor
+page faults per row, the JVM's CPU by thread name and what the CPU cost allows on two idle cores.
 Prints one JSON line per measurement (records/s, MB/s). The store is not committed anywhere.
 
     .venv/bin/python tools/bench/spark_scan.py --store /tmp/bench-store --size 1073741824
@@ -317,9 +326,9 @@ def main(argv=None) -> int:
         help="a checkout of another pyrmq version (extension built in place): its Python workers run "
         "--baseline-measures first, in a session of their own (spark.executorEnv.PYTHONPATH)",
     )
-    p.add_argument("--baseline-measures", default="header,bodies")
+    p.add_argument("--baseline-measures", default="header,bodies", help="header, bodies, bodies-batch<N>m")
     p.add_argument("--uds", action="store_true", help="then --uds-measures with Unix domain sockets to the workers")
-    p.add_argument("--uds-measures", default="header,bodies")
+    p.add_argument("--uds-measures", default="header,bodies", help="as --baseline-measures")
     p.add_argument("--profile", default="", help="directory: one more body scan under py-spy and JFR, files there")
     p.add_argument("--py-spy", default="", help="the py-spy executable for --profile (else JFR only)")
     args = p.parse_args(argv)
@@ -424,6 +433,8 @@ def main(argv=None) -> int:
             warm = spark.read.format("rocketmq").options(**opts).load(args.store)
             warm.agg(F.count(F.lit(1)), F.sum("storeSize")).collect()
         gateway: Any = spark.sparkContext._gateway
+        where = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("pyrmq").__file__).collect()[0]
+        print(json.dumps({"session": name, "conf": conf, "workers_import_pyrmq_from": where}), flush=True)
         return spark, gateway.proc.pid  # spark-submit execs the JVM
 
     def python_daemon(jvm_pid: int) -> int | None:
@@ -517,10 +528,16 @@ def main(argv=None) -> int:
         report(f"spark {name} ({args.master})", seconds, row.n, extra)
 
     body_cols = [*header, "body"]
+
+    def listed(spark: Any, jvm_pid: int, prefix: str, measures: str) -> None:
+        """header, bodies or bodies-batch<N>m (batchBytes N MiB), as `prefix`-<name>."""
+        for m_ in (x for x in measures.split(",") if x):
+            opts = {"batchBytes": str(int(m_[len("bodies-batch") : -1]) << 20)} if m_.startswith("bodies-batch") else {}
+            spark_scan(spark, jvm_pid, f"{prefix}-{m_}", body_cols if m_.startswith("bodies") else header, **opts)
+
     if args.baseline:  # the same measures with the Python workers importing pyrmq from another checkout
         spark, jvm_pid = session("pyrmq-bench-baseline", {"spark.executorEnv.PYTHONPATH": args.baseline})
-        for m_ in args.baseline_measures.split(","):
-            spark_scan(spark, jvm_pid, f"baseline-{m_}", body_cols if m_ == "bodies" else header)
+        listed(spark, jvm_pid, "baseline", args.baseline_measures)
         spark.stop()
     spark, jvm_pid = session("pyrmq-bench", {})
     if args.cold:
@@ -541,8 +558,7 @@ def main(argv=None) -> int:
     spark.stop()
     if args.uds:  # Spark >= 4.1: the JVM and its Python workers over Unix domain sockets, not TCP
         spark, jvm_pid = session("pyrmq-bench-uds", {"spark.python.unix.domain.socket.enabled": "true"})
-        for m_ in args.uds_measures.split(","):
-            spark_scan(spark, jvm_pid, f"uds-{m_}", body_cols if m_ == "bodies" else header)
+        listed(spark, jvm_pid, "uds", args.uds_measures)
         spark.stop()
     return 0
 
