@@ -330,6 +330,12 @@ def main(argv=None) -> int:
     p.add_argument("--baseline-measures", default="header,bodies", help="header, bodies, bodies-batch<N>m")
     p.add_argument("--uds", action="store_true", help="then --uds-measures with Unix domain sockets to the workers")
     p.add_argument("--uds-measures", default="header,bodies", help="as --baseline-measures")
+    p.add_argument(
+        "--session",
+        action="append",
+        default=[],
+        help="label|key=value,...|measures: those measures (as --baseline-measures) in a session with that Spark conf",
+    )
     p.add_argument("--profile", default="", help="directory: one more body scan under py-spy and JFR, files there")
     p.add_argument("--py-spy", default="", help="the py-spy executable for --profile (else JFR only)")
     args = p.parse_args(argv)
@@ -574,6 +580,12 @@ def main(argv=None) -> int:
     if args.uds:  # Spark >= 4.1: the JVM and its Python workers over Unix domain sockets, not TCP
         spark, jvm_pid = session("pyrmq-bench-uds", {"spark.python.unix.domain.socket.enabled": "true"})
         listed(spark, jvm_pid, "uds", args.uds_measures)
+        spark.stop()
+    for spec in args.session:  # label|key=value,key=value|measures
+        label, confs, measures = spec.split("|")
+        conf = dict(kv.split("=", 1) for kv in confs.split(",") if kv)
+        spark, jvm_pid = session(f"pyrmq-bench-{label}", conf)
+        listed(spark, jvm_pid, label, measures)
         spark.stop()
     return 0
 
