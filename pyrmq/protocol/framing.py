@@ -20,8 +20,16 @@ from pyrmq.protocol.errors import RemotingProtocolError
 MAX_FRAME_LENGTH = 16 * 1024 * 1024  # NettyDecoder frameMaxLength, includes the 4-byte prefix (spec §1.2)
 
 _LEN = struct.Struct(">i")
-_MIN_READ = 64 * 1024
+_MIN_READ = 64 * 1024  # a new read buffer's size
+_MIN_FREE = 16 * 1024  # room a read is given at least, else the buffer is compacted or replaced
 _SHRINK_ABOVE = 1024 * 1024
+#: read buffers of _MIN_READ bytes given back by decoders that hold no partial frame: 5,000
+#: connections that each kept theirs held 320 MiB; shared, the buffers in use are about as many
+#: as the connections in the middle of a frame. list.append/pop are atomic, so decoders on
+#: several threads can share it; a buffer is never resized, so a stale view cannot break it.
+_POOL: list[bytearray] = []
+_POOL_MAX = 256
+_EMPTY = bytearray()  # never written: get_buffer takes a real buffer first
 
 
 class FrameDecoder:
@@ -36,7 +44,7 @@ class FrameDecoder:
 
     def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
         self.max_frame_length = max_frame_length
-        self._buf = bytearray()  # allocated on the first read: an idle connection holds nothing
+        self._buf = _EMPTY  # taken on a read, given back when no frame is pending: an idle connection holds nothing
         self._start = 0  # first unread byte
         self._end = 0  # one past the last received byte
         self._need = 0  # bytes the frame being received needs in total (0 = unknown)
@@ -66,7 +74,7 @@ class FrameDecoder:
         """A writable view of free space (asyncio.BufferedProtocol.get_buffer)."""
         if self._error is not None:
             raise self._error
-        want = max(sizehint, _MIN_READ, self._need - (self._end - self._start))
+        want = max(sizehint, _MIN_FREE, self._need - (self._end - self._start))
         buf = self._buf
         if len(buf) - self._end < want:
             pending = self._end - self._start
@@ -75,8 +83,9 @@ class FrameDecoder:
                 if pending:
                     buf[0:pending] = buf[self._start : self._end]
             else:
-                new = bytearray(pending + want)
-                new[0:pending] = buf[self._start : self._end]
+                new = _take(max(_MIN_READ, pending + want))
+                if pending:
+                    new[0:pending] = buf[self._start : self._end]
                 self._buf = buf = new
             self._start, self._end = 0, pending
         return memoryview(buf)[self._end :]
@@ -114,7 +123,19 @@ class FrameDecoder:
             self._need = 0
         if start == end:
             start = end = 0
-            if len(buf) > _SHRINK_ABOVE:
-                self._buf = bytearray(_MIN_READ)
+            # nothing pending: the buffer goes back to the pool (or, if large, away)
+            if len(buf) == _MIN_READ and len(_POOL) < _POOL_MAX:
+                _POOL.append(buf)
+            self._buf = _EMPTY
         self._start, self._end = start, end
         return out
+
+
+def _take(size: int) -> bytearray:
+    """A zero-offset buffer of at least `size` bytes: a pooled one when _MIN_READ will do."""
+    if size <= _MIN_READ:
+        try:
+            return _POOL.pop()
+        except IndexError:
+            return bytearray(_MIN_READ)
+    return bytearray(size)

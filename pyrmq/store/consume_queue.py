@@ -56,7 +56,9 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.mapped_file_size = mapped_file_size
         self.queue_dir = os.path.join(store_path, topic, str(queue_id))
-        self.mapped_file_queue = MappedFileQueue(self.queue_dir, mapped_file_size, sync, random_access=True)
+        self.mapped_file_queue = MappedFileQueue(
+            self.queue_dir, mapped_file_size, sync, random_access=True, keep_fds=False
+        )
         self.max_physic_offset = -1  # end (offset + size) of the last entry
         self.min_logic_offset = 0  # bytes
         self.last_store_timestamp = 0

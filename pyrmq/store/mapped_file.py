@@ -16,7 +16,7 @@ import logging
 import mmap
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from pyrmq.common.clock import now_ms as system_now_ms
 from pyrmq.store.space import CONSUME_QUEUE_RESERVE_AHEAD, DiskFullError, backed_prefix, is_disk_full, reserve_ahead
@@ -79,6 +79,7 @@ class MappedFile:
         sync: SyncFn | None = None,
         reserve_ahead: int = CONSUME_QUEUE_RESERVE_AHEAD,
         random_access: bool = False,
+        keep_fd: bool = True,
     ) -> None:
         self.file_name = file_name
         self.file_size = file_size
@@ -98,7 +99,7 @@ class MappedFile:
         except BaseException:
             os.close(fd)
             raise
-        self._fd = fd
+        self._fd: int | None = fd
         self.wrote_position = 0
         self.committed_position = 0
         self.flushed_position = 0
@@ -110,6 +111,24 @@ class MappedFile:
         # to be written (recovery) stop there too: see space.backed_prefix
         self.reserved = backed_prefix(fd, file_size)
         self.reserve_ahead = reserve_ahead
+        if not keep_fd:
+            # the mapping stays valid without it; flush and reserve open the file for their call
+            os.close(fd)
+            self._fd = None
+
+    @contextlib.contextmanager
+    def _file(self) -> Iterator[int]:
+        """The file's descriptor: the one kept open, or one opened for this call. Consume-queue
+        files keep none: 10,000 topics x 8 queues would hold 80,000 descriptors, past common
+        open-file limits (Java keeps one per mapped file and fails there)."""
+        if self._fd is not None:
+            yield self._fd
+            return
+        fd = os.open(self.file_name, os.O_RDWR)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
     # --- positions -------------------------------------------------------------------------------
     def set_positions(self, pos: int) -> None:
@@ -129,14 +148,16 @@ class MappedFile:
         """Back [0, end) with disk space before writing there; DiskFullError when the filesystem
         has none (nothing was written then). See space.py."""
         if end > self.reserved:
-            self.reserved = reserve_ahead(
-                self._fd, self.reserved, self.wrote_position, end, self.reserve_ahead, self.file_size
-            )
+            with self._file() as fd:
+                self.reserved = reserve_ahead(
+                    fd, self.reserved, self.wrote_position, end, self.reserve_ahead, self.file_size
+                )
 
     def reserved_unwritten(self) -> tuple[int, int]:
         """(device, bytes): disk space this file holds reserved past its writer, and the device
         it is on. Java's files are sparse and never hold such space (see space.py)."""
-        return os.fstat(self._fd).st_dev, max(0, self.reserved - self.wrote_position)
+        with self._file() as fd:
+            return os.fstat(fd).st_dev, max(0, self.reserved - self.wrote_position)
 
     def append_message(self, data: bytes | bytearray | memoryview, position: int | None = None) -> bool:
         """Write at the wrote position (or `position`); False when it does not fit, DiskFullError
@@ -180,7 +201,8 @@ class MappedFile:
                 elif _fdatasync is not None:
                     if self._closed:
                         raise ValueError("mapped file closed")  # like mmap.flush on a closed map
-                    _fdatasync(self._fd)  # releases the GIL
+                    with self._file() as fd:
+                        _fdatasync(fd)  # releases the GIL
                 else:  # pragma: no cover - no fdatasync on this platform
                     default_sync(self.mm, start, target - start)
             self.flushed_position = target
@@ -212,7 +234,8 @@ class MappedFile:
         except BufferError:
             # a reader still holds a view; the mapping goes away when it is collected
             log.debug("mapping of %s still exported; left to GC", self.file_name)
-        os.close(self._fd)
+        if self._fd is not None:
+            os.close(self._fd)
 
     def destroy(self) -> bool:
         """Unmap and delete the file. Java DefaultMappedFile#destroy."""
@@ -235,9 +258,11 @@ class MappedFileQueue:
         sync: SyncFn | None = None,
         reserve_ahead: int = CONSUME_QUEUE_RESERVE_AHEAD,
         random_access: bool = False,
+        keep_fds: bool = True,
     ) -> None:
         self.store_path = store_path
         self.random_access = random_access  # new files skip the kernel's read-around (MappedFile)
+        self.keep_fds = keep_fds  # False: files hold no descriptor between calls (MappedFile._file)
         self.mapped_file_size = mapped_file_size
         self.reserve_ahead = reserve_ahead  # disk space reserved ahead of the writer (space.py)
         self.mapped_files: list[MappedFile] = []
@@ -266,7 +291,7 @@ class MappedFileQueue:
                 raise StoreLoadError(
                     f"{path}: length {size} not matched message store config value {self.mapped_file_size}"
                 )
-            mf = MappedFile(path, self.mapped_file_size, self._sync, self.reserve_ahead)
+            mf = MappedFile(path, self.mapped_file_size, self._sync, self.reserve_ahead, keep_fd=self.keep_fds)
             mf.set_positions(self.mapped_file_size)
             self.mapped_files.append(mf)
         return True
@@ -293,7 +318,9 @@ class MappedFileQueue:
         path = os.path.join(self.store_path, offset_to_file_name(create_offset))
         try:
             os.makedirs(self.store_path, exist_ok=True)
-            mf = MappedFile(path, self.mapped_file_size, self._sync, self.reserve_ahead, self.random_access)
+            mf = MappedFile(
+                path, self.mapped_file_size, self._sync, self.reserve_ahead, self.random_access, self.keep_fds
+            )
         except OSError as e:
             if is_disk_full(e):  # no room even for the directory entry or inode
                 raise DiskFullError(e.errno, f"cannot create {path}: {e.strerror}") from None

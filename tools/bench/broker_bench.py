@@ -255,17 +255,26 @@ class Result:
 
 
 def run_scenario(
-    tools: Tools, stack: Stack, scenario: str, rep: int, duration: float, logdir: Path, on_load=None
+    tools: Tools,
+    stack: Stack,
+    scenario: str,
+    rep: int,
+    duration: float,
+    logdir: Path,
+    on_load=None,
+    topic: str | None = None,
+    queues: int = 4,
 ) -> Result:
-    """One scenario against one broker; `on_load(stack)` runs once the load is on (profiling)."""
-    topic = f"Bench_{scenario}_{rep}"
+    """One scenario against one broker, on a new topic of `queues` queues (or `topic`);
+    `on_load(stack)` runs once the load is on (profiling)."""
+    topic = topic or f"Bench_{scenario}_{rep}"
     ns = stack.namesrv_addr
     tag = f"{scenario}-{stack.kind}-{rep}"
     common = ["-n", ns, "-t", topic, "-s", str(MSG_SIZE), "-ri", "1000"]
     pid = stack.broker.pid
     procs: list[ManagedProcess] = []
     res = Result(scenario, stack.kind, rep)
-    create_topic(stack, topic)
+    create_topic(stack, topic, queues)
     try:
         if scenario in LARGE:
             log = logdir / f"{tag}.producer.log"

@@ -75,17 +75,23 @@ async def create_topics(addr: str, first: int, last: int) -> None:
 
 
 async def fixed_rate(
-    clients: list[RemotingClient], addr: str, broker_name: str, topics: int, rate: float, seconds: float
+    clients: list[RemotingClient],
+    addr: str,
+    broker_name: str,
+    topics: int,
+    rate: float,
+    seconds: float,
+    queues_used: int = QUEUES,
 ) -> dict:
-    """Sends at `rate` per second for `seconds`, message k to queue k // topics % 8 of topic
-    k % topics over connection k % len(clients); the latencies of the answered ones (ms)."""
+    """Sends at `rate` per second for `seconds`, message k to queue k // topics % queues_used of
+    topic k % topics over connection k % len(clients); the latencies of the answered ones (ms)."""
     sem = asyncio.Semaphore(IN_FLIGHT)
     lat: list[float] = []
     failed: dict[str, int] = {}
 
     async def one(k: int) -> None:
         try:
-            cmd = send_v2(topic_name(k % topics), broker_name, BODY, queues=QUEUES, queue_id=k // topics % QUEUES)
+            cmd = send_v2(topic_name(k % topics), broker_name, BODY, queues=QUEUES, queue_id=k // topics % queues_used)
             t0 = time.perf_counter()
             r = await clients[k % len(clients)].invoke(addr, cmd, 10)
             if r.code == ResponseCode.SUCCESS:
@@ -129,14 +135,16 @@ async def heartbeat(client: RemotingClient, addr: str, i: int) -> None:
         raise RuntimeError(f"HEART_BEAT at {addr}: {r.code} {r.remark}")
 
 
-async def step(stack: bb.Stack, clients: list[RemotingClient], topics: int, rate: float, seconds: float) -> dict:
+async def step(
+    stack: bb.Stack, clients: list[RemotingClient], topics: int, rate: float, seconds: float, queues_used: int = QUEUES
+) -> dict:
     """10 s idle, then the fixed rate: the broker's figures for one step (clients already set up)."""
     pid = stack.broker.pid
     c0, t0 = bb.proc_cpu(pid), time.monotonic()
     await asyncio.sleep(10)
     idle = 100 * (bb.proc_cpu(pid) - c0) / (time.monotonic() - t0)
     c1 = bb.proc_cpu(pid)
-    load = await fixed_rate(clients, stack.broker.addr, stack.broker.name, topics, rate, seconds)
+    load = await fixed_rate(clients, stack.broker.addr, stack.broker.name, topics, rate, seconds, queues_used)
     cpu = bb.proc_cpu(pid) - c1
     st = bb.proc_status(pid)
     return {
@@ -160,11 +168,11 @@ async def warm_up(stack: bb.Stack, rate: float, seconds: float) -> None:
             await c.close()
 
 
-async def with_topics(stack: bb.Stack, have: int, n: int, rate: float, seconds: float) -> dict:
+async def with_topics(stack: bb.Stack, have: int, n: int, rate: float, seconds: float, queues_used: int) -> dict:
     await create_topics(stack.broker.addr, have, n)
     clients = [RemotingClient() for _ in range(8)]
     try:
-        return await step(stack, clients, n, rate, seconds)
+        return await step(stack, clients, n, rate, seconds, queues_used)
     finally:
         for c in clients:
             await c.close()
@@ -180,28 +188,45 @@ async def with_clients(stack: bb.Stack, n: int, rate: float, seconds: float) -> 
             await heartbeat(clients[i], stack.broker.addr, i)
 
     try:
-        await asyncio.gather(*(register(i) for i in range(n)))
-        return await step(stack, clients, 1, rate, seconds)
+        t0 = time.monotonic()
+        outcomes = await asyncio.gather(*(register(i) for i in range(n)), return_exceptions=True)
+        refused = [o for o in outcomes if isinstance(o, BaseException)]
+        if refused:  # reported, not fatal: the step runs over the connections that registered
+            print(f"  {stack.kind}: {len(refused)} of {n} HEART_BEATs failed, first: {refused[0]!r}", flush=True)
+        took = time.monotonic() - t0
+        live = [c for c, o in zip(clients, outcomes, strict=True) if not isinstance(o, BaseException)]
+        if not live:
+            raise RuntimeError(f"{stack.kind}: no connection registered")
+        return {
+            **await step(stack, live, 1, rate, seconds),
+            "registered": len(live),
+            "register_s": round(took, 1),
+        }
     finally:
         for c in clients:
             await c.close()
 
 
-def draw(rows: list[dict], key: str, out: Path) -> None:
-    """One PNG per dimension: CPU us/msg, p99 latency and RssAnon against N, one line per broker."""
+FIGURES = (("cpu_us_per_msg", "broker CPU us / msg"), ("p99_ms", "send p99 ms"), ("rssanon_mib", "RssAnon MiB"))
+
+
+def draw(
+    rows: list[dict], key: str, out: Path, figures: tuple[tuple[str, str], ...] = FIGURES, log_x: bool = True
+) -> None:
+    """One PNG per dimension: each figure's field against `key`, one line per broker."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figures = (("cpu_us_per_msg", "broker CPU us / msg"), ("p99_ms", "send p99 ms"), ("rssanon_mib", "RssAnon MiB"))
     fig, axes = plt.subplots(1, len(figures), figsize=(13, 3.8))
     for ax, (field, label) in zip(axes, figures, strict=True):
         for kind in ("pyrmq", "java"):
             pts = [(r[key], r[field]) for r in rows if r["broker"] == kind and r.get(field) is not None]
             if pts:
                 ax.plot(*zip(*pts, strict=True), marker="o", label=kind)
-        ax.set_xscale("log")
+        if log_x:
+            ax.set_xscale("log")
         ax.set_xlabel(key)
         ax.set_title(label)
         ax.grid(True, alpha=0.3)
@@ -237,6 +262,13 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=20, help="seconds of discarded load per broker first")
     ap.add_argument("--java-heap", default="1g")
     ap.add_argument("--brokers", default="pyrmq,java")
+    ap.add_argument(
+        "--queues-used",
+        type=int,
+        default=QUEUES,
+        help="the topics steps send to this many of each topic's 8 queues (each one used is a consume-queue "
+        "file: an open file and a mapping on both brokers, so the open-file limit bounds it)",
+    )
     ap.add_argument("--json", type=Path)
     ap.add_argument("--png", type=Path, help="write scale-topics.png and scale-clients.png here")
     ap.add_argument("--workdir", type=Path)
@@ -259,7 +291,7 @@ def main() -> int:
                 row = {
                     "broker": st.kind,
                     "topics": n,
-                    **asyncio.run(with_topics(st, have[st.kind], n, args.rate, args.seconds)),
+                    **asyncio.run(with_topics(st, have[st.kind], n, args.rate, args.seconds, args.queues_used)),
                 }
                 have[st.kind] = n
                 by_topics.append(row)

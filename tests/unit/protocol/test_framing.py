@@ -73,7 +73,7 @@ def test_buffered_protocol_interface():
     pos = 0
     while pos < len(frame):
         buf = dec.get_buffer(-1)
-        assert len(buf) >= 64 * 1024
+        assert len(buf) >= 16 * 1024  # framing._MIN_FREE: a read always has that much room
         n = min(len(buf), len(frame) - pos, 50_000)
         buf[:n] = frame[pos : pos + n]
         del buf
@@ -163,3 +163,34 @@ def test_oversized_rejected_from_prefix_alone():
 def test_frame_shorter_than_header_word(length):
     with pytest.raises(RemotingProtocolError):
         FrameDecoder().feed(struct.pack(">i", length) + b"\x00" * 8)
+
+
+def test_a_decoder_with_nothing_pending_gives_its_read_buffer_back():
+    """Idle connections hold no read buffer: one with a whole frame decoded returns its 64 KiB
+    buffer to a shared pool and the next read (on any decoder) takes it from there; a decoder in
+    the middle of a frame keeps its own; a buffer grown for a large frame is not pooled."""
+    from pyrmq.protocol import framing
+
+    frame = FRAMES[-1][1]
+    framing._POOL.clear()
+    decoders = [FrameDecoder() for _ in range(1000)]
+    for d in decoders:
+        assert [c.body for c in d.feed(frame)] == [decode_frame(frame[4:]).body]
+        assert d.buffered == 0
+    assert len(framing._POOL) == 1  # one buffer served all 1,000 in turn
+    shared = framing._POOL[0]
+
+    partial = FrameDecoder()
+    assert partial.feed(frame[:10]) == []
+    assert not framing._POOL  # taken, and kept while the frame is incomplete
+    other = FrameDecoder()
+    view = other.get_buffer(100)
+    assert view.obj is not shared  # a second buffer, not the one holding the partial frame
+    del view
+    assert [c.body for c in partial.feed(frame[10:])] == [decode_frame(frame[4:]).body]
+    assert len(framing._POOL) == 1 and framing._POOL[0] is shared
+
+    big = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, opaque=1, body=b"x" * (200 * 1024))
+    dec = FrameDecoder()
+    assert [c.body for c in dec.feed(encode(big))] == [big.body]
+    assert len(framing._POOL) == 1 and framing._POOL[0] is shared  # the grown one was not pooled
