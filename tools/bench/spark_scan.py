@@ -34,9 +34,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -325,7 +327,7 @@ def main(argv=None) -> int:
         "--baseline",
         default="",
         help="a checkout of another pyrmq version (extension built in place): its Python workers run "
-        "--baseline-measures first, in a session of their own (spark.executorEnv.PYTHONPATH)",
+        "--baseline-measures first, in a session of their own",
     )
     p.add_argument("--baseline-measures", default="header,bodies", help="header, bodies, bodies-batch<N>m")
     p.add_argument("--uds", action="store_true", help="then --uds-measures with Unix domain sockets to the workers")
@@ -557,9 +559,21 @@ def main(argv=None) -> int:
             spark_scan(spark, jvm_pid, f"{prefix}-{m_}", body_cols if m_.startswith("bodies") else header, **opts)
 
     if args.baseline:  # the same measures with the Python workers importing pyrmq from another checkout
-        spark, jvm_pid = session("pyrmq-bench-baseline", {"spark.executorEnv.PYTHONPATH": args.baseline})
+        # (a Python that puts it first on sys.path; spark.executorEnv.PYTHONPATH does not reach
+        # the workers ahead of an editable install)
+        exe = os.path.join(tempfile.mkdtemp(prefix="spark-scan-"), "python")
+        with open(exe, "w") as fh:
+            fh.write(f'#!/bin/sh\nPYTHONPATH={shlex.quote(args.baseline)} exec {shlex.quote(sys.executable)} "$@"\n')
+        os.chmod(exe, 0o755)
+        before = os.environ.get("PYSPARK_PYTHON")
+        os.environ["PYSPARK_PYTHON"] = exe
+        spark, jvm_pid = session("pyrmq-bench-baseline", {"spark.pyspark.python": exe})
         listed(spark, jvm_pid, "baseline", args.baseline_measures)
         spark.stop()
+        if before is None:
+            del os.environ["PYSPARK_PYTHON"]
+        else:
+            os.environ["PYSPARK_PYTHON"] = before
     spark, jvm_pid = session("pyrmq-bench", {})
     if args.cold:
         spark_scan(spark, jvm_pid, "header-cold", header, cold=True)
