@@ -559,11 +559,12 @@ def main(argv=None) -> int:
             spark_scan(spark, jvm_pid, f"{prefix}-{m_}", body_cols if m_.startswith("bodies") else header, **opts)
 
     if args.baseline:  # the same measures with the Python workers importing pyrmq from another checkout
-        # (a Python that puts it first on sys.path; spark.executorEnv.PYTHONPATH does not reach
-        # the workers ahead of an editable install)
+        # (a Python that puts it first on sys.path, run in it: spark.executorEnv.PYTHONPATH comes
+        # after the worker's cwd, which is the JVM's)
         exe = os.path.join(tempfile.mkdtemp(prefix="spark-scan-"), "python")
         with open(exe, "w") as fh:
-            fh.write(f'#!/bin/sh\nPYTHONPATH={shlex.quote(args.baseline)} exec {shlex.quote(sys.executable)} "$@"\n')
+            base = shlex.quote(args.baseline)  # also the cwd: `python -m` puts the cwd first on sys.path
+            fh.write(f'#!/bin/sh\ncd {base} && PYTHONPATH={base} exec {shlex.quote(sys.executable)} "$@"\n')
         os.chmod(exe, 0o755)
         before = os.environ.get("PYSPARK_PYTHON")
         os.environ["PYSPARK_PYTHON"] = exe
