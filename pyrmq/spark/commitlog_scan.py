@@ -25,9 +25,9 @@ Which files make up the log and how a record is checked is pyrmq.store.reader's 
 A DLedger broker's store (enableDLegerCommitLog) has an empty commitlog/: its records sit inside
 the entries of ``dledger-<selfId>/data`` (pyrmq.dledger.entry), each at the entry's pos +
 BODY_OFFSET, which is also its PHYSICALOFFSET and what the consume queues point at. Such a store
-is planned as one split per data file up to the end the ledger's recovery finds (read once, on
-the planning side), and walked entry by entry (`iter_dledger_split`): the entry sizes give the
-record boundaries, so no search is needed.
+is planned as one split per data file up to the ledger's end (found through its index files on
+the planning side: pyrmq.spark.dledger_end), and walked entry by entry (`iter_dledger_split`):
+the entry sizes give the record boundaries, so no search is needed.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pyrmq.dledger.entry import BODY_OFFSET, CURRENT_MAGIC
-from pyrmq.dledger.store_files import DLedgerStoreReader, find_member_dir
+from pyrmq.dledger.entry import BLANK_MAGIC_CODE, BODY_OFFSET, CURRENT_MAGIC
+from pyrmq.dledger.store_files import find_member_dir
+from pyrmq.spark.dledger_end import find_ledger_end
 from pyrmq.store import message as m
 from pyrmq.store import reader
 from pyrmq.store.reader import LogFile
@@ -92,8 +93,9 @@ def dledger_member(path: str) -> str | None:
 
 
 def plan_dledger_splits(member: str, opts: PlanOptions) -> list[Split]:
-    """One split per data file holding entries, each up to the ledger's recovered end."""
-    ledger = DLedgerStoreReader(member)
+    """One split per data file holding entries, the last one up to the ledger's end (found through
+    the index, dledger_end: the other files end with their blank filler, where a walk stops)."""
+    ledger = find_ledger_end(member)
     splits = []
     for start, path in ledger.data_files:
         end = min(ledger.data_file_size, ledger.write_pos - start)
@@ -109,7 +111,7 @@ def plan_dledger_splits(member: str, opts: PlanOptions) -> list[Split]:
 
 def plan_dledger_offset_splits(member: str, offsets: list[int]) -> list[Split]:
     """One split per commit-log offset: the entry at offset - BODY_OFFSET (checked when read)."""
-    ledger = DLedgerStoreReader(member)
+    ledger = find_ledger_end(member)
     out = []
     for off in sorted(set(offsets)):
         at = off - BODY_OFFSET
@@ -125,6 +127,25 @@ def list_commit_log(path: str) -> list[LogFile]:
     """The commit log's files (path: a store root or the commit-log directory itself), as the
     store reader lists them."""
     return reader.list_log_files(reader.sub_dir(path, "commitlog"))[0]
+
+
+def record_files(path: str) -> tuple[list[LogFile], bool]:
+    """The files holding the store's records, and whether they are a DLedger member's data files.
+    Both are named by the offset of their first byte, and a record's PHYSICALOFFSET is its place
+    in them (inside a DLedger entry: the entry's pos + BODY_OFFSET), so a commit-log offset from a
+    consume queue finds its record the same way in either."""
+    member = dledger_member(path)
+    if member is not None:
+        return reader.list_log_files(os.path.join(member, "data"))[0], True
+    return list_commit_log(path), False
+
+
+def record_split(f: LogFile, dledger: bool, first: int, last: int, data_end: int) -> Split:
+    """The split of `f` whose records start at commit-log offsets `first` to `last` (records the
+    caller knows are there), none read past `data_end`. In a DLedger data file the walk starts at
+    the entry that wraps the record (iter_dledger_split)."""
+    shift = BODY_OFFSET if dledger else 0
+    return Split(f.path, f.start, first - shift - f.start, last - shift - f.start + 1, data_end - f.start, dledger)
 
 
 def _is_boundary(buf: Buffer, base: int, pos: int, limit: int) -> bool:
@@ -363,7 +384,8 @@ def iter_dledger_split(
 ) -> Iterator[tuple[memoryview | mmap.mmap, int, m.StoredMessage]]:
     """iter_split over a DLedger data file: the record inside each entry from split.start on, until
     the blank filler or data_end. An entry whose record fails its checks is corrupt (the entry's
-    size still says where the next one starts, so "skip" goes on there)."""
+    size still says where the next one starts, so "skip" goes on there); so is a broken entry
+    header where an entry must start, after which "skip" ends the split (no size to go on with)."""
     check_corrupt_mode(corrupt)
     mm = reader.map_readonly(split.path)
     if mm is None:
@@ -373,8 +395,19 @@ def iter_dledger_split(
         pos = split.start
         while pos < split.stop and pos + BODY_OFFSET <= limit:
             magic, size, _index, _term, entry_pos = _ENTRY_PREFIX.unpack_from(mm, pos)
+            if magic == BLANK_MAGIC_CODE or (magic == 0 and size == 0):
+                return  # the blank filler, or zeros: this file's entries end here
             if magic != CURRENT_MAGIC or size <= BODY_OFFSET or pos + size > limit or entry_pos != split.base + pos:
-                return  # the blank filler, or not an entry (an offset that is no record's)
+                if pos == split.start and pos:
+                    return  # a position asked for (the offsets option) that is no entry's
+                # where an entry must start (a file's first, or after one): a broken header, and
+                # no size to go on with
+                why = f"not a DLedger entry: magic {magic}, size {size}, pos {entry_pos}"
+                if stats is not None:
+                    stats.corrupt.append((split.path, pos, split.base + pos, why))
+                if corrupt == "fail":
+                    raise CorruptRecordError(split.path, pos, split.base + pos, why)
+                return
             at = pos + BODY_OFFSET
             msg, why = check_record(mm, at, pos + size, check_crc)
             if msg is None:

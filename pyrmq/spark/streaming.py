@@ -19,6 +19,13 @@ the batch's records, decoded with the topic filter of its queues and reduced to 
 commit-log offsets the entries name. Java counterparts: ConsumeQueue (entries), the pull path's
 getMessage (entry -> record).
 
+A DLedger broker's store (enableDLegerCommitLog) is followed the same way: its records sit in
+the member's DLedger data files at the offsets its consume queues hold (entry pos + BODY_OFFSET,
+commitlog_scan.record_files), and a member dispatches a record to its consume queues only once the
+group has committed it (Java: DLedgerCommitLog#getMaxOffset is the committed position, the limit
+of ReputMessageService#isCommitLogAvailable). So the stream sees records as the group commits
+them, on any member, and never a leader's uncommitted tail, which a new leader may truncate.
+
 LMQ queues (`%LMQ%...`) are not followed: their records are in their own topic's queues.
 """
 
@@ -137,7 +144,7 @@ class CommitLogProbe:
     """Checks that a record is completely there (commit-log files mapped on first use)."""
 
     def __init__(self, path: str) -> None:
-        self.files = scan.list_commit_log(path)
+        self.files, _dledger = scan.record_files(path)
         self.min_offset = self.files[0].start if self.files else 0
         self._maps: dict[str, mmap.mmap | None] = {}
 
@@ -290,7 +297,7 @@ def plan_pieces(
     tix = np.concatenate(topic_of)
     order = np.argsort(phy, kind="stable")
     phy, end, tix = phy[order], end[order], tix[order]
-    files = scan.list_commit_log(path)
+    files, dledger = scan.record_files(path)
     starts = np.array([f.start for f in files], np.int64)
     fidx = np.searchsorted(starts, phy, side="right") - 1
     if len(files) == 0 or (fidx < 0).any() or (phy >= starts[fidx] + np.array([f.size for f in files])[fidx]).any():
@@ -305,9 +312,7 @@ def plan_pieces(
     pieces = []
     for a, b in itertools.pairwise(bounds):
         f = files[int(fidx[a])]
-        split = scan.Split(
-            f.path, f.start, int(phy[a]) - f.start, int(phy[b - 1]) - f.start + 1, int(end[a:b].max()) - f.start
-        )
+        split = scan.record_split(f, dledger, int(phy[a]), int(phy[b - 1]), int(end[a:b].max()))
         pieces.append(Piece(split, phy[a:b].copy(), frozenset(topics[i] for i in np.unique(tix[a:b]))))
     return pieces
 

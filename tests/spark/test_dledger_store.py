@@ -5,10 +5,11 @@ DLedger group of one member (real Raft log, real commit-log records, real dispat
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
-from support.dledger import member, one_leader, peers_string, run, until
+from support.dledger import DATA_FILE, member, one_leader, peers_string, run, until
 from support.ports import free_port
 
 from pyrmq.broker.put import await_put
@@ -104,3 +105,26 @@ def test_a_corrupt_record_inside_an_entry_fails_or_is_skipped(dledger_store, tmp
             list(iter_split(s))
     got = [msg.commit_log_offset for s in splits for _buf, _pos, msg in iter_split(s, corrupt="skip")]
     assert got == sorted(c for *_x, c in sent if c != sent[1][5])
+
+
+def test_a_broken_entry_header_is_a_corrupt_record(dledger_store, tmp_path) -> None:
+    """The plan reads the ledger's end from the index, not from a walk that would stop at a broken
+    header; the scan then reports the broken entry (its size is gone, so "skip" ends that file)."""
+    root, sent = dledger_store
+    member = tmp_path / "n0" / "dledger-n0"
+    shutil.copytree(root / "dledger-n0", member)
+    entries = list(DLedgerStoreReader(str(member)).entries())
+    in_first = [e for e in entries if e.pos < DATA_FILE]
+    assert len(in_first) > 3
+    first = member / "data" / "00000000000000000000"
+    raw = bytearray(first.read_bytes())
+    raw[in_first[2].pos + 4 : in_first[2].pos + 8] = (7).to_bytes(4, "big")  # entry 2's size
+    first.write_bytes(bytes(raw))
+    splits = plan_splits(str(tmp_path / "n0"))
+    assert len(splits) == len({e.pos // DATA_FILE for e in entries})  # every data file, still
+    with pytest.raises(CorruptRecordError, match="not a DLedger entry"):
+        for s in splits:
+            list(iter_split(s))
+    got = [msg.commit_log_offset for s in splits for _buf, _pos, msg in iter_split(s, corrupt="skip")]
+    lost = {e.pos + BODY_OFFSET for e in in_first[2:]}
+    assert got == sorted(c for *_x, c in sent if c not in lost)
