@@ -559,8 +559,11 @@ _INTS = {
 # --- the split scan ------------------------------------------------------------------------------
 #: commit-log bytes per batch without the body column: large batches cost the JVM less per row
 HEADER_BATCH_BYTES = 64 * 1024 * 1024
-#: with the body column, whose data is most of a batch (docs/benchmarks.md)
-BODY_BATCH_BYTES = 64 * 1024 * 1024
+#: with the body column, whose data is most of a batch: the JVM reads each batch into a buffer it
+#: allocates afresh, and past glibc's 32 MiB mmap threshold the kernel maps, faults in and zeroes
+#: every page of it each time (0.26 page faults per 1 KiB row at 64 MiB, 0.016 at 8 MiB; the JVM's
+#: CPU per body row fell from 4.9 to 2.9 us and the worker's from 2.1 to 0.9, docs/benchmarks.md)
+BODY_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def batch_bytes_for(names: list[str]) -> int:
