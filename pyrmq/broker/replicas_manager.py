@@ -108,6 +108,8 @@ class ReplicasManager:
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._check_task: asyncio.Task[None] | None = None
+        #: the last heartbeat task per controller address (send_heartbeat_to_controller)
+        self._heartbeats: dict[str, asyncio.Task[None]] = {}
         self._started_periodic = False
         ha.on_sync_state_set_changed = self._on_sync_state_set_changed
 
@@ -153,6 +155,8 @@ class ReplicasManager:
         self.state = State.SHUTDOWN
         self.register_state = RegisterState.INITIAL
         tasks, self._tasks = self._tasks, []
+        tasks.extend(self._heartbeats.values())
+        self._heartbeats = {}
         if self._check_task is not None:
             tasks.append(self._check_task)
             self._check_task = None
@@ -412,9 +416,14 @@ class ReplicasManager:
 
     # --- heartbeat ------------------------------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
-        """BrokerController#scheduleSendHeartbeat: every brokerHeartbeatInterval, not while fenced."""
+        """BrokerController#scheduleSendHeartbeat: at a fixed rate of brokerHeartbeatInterval, not
+        while fenced."""
+        loop = asyncio.get_running_loop()
+        due = loop.time()
         while True:
-            await asyncio.sleep(int(self.config["brokerHeartbeatInterval"]) / 1000)
+            period = int(self.config["brokerHeartbeatInterval"]) / 1000
+            due = max(due + period, loop.time())
+            await asyncio.sleep(due - loop.time())
             if self.fenced or self.broker_controller_id is None:
                 continue
             try:
@@ -437,12 +446,29 @@ class ReplicasManager:
         )
 
     async def send_heartbeat_to_controller(self) -> None:
+        """BROKER_HEARTBEAT to every controller, each on its own task, as Java hands each to its
+        broker-outer executor: a member whose connect hangs (its host down) must not hold back
+        the others' heartbeats, or the leader takes this broker for dead after
+        controllerHeartBeatTimeoutMills. Waits at most sendHeartbeatTimeoutMillis (bounded by the
+        interval); a member whose last heartbeat is still connecting is skipped this round."""
         header = self.heartbeat_header()
+        sending = []
         for addr in self.controller_addresses:
-            try:
-                await self.api.send_heartbeat(addr, header)
-            except Exception as e:
-                log.warning("Error happen when send heartbeat to controller %s: %s", addr, e)
+            pending = self._heartbeats.get(addr)
+            if pending is not None and not pending.done():
+                continue
+            task = asyncio.get_running_loop().create_task(self._send_heartbeat(addr, header))
+            self._heartbeats[addr] = task
+            sending.append(task)
+        if sending:
+            bound = min(int(self.config["sendHeartbeatTimeoutMillis"]), int(self.config["brokerHeartbeatInterval"]))
+            await asyncio.wait(sending, timeout=max(bound, 1) / 1000)
+
+    async def _send_heartbeat(self, addr: str, header: BrokerHeartbeatRequestHeader) -> None:
+        try:
+            await self.api.send_heartbeat(addr, header)
+        except Exception as e:
+            log.warning("Error happen when send heartbeat to controller %s: %s", addr, e)
 
     # --- role changes ---------------------------------------------------------------------------
     @property

@@ -165,12 +165,21 @@ def copy_ranges(buf: Any, pos: np.ndarray, length: np.ndarray, out: np.ndarray) 
 copy_ranges = pick(copy_ranges)  # the compiled twin (pyrmq/_speedups) when built
 
 
+def _buffer(size: int) -> np.ndarray:
+    """A writable uint8 array from Arrow's memory pool, for data that ends up in an Arrow array.
+    Not numpy's allocator: a batch of bodies is tens of MiB, and glibc's malloc maps a buffer
+    that large afresh each time (the kernel faults in and zeroes every page of it), where
+    Arrow's pool reuses the previous batch's memory: allocating and filling 64 MiB took 17.7 ms
+    with numpy's allocator, 7.2 ms from Arrow's pool (mimalloc) on the benchmark machine."""
+    return np.frombuffer(pa.allocate_buffer(size), dtype=np.uint8)
+
+
 def _var(u8: np.ndarray, pos: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Offsets (int64, n+1) and one data buffer of the byte ranges [pos, pos+length)."""
     length = np.ascontiguousarray(length, dtype=np.int64)
     offsets = np.zeros(len(pos) + 1, dtype=np.int64)
     np.cumsum(length, out=offsets[1:])
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    data = _buffer(int(offsets[-1]))
     copy_ranges(u8, np.ascontiguousarray(pos, dtype=np.int64), length, data)
     return offsets, data
 
@@ -548,6 +557,20 @@ _INTS = {
 
 
 # --- the split scan ------------------------------------------------------------------------------
+#: commit-log bytes per batch without the body column: large batches cost the JVM less per row
+HEADER_BATCH_BYTES = 64 * 1024 * 1024
+#: with the body column, whose data is most of a batch: the JVM reads each batch into a buffer it
+#: allocates afresh, and past glibc's 32 MiB mmap threshold the kernel maps, faults in and zeroes
+#: every page of it each time (0.26 page faults per 1 KiB row at 64 MiB, 0.016 at 8 MiB; the JVM's
+#: CPU per body row fell from 4.9 to 2.9 us and the worker's from 2.1 to 0.9, docs/benchmarks.md)
+BODY_BATCH_BYTES = 8 * 1024 * 1024
+
+
+def batch_bytes_for(names: list[str]) -> int:
+    """The default commit-log bytes per batch for these columns."""
+    return BODY_BATCH_BYTES if "body" in names else HEADER_BATCH_BYTES
+
+
 @dataclass(slots=True)
 class BulkScan:
     """What a bulk scan of splits produces: the schema's columns, filtered by `filter` (its tags
@@ -559,9 +582,9 @@ class BulkScan:
     check_crc: bool = True
     corrupt: str = "fail"
     batch_rows: int = 65536
-    #: commit-log bytes per batch at most (a record bigger than this is a batch of its own): large
-    #: batches cost the JVM less per row, but a batch of big bodies must stay small in memory
-    batch_bytes: int = 64 * 1024 * 1024
+    #: commit-log bytes per batch at most (a record bigger than this is a batch of its own); None:
+    #: batch_bytes_for(names)
+    batch_bytes: int | None = None
 
     def read(self, split: scan.Split, stats: scan.ScanStats | None = None) -> Iterator[pa.RecordBatch]:
         scan.check_corrupt_mode(self.corrupt)
@@ -589,8 +612,9 @@ class BulkScan:
             return
         pos = first
         out = np.empty(self.batch_rows, dtype=np.int64)
+        batch_bytes = self.batch_bytes or batch_bytes_for(self.names)
         while pos < split.stop and pos + 8 <= limit:
-            stop = min(split.stop, pos + self.batch_bytes)
+            stop = min(split.stop, pos + batch_bytes)
             n, pos = walk_records(mm, pos, stop, limit, self.check_crc, out)
             if n:
                 if stats is not None:

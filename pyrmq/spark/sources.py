@@ -141,6 +141,9 @@ class CommitLogReader(DataSourceReader):
             raise ValueError(f"option corrupt must be fail or skip, not {self.corrupt!r}")
         self.check_crc = _opt_or(options, "checkCRC", "true").lower() == "true"
         self.batch_rows = int(_opt_or(options, "batchRows", "65536"))
+        self.batch_bytes = int(_opt_or(options, "batchBytes", "0")) or None  # None: by the columns
+        if self.batch_bytes is not None and self.batch_bytes < 0:
+            raise ValueError(f"option batchBytes must be positive, not {self.batch_bytes}")
         self.decoder = _opt_or(options, "decoder", "bulk")
         if self.decoder not in ("bulk", "reference"):
             raise ValueError(f"option decoder must be bulk or reference, not {self.decoder!r}")
@@ -243,6 +246,7 @@ class CommitLogReader(DataSourceReader):
                 from pyrmq.spark.bulk import BulkScan
 
                 bulk = BulkScan(self.names, arrow_schema, self.filter, self.check_crc, self.corrupt, self.batch_rows)
+                bulk.batch_bytes = self.batch_bytes
                 for batch in bulk.read(split, stats):
                     if batch.num_rows:
                         yield batch

@@ -258,6 +258,61 @@ def test_compressed_body_in_the_body_column(pyrmq_store, walk) -> None:
         assert r["bodySize"] == len(zlib.compress(r["body"], 5))
 
 
+def test_default_batch_bytes_follow_the_body_column(pyrmq_store, walk) -> None:
+    """Without batch_bytes a scan cuts batches by the columns: bodies in batches of at most
+    BODY_BATCH_BYTES of commit log, header columns in larger ones; the rows are the reference's
+    either way (here with the defaults scaled down to the test store's size)."""
+    assert bulk.batch_bytes_for(HEADER) == bulk.HEADER_BATCH_BYTES
+    assert bulk.batch_bytes_for([*HEADER, "body"]) == bulk.BODY_BATCH_BYTES <= bulk.HEADER_BATCH_BYTES
+    root, _ = pyrmq_store
+    for names in (HEADER, [*HEADER, "body"], ALL):
+        want, _ = reference_rows(root, names)
+        for body_bytes in (bulk.BODY_BATCH_BYTES, 900):
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(bulk, "BODY_BATCH_BYTES", body_bytes)
+                scan_ = BulkScan(names, arrow_schema(names), RecordFilter())
+                assert scan_.batch_bytes is None
+                batches = [b for sp in scan.plan_splits(str(root)) for b in scan_.read(sp)]
+            assert [r for b in batches for r in b.to_pylist()] == want
+            # a batch holds records of at most batch_bytes_for(names) (one record at least)
+            sizes = [sum(r["storeSize"] for r in b.to_pylist()) for b in batches] if "storeSize" in names else []
+            limit = body_bytes if "body" in names else bulk.HEADER_BATCH_BYTES
+            assert all(size <= limit + 65536 for size in sizes)
+            if body_bytes == 900 and "storeSize" in names:
+                assert len(batches) > len(scan.plan_splits(str(root))), "900-byte batches cut the scan"
+
+
+def test_reader_batch_bytes_option(pyrmq_store) -> None:
+    """The `batchBytes` option of the rocketmq source reaches the bulk decoder (no Spark: the
+    reader's read() called directly); rows are the same whatever its value; a negative value
+    is refused."""
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
+
+    from pyrmq.spark.sources import CommitLogReader
+
+    root, _ = pyrmq_store
+    schema = StructType(
+        [
+            StructField("commitLogOffset", LongType()),
+            StructField("storeSize", IntegerType()),
+            StructField("body", BinaryType()),
+        ]
+    )
+    names = schema.fieldNames()
+    want, _ = reference_rows(root, names)
+    splits = scan.plan_splits(str(root))
+    counts = []
+    for value in (None, "600", str(1 << 26)):
+        options = {"path": str(root)} if value is None else {"path": str(root), "batchBytes": value}
+        reader = CommitLogReader(options, schema)
+        batches = [b for sp in splits for b in reader.read(type("P", (), {"value": sp})())]
+        assert [r for b in batches for r in b.to_pylist()] == want, value
+        counts.append(len(batches))
+    assert counts[1] > counts[2]  # 600-byte batches: about one record each
+    with pytest.raises(ValueError, match="batchBytes"):
+        CommitLogReader({"path": str(root), "batchBytes": "-1"}, schema)
+
+
 def test_arrow_schema_matches_spark_types() -> None:
     s = arrow_schema(ALL)
     assert s.field("storeTimestamp").type == pa.timestamp("us", tz="UTC")

@@ -14,7 +14,8 @@ of mixed traffic on both brokers at once, each from its own clients:
 - the benchmark Producer, 2 threads, keys and 8 tags (`-k true -c 8`), on one of the 8-queue topics
   (another one each round);
 - the benchmark Consumer on SoakMany (one group for the whole run, so it reads on from where it was).
-Between rounds the mixed clients stop and `--probe` (broker_bench's scenario, on SoakMany) runs
+With --pin (the default) each stack, its broker, name server and clients, runs on a CPU of its
+own. Between rounds the mixed clients stop and `--probe` (broker_bench's scenario, on SoakMany) runs
 against one broker and then the other, alternating which goes first. A first probe runs before
 the first round. Recorded per probe and broker: msgs/s, average and max RT, broker CPU us per
 message, VmRSS and RssAnon; per round: the mixed clients' last send and consume rates and their
@@ -24,11 +25,14 @@ failures. The summary gives each broker's last probe against its first, and pyrm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -56,37 +60,34 @@ def setup_topics(stack: bb.Stack, n: int) -> None:
         bb.probe.create_topic(stack.broker.addr, topic(i), 8)
 
 
+#: stack kind -> the CPUs its broker, name server and clients run on (--pin); empty: all
+PINS: dict[str, set[int]] = {}
+
+
+@contextlib.contextmanager
+def pinned(kind: str) -> Iterator[None]:
+    """Processes started inside inherit this stack's CPUs (sched_setaffinity on ourselves: a
+    child's mask is its parent's at fork, for the JVM's threads too)."""
+    cpus = PINS.get(kind)
+    if not cpus:
+        yield
+        return
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
 def mixed_round(tools: bb.Tools, stacks: list[bb.Stack], rnd: int, seconds: float, logdir: Path, topics: int) -> dict:
     """One round of mixed traffic on every broker at once; the clients' last figures per broker."""
     procs = []
     logs: dict[str, dict[str, Path]] = {}
     try:
         for st in stacks:
-            ns = st.namesrv_addr
-            tag = f"round{rnd}-{st.kind}"
-            logs[st.kind] = {
-                "many": logdir / f"{tag}.many.log",
-                "keys": logdir / f"{tag}.keys.log",
-                "consumer": logdir / f"{tag}.consumer.log",
-            }
-            procs.append(
-                tools.start(
-                    "Consumer", ["-n", ns, "-t", MANY, "-g", "soak_cg", "-ri", "1000"], logs[st.kind]["consumer"]
-                )
-            )
-            procs.append(
-                tools.start(
-                    "Producer", ["-n", ns, "-t", MANY, "-s", "1024", "-w", "4", "-ri", "1000"], logs[st.kind]["many"]
-                )
-            )
-            keys_topic = topic(rnd % max(1, topics))
-            procs.append(
-                tools.start(
-                    "Producer",
-                    ["-n", ns, "-t", keys_topic, "-s", "512", "-w", "2", "-k", "true", "-c", "8", "-ri", "1000"],
-                    logs[st.kind]["keys"],
-                )
-            )
+            with pinned(st.kind):
+                _start_mixed(tools, st, rnd, logdir, topics, procs, logs)
         time.sleep(seconds)
     finally:
         for p in procs:
@@ -106,11 +107,37 @@ def mixed_round(tools: bb.Tools, stacks: list[bb.Stack], rnd: int, seconds: floa
     return out
 
 
+def _start_mixed(tools: bb.Tools, st: bb.Stack, rnd: int, logdir: Path, topics: int, procs: list, logs: dict) -> None:
+    """The mixed clients of one stack: a consumer and a producer on SoakMany, a keyed producer."""
+    ns = st.namesrv_addr
+    tag = f"round{rnd}-{st.kind}"
+    logs[st.kind] = {
+        "many": logdir / f"{tag}.many.log",
+        "keys": logdir / f"{tag}.keys.log",
+        "consumer": logdir / f"{tag}.consumer.log",
+    }
+    procs.append(
+        tools.start("Consumer", ["-n", ns, "-t", MANY, "-g", "soak_cg", "-ri", "1000"], logs[st.kind]["consumer"])
+    )
+    procs.append(
+        tools.start("Producer", ["-n", ns, "-t", MANY, "-s", "1024", "-w", "4", "-ri", "1000"], logs[st.kind]["many"])
+    )
+    keys_topic = topic(rnd % max(1, topics))
+    procs.append(
+        tools.start(
+            "Producer",
+            ["-n", ns, "-t", keys_topic, "-s", "512", "-w", "2", "-k", "true", "-c", "8", "-ri", "1000"],
+            logs[st.kind]["keys"],
+        )
+    )
+
+
 def probe_all(tools: bb.Tools, stacks: list[bb.Stack], scenario: str, n: int, seconds: float, logdir: Path, t0: float):
     rows = []
     order = stacks if n % 2 == 0 else list(reversed(stacks))
     for st in order:
-        res = bb.run_scenario(tools, st, scenario, n, seconds, logdir, topic=MANY, queues=MANY_QUEUES)
+        with pinned(st.kind):
+            res = bb.run_scenario(tools, st, scenario, n, seconds, logdir, topic=MANY, queues=MANY_QUEUES)
         row = {
             "minute": round((time.monotonic() - t0) / 60, 1),
             "probe": n,
@@ -172,6 +199,14 @@ def main() -> int:
     ap.add_argument("--python", default=str(bb.ROOT / ".venv" / "bin" / "python"))
     ap.add_argument("--java-heap", default="1g")
     ap.add_argument("--brokers", default="pyrmq,java")
+    ap.add_argument(
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="each stack (broker, name server, its clients) on a CPU of its own: side by side on shared "
+        "CPUs the scheduler shares time per thread, so a one-thread broker got a fraction of what the "
+        "JVM's threads got (the measure was the scheduler's, not the broker's)",
+    )
     ap.add_argument("--json", type=Path)
     ap.add_argument("--png", type=Path, help="write soak.png here (matplotlib: pip install -e '.[bench]')")
     ap.add_argument("--workdir", type=Path)
@@ -188,10 +223,18 @@ def main() -> int:
     probes: list[dict] = []
     rounds: list[dict] = []
     try:
-        for kind in args.brokers.split(","):
-            stacks.append(
-                bb.start_pyrmq(workdir, args.python) if kind == "pyrmq" else bb.start_java(workdir, args.java_heap)
-            )
+        kinds = args.brokers.split(",")
+        if args.pin:
+            cpus = sorted(os.sched_getaffinity(0))
+            if len(cpus) < len(kinds):
+                raise SystemExit(f"--pin needs a CPU per broker; {len(cpus)} available")
+            PINS.update({kind: {cpus[i]} for i, kind in enumerate(kinds)})
+            print(f"pinned: {PINS}", flush=True)
+        for kind in kinds:
+            with pinned(kind):
+                stacks.append(
+                    bb.start_pyrmq(workdir, args.python) if kind == "pyrmq" else bb.start_java(workdir, args.java_heap)
+                )
         for st in stacks:
             setup_topics(st, args.topics)
         t0 = time.monotonic()

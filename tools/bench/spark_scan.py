@@ -3,6 +3,7 @@
 
 Generates (once) a commit log of --size bytes of --body-size messages, then times, in one run:
   raw              reading every file start to end (64 MiB reads, page cache not dropped)
+  raw-readinto     the same into one reused buffer (no allocation per read)
   walk             the reference decoder over all splits, header decode + BODYCRC, 1 core, no Spark
   bulk-pure        the bulk decoder with its numpy references (what PYRMQ_PURE=1 runs), 1 core
   bulk-compiled    the bulk decoder with the compiled walk / gather / copy (pyrmq._speedups), 1 core
@@ -14,6 +15,15 @@ Generates (once) a commit log of --size bytes of --body-size messages, then time
   nocrc            header columns with checkCRC=false
   bodies           header columns + body (sum of body lengths), bulk decoder
   bodies-ref       the same with decoder=reference
+  bodies-batch<n>m header columns + body with batchBytes = n MiB (--body-batch-mib)
+  baseline-<m>     measure m (header, bodies, bodies-batch<n>m) with the Python workers importing
+                   pyrmq from another checkout (--baseline DIR), in a Spark session of its own, first
+  uds-<m>          measure m in a session whose JVM talks to its Python workers over Unix domain
+                   sockets (spark.python.unix.domain.socket.enabled, Spark >= 4.1; --uds), last
+  bodies-profiled  one more body scan under py-spy (Python daemon and workers) and Java Flight
+                   Recorder (JVM), files in --profile DIR; its times are not measures
+Each Spark measure reports the JVM's and the Python workers' CPU per row (user and system), minor
+page faults per row, the JVM's CPU by thread name and what the CPU cost allows on two idle cores.
 Prints one JSON line per measurement (records/s, MB/s). The store is not committed anywhere.
 
     .venv/bin/python tools/bench/spark_scan.py --store /tmp/bench-store --size 1073741824
@@ -24,8 +34,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import signal
+import subprocess
 import sys
+import tempfile
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
@@ -161,9 +176,8 @@ def generate_fast(root: str, size: int, body_size: int, file_size: int, topics: 
     return i
 
 
-def tree_cpu(root: int) -> tuple[float, float]:
-    """CPU seconds so far of the Spark JVM `root` (its own threads) and of its descendants (the
-    Python daemon and workers, with their reaped children), from /proc (Linux)."""
+def _proc_stats() -> dict[int, tuple[int, list[int]]]:
+    """pid -> (ppid, [minflt, cminflt, majflt, cmajflt, utime, stime, cutime, cstime]) from /proc."""
     procs: dict[int, tuple[int, list[int]]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -173,19 +187,52 @@ def tree_cpu(root: int) -> tuple[float, float]:
                 text = fh.read()
         except OSError:
             continue
-        rest = text[text.rindex(")") + 2 :].split()  # state, ppid, ..., utime stime cutime cstime
-        procs[int(d)] = (int(rest[1]), [int(x) for x in rest[11:15]])
+        rest = text[text.rindex(")") + 2 :].split()  # state, ppid, ..., minflt .. cstime
+        procs[int(d)] = (int(rest[1]), [int(x) for x in rest[7:15]])
+    return procs
+
+
+def tree_cpu(root: int) -> dict[str, float]:
+    """CPU seconds (user, system) and minor page faults so far of the Spark JVM `root` (its own
+    threads) and of its descendants (the Python daemon and workers, with their reaped children),
+    from /proc (Linux)."""
+    procs = _proc_stats()
     tick = os.sysconf("SC_CLK_TCK")
-    jvm = sum(procs[root][1][:2]) if root in procs else 0
+    minflt, _, _, _, utime, stime, _, _ = procs.get(root, (0, [0] * 8))[1]
+    out = {"jvm_user": utime / tick, "jvm_sys": stime / tick, "jvm_minflt": float(minflt)}
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in procs.items():
         children.setdefault(ppid, []).append(pid)
-    todo, workers = list(children.get(root, [])), 0
+    todo, user, sys_, faults = list(children.get(root, [])), 0, 0, 0
     while todo:
         pid = todo.pop()
-        workers += sum(procs[pid][1])
+        s = procs[pid][1]
+        user, sys_, faults = user + s[4] + s[6], sys_ + s[5] + s[7], faults + s[0] + s[1]
         todo += children.get(pid, [])
-    return jvm / tick, workers / tick
+    out.update(py_user=user / tick, py_sys=sys_ / tick, py_minflt=float(faults))
+    out["jvm"], out["py"] = out["jvm_user"] + out["jvm_sys"], out["py_user"] + out["py_sys"]
+    return out
+
+
+def jvm_threads(root: int) -> dict[str, float]:
+    """CPU seconds so far of the JVM's threads, summed by name without digits ("GC Thread#",
+    "C2 CompilerThread", "Executor task launch worker for task ...", ...; Linux keeps 15 chars)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{root}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{root}/task/{tid}/stat") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        name = "".join(c for c in text[text.index("(") + 1 : text.rindex(")")] if not c.isdigit()).strip()
+        rest = text[text.rindex(")") + 2 :].split()
+        out[name] = out.get(name, 0.0) + (int(rest[11]) + int(rest[12])) / tick
+    return out
 
 
 class PeakRss:
@@ -267,7 +314,7 @@ def main(argv=None) -> int:
     p.add_argument("--file-size", type=int, default=1 << 30, help="mappedFileSizeCommitLog (default 1 GiB)")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--split-size", type=int, default=256 * 1024 * 1024)
-    p.add_argument("--skip", default="", help="comma list of measurements to skip")
+    p.add_argument("--skip", default="", help="comma list of measurements to skip (spark: every Spark measure)")
     p.add_argument("--split-sizes", default="64", help="header scans with these split sizes (MiB), comma list")
     p.add_argument("--warmup", type=int, default=2, help="untimed full header scans before the Spark measures")
     p.add_argument("--batch-rows", default="", help="header scans (256 MiB splits) with these batchRows, comma list")
@@ -275,6 +322,24 @@ def main(argv=None) -> int:
     p.add_argument("--topics", type=int, default=4, help="topics of the fast generator")
     p.add_argument("--queues", type=int, default=8, help="queues per topic of the fast generator")
     p.add_argument("--cold", action="store_true", help="also raw-cold and header-cold: files evicted first")
+    p.add_argument("--body-batch-mib", default="", help="body scans with these batchBytes (MiB), comma list")
+    p.add_argument(
+        "--baseline",
+        default="",
+        help="a checkout of another pyrmq version (extension built in place): its Python workers run "
+        "--baseline-measures first, in a session of their own",
+    )
+    p.add_argument("--baseline-measures", default="header,bodies", help="header, bodies, bodies-batch<N>m")
+    p.add_argument("--uds", action="store_true", help="then --uds-measures with Unix domain sockets to the workers")
+    p.add_argument("--uds-measures", default="header,bodies", help="as --baseline-measures")
+    p.add_argument(
+        "--session",
+        action="append",
+        default=[],
+        help="label|key=value,...|measures: those measures (as --baseline-measures) in a session with that Spark conf",
+    )
+    p.add_argument("--profile", default="", help="directory: one more body scan under py-spy and JFR, files there")
+    p.add_argument("--py-spy", default="", help="the py-spy executable for --profile (else JFR only)")
     args = p.parse_args(argv)
     skip = set(args.skip.split(","))
 
@@ -299,19 +364,31 @@ def main(argv=None) -> int:
         row.update(extra or {})
         print(json.dumps(row), flush=True)
 
-    def raw(name: str) -> None:
-        t0 = time.perf_counter()
+    def raw(name: str, into: bool = False) -> None:
+        """Every file start to end in 64 MiB reads: new bytes each read, or (`into`) readinto one
+        buffer (no allocation: the copy out of the page cache alone)."""
+        buf = bytearray(64 << 20)
+        t0, c0 = time.perf_counter(), time.process_time()
         for f in files:
             with open(f.path, "rb", buffering=0) as fh:
-                while fh.read(64 << 20):
-                    pass
-        report(name, time.perf_counter() - t0, None, {"note": "whole files incl. preallocated tail"})
+                if into:
+                    while fh.readinto(buf):
+                        pass
+                else:
+                    while fh.read(64 << 20):
+                        pass
+        cpu = time.process_time() - c0
+        extra = {"note": "whole files incl. preallocated tail", "cpu_seconds": round(cpu, 3)}
+        extra["MBps_per_cpu_s"] = round(data / 1e6 / cpu, 1) if cpu else None
+        report(name, time.perf_counter() - t0, None, extra)
 
     if args.cold and "raw-cold" not in skip:
         drop_cache([f.path for f in files])
         raw("raw-cold")
     if "raw" not in skip:
         raw("raw")
+    if "raw-readinto" not in skip:
+        raw("raw-readinto", into=True)
     header = ["topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "bodySize", "storeTimestamp"]
     if "walk" not in skip:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -351,26 +428,52 @@ def main(argv=None) -> int:
         for n in twins:
             setattr(bulk, n, getattr(_speedups.native, n))
 
+    if "spark" in skip:  # the measures without Spark only
+        return 0
     from pyspark.sql import functions as F
 
     from pyrmq.spark import register, spark_session
 
-    spark = spark_session(
-        "pyrmq-bench",
-        args.master,
-        {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false"},
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    jvm_pid = spark.sparkContext._gateway.proc.pid  # spark-submit execs the JVM
-    # warm-up (not timed): JVM start and JIT of the scan + aggregate path, Python workers and
-    # their imports; the first full scan of a fresh session costs several times the later ones
-    spark.read.format("rocketmq").option("offsets", str(files[0].start)).load(args.store).count()
-    for _ in range(args.warmup):
-        warm = spark.read.format("rocketmq").option("splitSize", args.split_size).option("columns", ",".join(header))
-        warm.load(args.store).agg(F.count(F.lit(1)), F.sum("storeSize")).collect()
+    def session(name: str, conf: dict[str, str]) -> tuple[Any, int]:
+        """A fresh SparkSession (the JVM and its Python daemon started anew), warmed up: JVM
+        start and JIT of the scan + aggregate path, Python workers and their imports (the first
+        full scan of a fresh session costs several times the later ones)."""
+        spark = spark_session(
+            name,
+            args.master,
+            {
+                "spark.ui.enabled": "false",
+                "spark.sql.shuffle.partitions": "2",
+                "spark.ui.showConsoleProgress": "false",
+                **conf,
+            },
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark)
+        spark.read.format("rocketmq").option("offsets", str(files[0].start)).load(args.store).count()
+        for _ in range(args.warmup):
+            opts = {"splitSize": str(args.split_size), "columns": ",".join(header)}
+            warm = spark.read.format("rocketmq").options(**opts).load(args.store)
+            warm.agg(F.count(F.lit(1)), F.sum("storeSize")).collect()
+        gateway: Any = spark.sparkContext._gateway
+        where = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("pyrmq").__file__).collect()[0]
+        print(json.dumps({"session": name, "conf": conf, "workers_import_pyrmq_from": where}), flush=True)
+        return spark, gateway.proc.pid  # spark-submit execs the JVM
 
-    def spark_scan(name: str, columns: list[str], cold: bool = False, **opts: str) -> None:
+    def python_daemon(jvm_pid: int) -> int | None:
+        for pid, (ppid, _) in _proc_stats().items():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    cmd = fh.read()
+            except OSError:
+                continue
+            if ppid == jvm_pid and b"pyspark.daemon" in cmd:
+                return pid
+        return None
+
+    def spark_scan(
+        spark, jvm_pid: int, name: str, columns: list[str], cold: bool = False, profile: str = "", **opts: str
+    ):
         if name in skip:
             return
         if cold:
@@ -380,13 +483,53 @@ def main(argv=None) -> int:
             r = r.option(k, v)
         df = r.load(args.store)
         size = F.length("body") if "body" in columns else F.col("storeSize")
-        jvm0, py0 = tree_cpu(jvm_pid)
+        tools = []
+        if profile:  # py-spy on the Python daemon and its workers, Java Flight Recorder on the JVM
+            os.makedirs(profile, exist_ok=True)
+            daemon = python_daemon(jvm_pid)
+            if args.py_spy and daemon is not None:
+                out = os.path.join(profile, f"{name}.pyspy.txt")
+                tools.append(
+                    subprocess.Popen(
+                        [
+                            args.py_spy,
+                            "record",
+                            "-p",
+                            str(daemon),
+                            "--subprocesses",
+                            "--native",
+                            "-r",
+                            "97",
+                            "-f",
+                            "raw",
+                            "-o",
+                            out,
+                        ],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
+                time.sleep(1)
+            jfr = os.path.join(profile, f"{name}.jfr")
+            subprocess.run(
+                ["jcmd", str(jvm_pid), "JFR.start", "name=bench", "settings=profile", f"filename={jfr}"],
+                check=False,
+                stdout=subprocess.DEVNULL,
+            )
+        t0_cpu, t0_threads = tree_cpu(jvm_pid), jvm_threads(jvm_pid)
         t0 = time.perf_counter()
         with PeakRss(jvm_pid) as rss:
             row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(size).alias("b")).collect()[0]
         seconds = time.perf_counter() - t0
-        jvm1, py1 = tree_cpu(jvm_pid)
-        jvm_s, py_s = jvm1 - jvm0, py1 - py0
+        t1_cpu, t1_threads = tree_cpu(jvm_pid), jvm_threads(jvm_pid)
+        if profile:
+            subprocess.run(["jcmd", str(jvm_pid), "JFR.stop", "name=bench"], check=False, stdout=subprocess.DEVNULL)
+            for tool in tools:
+                tool.send_signal(signal.SIGINT)
+                tool.wait(60)
+        d = {k: t1_cpu[k] - t0_cpu[k] for k in t0_cpu}
+        jvm_s, py_s = d["jvm"], d["py"]
+        threads = {k: round(v - t0_threads.get(k, 0.0), 2) for k, v in t1_threads.items()}
         extra = {
             "partitions": df.rdd.getNumPartitions(),
             "summed_bytes": row.b,
@@ -395,24 +538,70 @@ def main(argv=None) -> int:
             "python_workers_cpu_s": round(py_s, 2),
             "jvm_ns_per_row": round(jvm_s / row.n * 1e9),
             "python_ns_per_row": round(py_s / row.n * 1e9),
+            "jvm_sys_ns_per_row": round(d["jvm_sys"] / row.n * 1e9),
+            "python_sys_ns_per_row": round(d["py_sys"] / row.n * 1e9),
+            "jvm_minor_faults_per_row": round(d["jvm_minflt"] / row.n, 3),
+            "python_minor_faults_per_row": round(d["py_minflt"] / row.n, 3),
             # what the CPU time allows on two otherwise idle cores
             "records_per_s_2_idle_cores": round(2 * row.n / (jvm_s + py_s)) if jvm_s + py_s else None,
+            "MBps_2_idle_cores": round(2 * data / 1e6 / (jvm_s + py_s), 1) if jvm_s + py_s else None,
+            "jvm_threads_cpu_s": dict(sorted(((k, v) for k, v in threads.items() if v >= 0.05), key=lambda kv: -kv[1])),
             **rss.report(),
         }
         report(f"spark {name} ({args.master})", seconds, row.n, extra)
 
+    body_cols = [*header, "body"]
+
+    def listed(spark: Any, jvm_pid: int, prefix: str, measures: str) -> None:
+        """header, bodies or bodies-batch<N>m (batchBytes N MiB), as `prefix`-<name>."""
+        for m_ in (x for x in measures.split(",") if x):
+            opts = {"batchBytes": str(int(m_[len("bodies-batch") : -1]) << 20)} if m_.startswith("bodies-batch") else {}
+            spark_scan(spark, jvm_pid, f"{prefix}-{m_}", body_cols if m_.startswith("bodies") else header, **opts)
+
+    if args.baseline:  # the same measures with the Python workers importing pyrmq from another checkout
+        # (a Python that puts it first on sys.path, run in it: spark.executorEnv.PYTHONPATH comes
+        # after the worker's cwd, which is the JVM's)
+        exe = os.path.join(tempfile.mkdtemp(prefix="spark-scan-"), "python")
+        with open(exe, "w") as fh:
+            base = shlex.quote(args.baseline)  # also the cwd: `python -m` puts the cwd first on sys.path
+            fh.write(f'#!/bin/sh\ncd {base} && PYTHONPATH={base} exec {shlex.quote(sys.executable)} "$@"\n')
+        os.chmod(exe, 0o755)
+        before = os.environ.get("PYSPARK_PYTHON")
+        os.environ["PYSPARK_PYTHON"] = exe
+        spark, jvm_pid = session("pyrmq-bench-baseline", {"spark.pyspark.python": exe})
+        listed(spark, jvm_pid, "baseline", args.baseline_measures)
+        spark.stop()
+        if before is None:
+            del os.environ["PYSPARK_PYTHON"]
+        else:
+            os.environ["PYSPARK_PYTHON"] = before
+    spark, jvm_pid = session("pyrmq-bench", {})
     if args.cold:
-        spark_scan("header-cold", header, cold=True)
-    spark_scan("header", header)
+        spark_scan(spark, jvm_pid, "header-cold", header, cold=True)
+    spark_scan(spark, jvm_pid, "header", header)
     for mib in (int(x) for x in args.split_sizes.split(",") if x):
-        spark_scan(f"header-{mib}m", header, splitSize=str(mib << 20))
+        spark_scan(spark, jvm_pid, f"header-{mib}m", header, splitSize=str(mib << 20))
     for rows in (int(x) for x in args.batch_rows.split(",") if x):
-        spark_scan(f"header-rows{rows}", header, splitSize=str(256 << 20), batchRows=str(rows))
-    spark_scan("header-ref", header, decoder="reference")
-    spark_scan("nocrc", header, checkCRC="false")
-    spark_scan("bodies", [*header, "body"])
-    spark_scan("bodies-ref", [*header, "body"], decoder="reference")
+        spark_scan(spark, jvm_pid, f"header-rows{rows}", header, splitSize=str(256 << 20), batchRows=str(rows))
+    spark_scan(spark, jvm_pid, "header-ref", header, decoder="reference")
+    spark_scan(spark, jvm_pid, "nocrc", header, checkCRC="false")
+    spark_scan(spark, jvm_pid, "bodies", body_cols)
+    for mib in (int(x) for x in args.body_batch_mib.split(",") if x):
+        spark_scan(spark, jvm_pid, f"bodies-batch{mib}m", body_cols, batchBytes=str(mib << 20))
+    spark_scan(spark, jvm_pid, "bodies-ref", body_cols, decoder="reference")
+    if args.profile:
+        spark_scan(spark, jvm_pid, "bodies-profiled", body_cols, profile=args.profile)
     spark.stop()
+    if args.uds:  # Spark >= 4.1: the JVM and its Python workers over Unix domain sockets, not TCP
+        spark, jvm_pid = session("pyrmq-bench-uds", {"spark.python.unix.domain.socket.enabled": "true"})
+        listed(spark, jvm_pid, "uds", args.uds_measures)
+        spark.stop()
+    for spec in args.session:  # label|key=value,key=value|measures
+        label, confs, measures = spec.split("|")
+        conf = dict(kv.split("=", 1) for kv in confs.split(",") if kv)
+        spark, jvm_pid = session(f"pyrmq-bench-{label}", conf)
+        listed(spark, jvm_pid, label, measures)
+        spark.stop()
     return 0
 
 

@@ -307,3 +307,38 @@ def test_controller_addresses(tmp_path):
     rm.config["controllerAddr"] = "no-such-host.invalid:9878"
     run(rm.update_controller_addr())  # a failed lookup keeps the last addresses
     assert "127.0.0.1:9878" in rm.controller_addresses
+
+
+def test_a_controller_whose_connect_hangs_does_not_hold_back_the_others_heartbeats(tmp_path):
+    """Java sends each controller's BROKER_HEARTBEAT on its own executor task: with the first
+    controllerAddr unreachable (its connect hangs, a host that is down), the live members still
+    get a heartbeat every brokerHeartbeatInterval, so the leader keeps the broker alive."""
+    dead, live = "10.255.255.1:9878", LEADER
+    hanging = 0
+
+    class Blackholed(FakeController):
+        async def send_heartbeat(self, addr, header):
+            nonlocal hanging
+            if addr == dead:
+                hanging += 1
+                await asyncio.Event().wait()  # a connect that never completes
+            self.heartbeats.append((addr, asyncio.get_running_loop().time()))
+
+    ctrl = Blackholed()
+    rm, _, _ = manager(tmp_path, ctrl, 10911)
+    rm.config["controllerAddr"] = f"{dead};{live}"
+    rm.config["brokerHeartbeatInterval"] = 50
+    rm.config["sendHeartbeatTimeoutMillis"] = 1000
+
+    async def go():
+        await rm.update_controller_addr()
+        rm.broker_controller_id, rm.fenced = 1, False
+        loop = rm._spawn(rm._heartbeat_loop(), "hb")
+        await asyncio.sleep(1.0)
+        loop.cancel()
+        await rm.shutdown()
+
+    run(go())
+    beats = [t for addr, t in ctrl.heartbeats if addr == live]
+    assert len(beats) >= 5, beats  # ~20 at 50 ms; sent in turn, none until the dead one's connect gives up
+    assert hanging == 1  # the dead member's hanging connect is not piled up every round
