@@ -22,7 +22,6 @@ MAX_FRAME_LENGTH = 16 * 1024 * 1024  # NettyDecoder frameMaxLength, includes the
 _LEN = struct.Struct(">i")
 _MIN_READ = 64 * 1024  # a new read buffer's size
 _MIN_FREE = 16 * 1024  # room a read is given at least, else the buffer is compacted or replaced
-_SHRINK_ABOVE = 1024 * 1024
 #: read buffers of _MIN_READ bytes given back by decoders that hold no partial frame: 5,000
 #: connections that each kept theirs held 320 MiB; shared, the buffers in use are about as many
 #: as the connections in the middle of a frame. list.append/pop are atomic, so decoders on

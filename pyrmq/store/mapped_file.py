@@ -291,7 +291,7 @@ class MappedFileQueue:
                 raise StoreLoadError(
                     f"{path}: length {size} not matched message store config value {self.mapped_file_size}"
                 )
-            mf = MappedFile(path, self.mapped_file_size, self._sync, self.reserve_ahead, keep_fd=self.keep_fds)
+            mf = self._open(path)
             mf.set_positions(self.mapped_file_size)
             self.mapped_files.append(mf)
         return True
@@ -314,13 +314,17 @@ class MappedFileQueue:
             return last
         return self.try_create_mapped_file(create_offset)
 
+    def _open(self, path: str) -> MappedFile:
+        """One of this queue's files, existing or new (MappedFile applies the advice to new ones only)."""
+        return MappedFile(
+            path, self.mapped_file_size, self._sync, self.reserve_ahead, self.random_access, self.keep_fds
+        )
+
     def try_create_mapped_file(self, create_offset: int) -> MappedFile:
         path = os.path.join(self.store_path, offset_to_file_name(create_offset))
         try:
             os.makedirs(self.store_path, exist_ok=True)
-            mf = MappedFile(
-                path, self.mapped_file_size, self._sync, self.reserve_ahead, self.random_access, self.keep_fds
-            )
+            mf = self._open(path)
         except OSError as e:
             if is_disk_full(e):  # no room even for the directory entry or inode
                 raise DiskFullError(e.errno, f"cannot create {path}: {e.strerror}") from None

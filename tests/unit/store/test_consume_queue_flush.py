@@ -34,8 +34,16 @@ def _wait(cond, timeout: float = 5.0) -> bool:
     return cond()
 
 
-def _running_store(tmp_path, clock, config_factory, **kw) -> MessageStore:
-    s = MessageStore(config_factory(tmp_path, flush_interval_consume_queue=20, **kw), clock=clock)
+def _running_store(tmp_path, clock, config_factory, thorough_interval_ms: int) -> MessageStore:
+    """Passes every 20 ms, 20 KB consume-queue files, flushConsumeQueueLeastPages 2."""
+    config = config_factory(
+        tmp_path,
+        flush_interval_consume_queue=20,
+        mapped_file_size_consume_queue=20 * 1000,
+        flush_consume_queue_least_pages=2,
+        flush_consume_queue_thorough_interval=thorough_interval_ms,
+    )
+    s = MessageStore(config, clock=clock)
     s.load()
     s.start()
     return s
@@ -44,14 +52,7 @@ def _running_store(tmp_path, clock, config_factory, **kw) -> MessageStore:
 def test_a_pass_leaves_a_queue_below_least_pages_and_the_checkpoint_keeps_the_old_logics_time(
     tmp_path, clock, config_factory, msg_factory
 ):
-    s = _running_store(
-        tmp_path,
-        clock,
-        config_factory,
-        mapped_file_size_consume_queue=20 * 1000,
-        flush_consume_queue_least_pages=2,
-        flush_consume_queue_thorough_interval=3_600_000,
-    )
+    s = _running_store(tmp_path, clock, config_factory, thorough_interval_ms=3_600_000)
     try:
         assert s.put_message(msg_factory(0)).is_ok()
         cq = s.find_consume_queue("T", 0)
@@ -67,14 +68,7 @@ def test_a_pass_leaves_a_queue_below_least_pages_and_the_checkpoint_keeps_the_ol
 
 
 def test_the_thorough_pass_flushes_every_queue_then_moves_the_logics_time(tmp_path, clock, config_factory, msg_factory):
-    s = _running_store(
-        tmp_path,
-        clock,
-        config_factory,
-        mapped_file_size_consume_queue=20 * 1000,
-        flush_consume_queue_least_pages=2,
-        flush_consume_queue_thorough_interval=100,
-    )
+    s = _running_store(tmp_path, clock, config_factory, thorough_interval_ms=100)
     try:
         assert s.put_message(msg_factory(0)).is_ok()
         assert s.put_message(msg_factory(1, queue_id=1)).is_ok()
