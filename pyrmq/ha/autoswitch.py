@@ -125,6 +125,10 @@ class AutoSwitchHAConnection(HAConnection):
         store = self.service.store
         config = store.config
         cache = self.service.epoch_cache
+        # pyrmq tells the slave its epoch at once (Java, with nothing to send, waits one
+        # haSendHeartbeatInterval): the slave joins the sync state set on its first report, and
+        # getBrokerEpoch must then show the epoch on it too
+        self._last_write = 0.0
         while self.next_transfer_from_where == -1:
             if self.slave_request_offset == 0:
                 if self.sync_from_last_file:

@@ -195,3 +195,27 @@ def test_a_master_shutting_down_keeps_its_sync_state_set(tmp_path):
             await a.stop()
 
     asyncio.run(scenario())
+
+
+def test_a_slave_of_an_empty_master_learns_the_epoch_before_the_heartbeat_interval(tmp_path):
+    """With no data to send, the master still tells the slave its epoch at once: the slave may join
+    the sync state set on its first report, and mqadmin getBrokerEpoch must then show the epoch on
+    both (the heartbeat would bring it only after haSendHeartbeatInterval)."""
+
+    async def scenario() -> None:
+        a, b = Node(tmp_path / "a", 1), Node(tmp_path / "b", 2)
+        for n in (a, b):
+            n.store.config.ha_send_heartbeat_interval = 60_000
+        await a.start()
+        await b.start()
+        try:
+            await a.master(1)
+            await b.slave_of(a, 1)
+            await until(lambda: 2 in a.ha.get_sync_state_set() or 2 in a.ha.remote_sync_state_set, 10)
+            await until(lambda: b.epoch_list() == [(1, 0)], 10)
+            assert a.epoch_list() == [(1, 0)]
+        finally:
+            await b.stop()
+            await a.stop()
+
+    asyncio.run(scenario())
