@@ -55,7 +55,7 @@ _opaque = itertools.count(1)
 
 
 # --- the store ----------------------------------------------------------------------------------
-def build_store(root: Path, mb: int) -> int:
+def build_store(root: Path, mb: int, body_size: int = 1024) -> int:
     """The used store, through the store API; returns the number of messages."""
     from pyrmq.store import message as m
     from pyrmq.store.message_store import MessageStore
@@ -69,7 +69,7 @@ def build_store(root: Path, mb: int) -> int:
     s = MessageStore(cfg)
     s.load()
     s.start()
-    body = os.urandom(1024)
+    body = os.urandom(body_size)
     small = [(f"BenchTopic{i:02d}", 1 + i % 8) for i in range(SMALL_TOPICS)]
     n = 0
     try:
