@@ -1,9 +1,10 @@
-"""Three `pyrmq broker` processes with enableDLegerCommitLog=true (one DLedger group) and one
-`pyrmq namesrv`: the DLedger leader registers as the master (brokerId 0) and the others as slaves
-(the digits of dLegerSelfId + 1); sends to the master are SEND_OK once a majority holds them; the
-master SIGKILLed, a new leader registers as brokerId 0, takes sends, and serves every message that
-was acknowledged, in order; the killed broker restarted on its files comes back as a slave and
-serves them all too; with both slaves killed a send is not acknowledged."""
+"""Three `pyrmq broker` processes with enableDLegerCommitLog=true (one DLedger group) and two
+`pyrmq namesrv` (namesrvAddr lists both): the DLedger leader registers as the master (brokerId 0)
+and the others as slaves (the digits of dLegerSelfId + 1), at both name servers; sends to the
+master are SEND_OK once a majority holds them; the master SIGKILLed, a new leader registers as
+brokerId 0 at both, takes sends, and serves every message that was acknowledged, in order; the
+killed broker restarted on its files comes back as a slave and serves them all too; with both
+slaves killed a send is not acknowledged."""
 
 from __future__ import annotations
 
@@ -60,6 +61,14 @@ async def _wait_master(c: RemotingClient, ns_addr: str, addrs: list[str], timeou
         await asyncio.sleep(0.2)
 
 
+async def _same_table(c: RemotingClient, ns_addr: str, expected: dict[int, str], timeout: float) -> None:
+    """Until the name server at ``ns_addr`` lists exactly ``expected`` (the other one's table)."""
+    deadline = time.monotonic() + timeout
+    while (table := await _broker_addrs(c, ns_addr)) != expected:
+        assert time.monotonic() < deadline, f"{ns_addr}: {table}, not {expected}"
+        await asyncio.sleep(0.2)
+
+
 async def _send(c: RemotingClient, addr: str, body: bytes, timeout: float = 10) -> None:
     """SEND_OK, retried while the new master is not ready (SERVICE_NOT_AVAILABLE, SYSTEM_BUSY)."""
     deadline = time.monotonic() + timeout
@@ -82,22 +91,28 @@ async def _pull_all(c: RemotingClient, addr: str) -> list[bytes]:
 
 
 def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: Path) -> None:
-    ns_port = free_port()
-    ns_conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": ns_port, "kvConfigPath": tmp_path / "kv.json"})
-    ns = _proc(tmp_path, "namesrv", ["namesrv", "-c", str(ns_conf), "--host", "127.0.0.1"])
-    procs = [ns]
+    ns_ports = [free_port(), free_port()]
+    procs = []
+    for k, port in enumerate(ns_ports):
+        conf = write_properties(
+            tmp_path / f"namesrv{k}.conf", {"listenPort": port, "kvConfigPath": tmp_path / f"kv{k}.json"}
+        )
+        procs.append(_proc(tmp_path, f"namesrv{k}", ["namesrv", "-c", str(conf), "--host", "127.0.0.1"]))
+    ns_port = ns_ports[0]
+    ns2_addr = f"127.0.0.1:{ns_ports[1]}"
     ports = {i: free_port_block((-2, 0)) for i in IDS}
     peers = ";".join(f"{i}-127.0.0.1:{free_port()}" for i in IDS)
     brokers: dict[str, ManagedProcess] = {}
     try:
-        ns.wait_port(ns_port, 20)
+        for proc, port in zip(procs, ns_ports, strict=True):
+            proc.wait_port(port, 20)
         for i in IDS:
             conf = write_properties(
                 tmp_path / f"{i}.conf",
                 {
                     "brokerClusterName": "DlCluster",
                     "brokerName": NAME,
-                    "namesrvAddr": f"127.0.0.1:{ns_port}",
+                    "namesrvAddr": ";".join(f"127.0.0.1:{port}" for port in ns_ports),
                     "listenPort": ports[i],
                     "brokerIP1": "127.0.0.1",
                     "bindAddress": "127.0.0.1",
@@ -134,6 +149,7 @@ def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: P
                     await asyncio.sleep(0.2)
                 expected = {0: master} | {int(i[1:]) + 1: a for i, a in addrs.items() if a != master}
                 assert table == expected
+                await _same_table(c, ns2_addr, expected, 10)
                 acked = [f"before-{k}".encode() for k in range(30)]
                 for body in acked:
                     await _send(c, master, body)
@@ -146,6 +162,11 @@ def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: P
                 new_master = await _wait_master(
                     c, ns_addr, [a for i, a in addrs.items() if i != old], 40, not_addr=master
                 )
+                # the role changes registered at both name servers, the killed master gone
+                other = next(i for i, a in addrs.items() if i != old and a != new_master)
+                survivors = {0: new_master, int(other[1:]) + 1: addrs[other]}
+                for at in (ns_addr, ns2_addr):
+                    await _same_table(c, at, survivors, 15)
                 after = [f"after-{k}".encode() for k in range(20)]
                 for body in after:
                     await _send(c, new_master, body)
@@ -159,6 +180,7 @@ def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: P
                     assert time.monotonic() < deadline, table
                     await asyncio.sleep(0.2)
                 assert table[0] == new_master
+                await _same_table(c, ns2_addr, table, 15)
                 while (got := await _pull_all(c, master)) != acked + after:
                     assert time.monotonic() < deadline, f"restarted broker serves {len(got)} of 50"
                     await asyncio.sleep(0.2)
