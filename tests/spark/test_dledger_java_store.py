@@ -5,7 +5,8 @@ the rows are exactly the acknowledged messages (topic, queue, queue offset, the 
 the producer's offsetMsgId names, keys, tags, body), one per entry up to the one the checkpoint
 Java wrote at shutdown calls committed, one split per data file up to there (the ledger's end read
 from Java's index files, as the full recovery finds it), and they agree with that member's
-consume queues. A reference run (three JVMs): PYRMQ_COMPAT_REFERENCE=1."""
+consume queues; readStream over each member's store offers each of them once. A reference run
+(three JVMs): PYRMQ_COMPAT_REFERENCE=1."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from compat.test_dledger_brokers_java_client import dledger_member
+from spark.streams import RestartingQuery
 from support import java, probe
 from support.ports import free_port
 from support.servers import JavaBroker, JavaNamesrv
@@ -179,3 +181,38 @@ def test_rows_are_the_acknowledged_messages(spark, corrupt_log, java_group, memb
     some = sorted(want)[5:9]
     by_offsets = spark.read.format("rocketmq").option("offsets", ",".join(map(str, some))).load(str(store))
     assert sorted(r.commitLogOffset for r in by_offsets.collect()) == some
+
+
+@pytest.mark.parametrize("member", IDS)
+def test_stream_offers_the_acknowledged_messages(spark, corrupt_log, java_group, member, tmp_path) -> None:
+    """readStream over the member's store: by Java's consume queues into its DLedger data files,
+    each acknowledged message once, with the topic, queue and offset the producer was told."""
+    stores, sent, acked = java_group
+    out = tmp_path / "out"
+
+    def begin():
+        return (
+            spark.readStream.format("rocketmq")
+            .load(str(stores[member]))
+            .where("topic like 'SparkDl%'")
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(tmp_path / "check"))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    RestartingQuery(begin).finish(240)
+    rows = spark.read.parquet(str(out)).collect()
+    got = sorted((r.commitLogOffset, r.topic, r.queueId, r.queueOffset, bytes(r.body)) for r in rows)
+    want = sorted(
+        (
+            decode_message_id(a["offsetMsgId"]).offset,
+            a["topic"],
+            a["queueId"],
+            a["queueOffset"],
+            bytes.fromhex(x["bodyHex"]),
+        )
+        for x, a in zip(sent, acked, strict=True)
+    )
+    assert got == want
