@@ -136,8 +136,10 @@ def committed_end(path: str, ledger: LedgerEnd, *, data_path: str | None = None)
     """The end of the entries the checkpoint of member directory ``path`` calls committed, at most
     ``ledger.write_pos`` (updateCommittedIndex caps the committed index at the ledger's end):
     ``committedIndex`` below the first entry (-1: nothing committed yet) is the first data file's
-    start, no entry readable; no checkpoint at all is ``ledger.write_pos`` (the store does not say)."""
-    checkpoint = read_checkpoint(path)
+    start, no entry readable; no checkpoint at all is ``ledger.write_pos`` (the store does not say).
+    Without ``checkpoint`` its ``.bak`` answers: IOUtils#string2File deletes the file before it
+    renames the new one in, and the content before is a committed index too, only older."""
+    checkpoint = read_checkpoint(path) or read_checkpoint(path, backup=True)
     if checkpoint is None or not ledger.data_files or ledger.write_pos <= ledger.data_files[0][0]:
         return ledger.write_pos
     data_path = data_path or os.path.join(path, "data")

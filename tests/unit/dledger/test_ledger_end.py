@@ -163,6 +163,19 @@ def test_committed_end_from_any_checkpoint(tmp_path: Path, committed: int | None
     assert committed_end(str(path), find_ledger_end(str(path))) == want
 
 
+def test_committed_end_from_the_backup_while_java_replaces_the_checkpoint(tmp_path: Path) -> None:
+    """IOUtils#string2File: checkpoint.tmp written, the old content kept as .bak, the file deleted,
+    .tmp renamed. Caught between delete and rename, the .bak's (older) committed index answers."""
+    path = tmp_path / "n0"
+    entries = written(path, 30, 12)
+    w = sf.DLedgerStoreWriter(str(path), data_file_size=DATA, index_file_size=INDEX)
+    w.persist_checkpoint(20)  # the previous content (12) goes to checkpoint.bak
+    w.close()
+    (path / "checkpoint").rename(path / "checkpoint.tmp")
+    assert sf.read_checkpoint(str(path), backup=True) == sf.Checkpoint(end_index=29, committed_index=12)
+    assert committed_end(str(path), find_ledger_end(str(path))) == end_of(entries[12])
+
+
 def test_committed_end_without_the_committed_item(tmp_path: Path) -> None:
     """The committed entry's index item is not there (or does not match): the entries say."""
     path = tmp_path / "n0"
