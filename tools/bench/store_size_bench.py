@@ -25,7 +25,6 @@ run on every core; nothing else should run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import shutil
 import statistics
@@ -37,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import restart_bench as rb
 from support import java as sj
 from support import probe
-from support.procs import ManagedProcess
 from support.servers import PyrmqNamesrv
 
 PULL_MESSAGE = 11
@@ -81,28 +79,12 @@ def pulls(port: int, queues: int) -> list[float]:
     return out
 
 
-def wait_serving(proc: ManagedProcess, port: int, t0: float, timeout: float) -> tuple[float, float]:
-    while not rb.accepting(port):
-        if not proc.alive() or time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"the broker did not listen on {port}\n{proc.tail()}")
-        time.sleep(0.02)
-    t_listen = time.monotonic() - t0
-    while True:
-        with contextlib.suppress(OSError):
-            if rb.send_frame(port, rb.BIG_TOPIC) == rb.SUCCESS:
-                break
-        if not proc.alive() or time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"the broker gave no SEND_OK\n{proc.tail()}")
-        time.sleep(0.02)
-    return t_listen, time.monotonic() - t0
-
-
 def one_broker(kind: str, store: Path, namesrv: str, work: Path, pull_queues: int, timeout: float) -> dict:
     res: dict = {"cold": drop_caches()}
     t0 = time.monotonic()
     proc, port = rb.start_broker(kind, store, namesrv, work, None)
     try:
-        res["start_listen_s"], res["start_send_ok_s"] = wait_serving(proc, port, t0, timeout)
+        res["start_listen_s"], res["start_send_ok_s"] = rb.wait_serving(kind, proc, port, t0, timeout)
         res["start_rss_mib"] = rb.rss_mib(proc.pid)
         drop_caches()
         cold = pulls(port, pull_queues)
@@ -121,7 +103,7 @@ def one_broker(kind: str, store: Path, namesrv: str, work: Path, pull_queues: in
     t0 = time.monotonic()
     proc, port = rb.start_broker(kind, store, namesrv, work, None)
     try:
-        res["recover_listen_s"], res["recover_send_ok_s"] = wait_serving(proc, port, t0, timeout)
+        res["recover_listen_s"], res["recover_send_ok_s"] = rb.wait_serving(kind, proc, port, t0, timeout)
         res["recover_rss_mib"] = rb.rss_mib(proc.pid)
     finally:
         proc.stop(120)
