@@ -6,14 +6,14 @@ only itself, so it leads alone and a majority is itself), small data files so th
 rolls one. In turn on the same store directory:
 
 1. the Java broker stores messages and stops (SIGTERM: DLedger's shutdown writes the checkpoint);
-2. a pyrmq broker recovers the Java-written data, index, checkpoint and currterm files, leads in a
-   higher term, serves every message by pull, stores more and stops, leaving Java's bytes as they
-   were;
-3. the Java broker again reads pyrmq's files, leads in a higher term still, serves every message
-   and stores more.
+2. a pyrmq broker recovers the Java-written data, index, checkpoint and currterm files, leads
+   (in the term the currterm file holds, or a later one: a member of one that voted for itself
+   there takes its own vote again, as Java's elector does), serves every message by pull, stores
+   more and stops, leaving Java's bytes as they were;
+3. the Java broker again reads pyrmq's files, leads, serves every message and stores more.
 
-At the end the ledger holds every message once, in order, each phase's entries in its own term,
-and `pyrmq store verify` finds no problem. A reference run (two Java broker starts, about a minute):
+At the end the ledger holds every message once, in order, the terms never falling, and
+`pyrmq store verify` finds no problem. A reference run (two Java broker starts, about a minute):
 PYRMQ_COMPAT_REFERENCE=1."""
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def test_dledger_store_moves_from_java_to_pyrmq_and_back(
     java.stop(60)
     written = _ledger(root)
     assert written.checkpoint is not None and written.checkpoint.committed_index == written.ledger_end_index
-    assert written.term.vote_for == SELF and written.term.curr_term >= 1
+    assert written.term.vote_for == SELF  # a group of one: its own vote, in term 0 or later
     assert len({e.pos // DATA_FILE for e in written.entries()}) > 1  # a rolled data file, Java's blank
     java_bytes = _data(written, written.write_pos)
 
@@ -136,7 +136,7 @@ def test_dledger_store_moves_from_java_to_pyrmq_and_back(
     _serve_and_store(py.addr, phases[0], phases[1])
     py.stop(60)
     by_pyrmq = _ledger(root)
-    assert by_pyrmq.term.curr_term > written.term.curr_term and by_pyrmq.term.vote_for == SELF
+    assert by_pyrmq.term.curr_term >= written.term.curr_term and by_pyrmq.term.vote_for == SELF
     assert by_pyrmq.checkpoint is not None and by_pyrmq.checkpoint.committed_index == by_pyrmq.ledger_end_index
     assert _data(by_pyrmq, written.write_pos) == java_bytes  # Java's entries untouched
 
@@ -145,11 +145,11 @@ def test_dledger_store_moves_from_java_to_pyrmq_and_back(
     _serve_and_store(java.addr, phases[0] + phases[1], phases[2])
     java.stop(60)
     final = _ledger(root)
-    assert final.term.curr_term > by_pyrmq.term.curr_term
+    assert final.term.curr_term >= by_pyrmq.term.curr_term
     records = _records(final)
     assert [b for _t, b in records] == phases[0] + phases[1] + phases[2]
     terms = [t for t, _b in records]
-    assert terms == sorted(terms) and len(set(terms[:PER_PHASE])) == 1
-    assert terms[PER_PHASE - 1] < terms[PER_PHASE] and terms[2 * PER_PHASE - 1] < terms[2 * PER_PHASE]
+    assert terms == sorted(terms), terms
+    print(f"\nterms: Java {written.term}, pyrmq {by_pyrmq.term}, Java again {final.term}")
     report, stats = verify_store(str(root))
     assert not report.problems and stats.records >= 3 * PER_PHASE, [str(p) for p in report.problems[:5]]
