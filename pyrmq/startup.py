@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar
 from pyrmq.common.memory import fix_mmap_threshold
 from pyrmq.common.properties import PropertiesError
 from pyrmq.common.settings import KeyedSettings
+from pyrmq.remoting.gc_policy import GcPolicy
 from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
 from pyrmq.remoting.tls import set_system_property
 
@@ -110,11 +111,15 @@ async def run_servers(
         print(f"{prog}: cannot start the {started[-1][0]}: {_why(e)}", file=sys.stderr)
         await _shutdown(started)
         return 1
+    gc_policy = GcPolicy()
+    if os.environ.get("PYRMQ_GC_FREEZE", "1") != "0":  # 0: CPython's own schedule (for measurements)
+        gc_policy.start()
     print(ready(), flush=True)
     try:
         await stop.wait()
     finally:
         log.info("%s: shutting down", prog)
+        gc_policy.stop()
         await _shutdown(started)
     return 0
 
