@@ -1,8 +1,9 @@
 """The scrape endpoint: a tiny asyncio HTTP/1.1 server on metricsPromExporterHost/Port.
 
 Java's PrometheusHttpServer (prometheus-metrics-exporter-httpserver) answers GET on ``/`` and
-``/metrics`` with the text format, or OpenMetrics when the Accept header asks for it, and
-``/-/healthy`` with a short text; so does this. One request
+``/metrics`` with the text format, or protobuf, or OpenMetrics when the Accept header asks for
+them (protobuf first: ExpositionFormats#findWriter), and ``/-/healthy`` with a short text; so
+does this. One request
 per connection (``Connection: close``): a scraper reconnects every interval anyway.
 """
 
@@ -14,6 +15,7 @@ import errno
 import logging
 from collections.abc import Callable
 
+from pyrmq.metrics import protobuf
 from pyrmq.metrics.exposition import CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE, wants_openmetrics
 
 log = logging.getLogger("pyrmq.metrics")
@@ -25,8 +27,9 @@ _READ_TIMEOUT_S = 10.0
 
 
 class MetricsHttpServer:
-    """Serves `render()` (the exposition text) to every GET of ``/`` or ``/metrics``, and
-    `render_openmetrics()` to those asking for OpenMetrics when it is given."""
+    """Serves `render()` (the exposition text) to every GET of ``/`` or ``/metrics``,
+    `render_protobuf()` to those asking for protobuf and `render_openmetrics()` to those asking
+    for OpenMetrics, when they are given."""
 
     def __init__(
         self,
@@ -34,11 +37,13 @@ class MetricsHttpServer:
         port: int,
         render: Callable[[], str],
         render_openmetrics: Callable[[], str] | None = None,
+        render_protobuf: Callable[[], bytes] | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.render = render
         self.render_openmetrics = render_openmetrics
+        self.render_protobuf = render_protobuf
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -95,7 +100,10 @@ class MetricsHttpServer:
             return "200 OK", "text/plain; charset=utf-8", b"Exporter is healthy.\n"
         if target not in (b"/", b"/metrics"):
             return "404 Not Found", "text/plain; charset=utf-8", b"not found\n"
-        if self.render_openmetrics is not None and wants_openmetrics(_header(head, b"accept")):
+        accept = _header(head, b"accept")
+        if self.render_protobuf is not None and protobuf.wants_protobuf(accept):
+            ctype, body = protobuf.CONTENT_TYPE, self.render_protobuf()
+        elif self.render_openmetrics is not None and wants_openmetrics(accept):
             ctype, body = OPENMETRICS_CONTENT_TYPE, self.render_openmetrics().encode("utf-8")
         else:
             ctype, body = CONTENT_TYPE, self.render().encode("utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from support.fakes import FakeChannel
-from support.prom import parse
+from support.prom import parse, parse_protobuf
 
 from pyrmq.broker.metrics import message_type, processor_of
 from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, SubscriptionData
@@ -93,6 +93,24 @@ def test_sends_and_pulls_move_java_named_counters(make_broker):
     assert s.helps["rocketmq_messages_in_total"] == "default view for counter."
     assert s.total("rocketmq_topic_number") == len(b.c.topic_config_manager.topic_config_table)
     assert s.total("rocketmq_broker_permission") == 6
+
+
+def test_protobuf_scrape_carries_the_text_scrape(make_broker):
+    """A scraper asking for protobuf gets the same families and series as the text format (the
+    broker's default views' help included); counters and histograms at the same values (gauges
+    such as the disk's free space are read again)."""
+    b = make_broker(metricsExporterType="PROM")
+    send(b)
+    assert pull(b).code == ResponseCode.SUCCESS
+    bm = b.c.broker_metrics
+    text, pb = parse(bm.render()), parse_protobuf(bm.render_protobuf())
+    assert pb.types == text.types and pb.helps == text.helps
+    assert pb.samples.keys() == text.samples.keys()
+    moving = {n for n, t in text.types.items() if t == "gauge"}
+    assert {k: v for k, v in pb.samples.items() if k[0] not in moving} == {
+        k: v for k, v in text.samples.items() if k[0] not in moving
+    }
+    assert pb.helps["rocketmq_messages_in_total"] == "default view for counter."
 
 
 def test_message_type_label_follows_the_properties():
