@@ -190,6 +190,21 @@ def test_rpc_latency_and_watermark_from_the_processor_table(make_broker, clock):
     )
 
 
+def test_a_group_with_a_committed_offset_and_no_pull_offset_is_ready_from_it(make_broker):
+    """Java's queryPullOffset falls back to the consumer offset: a group whose offset was only
+    committed (a POP push consumer's, or any after a restart: pull offsets are not persisted)
+    has what lies beyond it ready, none in flight."""
+    b = make_broker(metricsExporterType="PROM")
+    for _ in range(3):
+        send(b)
+    heartbeat(b, FakeChannel())
+    b.c.consumer_offset_manager.commit_offset("c", "mg", "MT", 0, 1)
+    s = scrape(b)
+    assert s.total("rocketmq_consumer_lag_messages", consumer_group="mg") == 2
+    assert s.total("rocketmq_consumer_ready_messages", consumer_group="mg") == 2
+    assert s.total("rocketmq_consumer_inflight_messages", consumer_group="mg") == 0
+
+
 def test_metrics_label_and_delta_aggregation(make_broker):
     b = make_broker(metricsExporterType="PROM", metricsLabel="region:eu,bad,zone:z1", metricsInDelta="true")
     s = scrape(b)
