@@ -31,7 +31,7 @@ from typing import Any
 from pyrmq.metrics.exposition import families
 from pyrmq.metrics.registry import InstrumentType, Meter
 
-__all__ = ["CONTENT_TYPE", "available", "message_classes", "wants_protobuf", "write_protobuf"]
+__all__ = ["CONTENT_TYPE", "available", "debug_text", "message_classes", "wants_protobuf", "write_protobuf"]
 
 CONTENT_TYPE = "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
 
@@ -137,3 +137,14 @@ def write_protobuf(meter: Meter, help_by_type: dict[InstrumentType, str] | None 
     target.metric.add().gauge.value = 1.0
     proto.serialize_length_prefixed(target, out)
     return out.getvalue()
+
+
+def debug_text(body: bytes) -> str:
+    """The families of a protobuf exposition in protobuf's text format, one after the other (what
+    Java's ``?debug=prometheus-protobuf`` shows; number spellings are Python protobuf's)."""
+    from google.protobuf import proto, text_format
+
+    stream, out = io.BytesIO(body), []
+    while (fam := proto.parse_length_prefixed(message_classes()["MetricFamily"], stream)) is not None:
+        out.append(text_format.MessageToString(fam))
+    return "".join(out)

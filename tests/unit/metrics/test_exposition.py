@@ -269,10 +269,85 @@ def test_protobuf_bytes_are_length_delimited_messages():
 )
 def test_endpoint_answers_protobuf_first_as_java_does(accept, want):
     server = MetricsHttpServer("127.0.0.1", 0, lambda: "text\n", lambda: "om\n# EOF\n", lambda: b"\x00pb")
-    status, ctype, body = server._answer(f"GET / HTTP/1.1\r\nAccept: {accept}\r\n\r\n".encode())
+    status, ctype, body = server._answer(f"GET /metrics HTTP/1.1\r\nAccept: {accept}\r\n\r\n".encode())
     assert (status, ctype) == ("200 OK", want)
     assert body == {PROTOBUF_CONTENT_TYPE: b"\x00pb", OPENMETRICS_CONTENT_TYPE: b"om\n# EOF\n"}.get(want, b"text\n")
     assert wants_protobuf(accept) is (want == PROTOBUF_CONTENT_TYPE)
     # without a protobuf writer (no protobuf library) the same scraper gets the other formats
     plain = MetricsHttpServer("127.0.0.1", 0, lambda: "text\n")
-    assert plain._answer(f"GET / HTTP/1.1\r\nAccept: {accept}\r\n\r\n".encode())[1] == CONTENT_TYPE
+    assert plain._answer(f"GET /metrics HTTP/1.1\r\nAccept: {accept}\r\n\r\n".encode())[1] == CONTENT_TYPE
+
+
+def _endpoint() -> MetricsHttpServer:
+    return MetricsHttpServer("127.0.0.1", 0, lambda: "text\n", lambda: "om\n# EOF\n", _java_like_protobuf)
+
+
+def _java_like_protobuf() -> bytes:
+    return write_protobuf(_java_like_meter())
+
+
+@pytest.mark.parametrize(
+    ("request_line", "want"),
+    [
+        # com.sun.net.httpserver: the longest context path that starts the request path, any method
+        (b"GET /metrics", CONTENT_TYPE),
+        (b"GET /metrics/more", CONTENT_TYPE),
+        (b"POST /metrics", CONTENT_TYPE),
+        (b"GET /-/healthy", "text/plain; charset=utf-8"),
+        (b"GET /", "text/html; charset=utf-8"),
+        (b"GET /nope", "text/html; charset=utf-8"),
+    ],
+)
+def test_endpoint_routes_paths_as_javas_http_server(request_line, want):
+    status, ctype, body = _endpoint()._answer(request_line + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (status, ctype) == ("200 OK", want)
+    assert body == {
+        CONTENT_TYPE: b"text\n",
+        "text/plain; charset=utf-8": b"Exporter is healthy.\n",
+    }.get(want, body)
+    if want.startswith("text/html"):
+        assert b'<a href="metrics">' in body
+    head = request_line.replace(b"GET", b"HEAD").replace(b"POST", b"HEAD")
+    assert _endpoint()._answer(head + b" HTTP/1.1\r\n\r\n") == (status, ctype, b"")
+
+
+@pytest.mark.parametrize(
+    ("debug", "status", "want"),
+    [
+        ("text", "200 OK", "text\n"),
+        ("openmetrics", "200 OK", "om\n# EOF\n"),
+        ("prometheus-protobuf", "200 OK", 'name: "rocketmq_messages_in_total"\nhelp: "Total number'),
+        (
+            "json",
+            "500 Internal Server Error",
+            "debug=json: Unsupported query parameter. Valid values are 'openmetrics', 'text', and "
+            "'prometheus-protobuf'.",
+        ),
+    ],
+)
+def test_debug_parameter_shows_a_format_as_plain_text(debug, status, want):
+    """PrometheusScrapeHandler#writeDebugResponse: whatever the Accept header, never gzipped."""
+    req = f"GET /metrics?debug={debug} HTTP/1.1\r\nAccept: {PROTOBUF_ACCEPT}\r\nAccept-Encoding: gzip\r\n\r\n"
+    got, headers, body = _endpoint()._respond(req.encode())
+    assert (got, headers) == (status, [("Content-Type", "text/plain; charset=utf-8")])
+    assert body.decode().startswith(want)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "gzipped"),
+    [("gzip", True), ("deflate, GZIP", True), ("gzip;q=1.0", False), ("", False), ("identity", False)],
+)
+def test_scrapes_are_gzipped_when_accept_encoding_names_gzip(encoding, gzipped):
+    """shouldUseCompression: a coding that is exactly gzip once trimmed (Prometheus sends
+    "gzip"); the health and landing pages are never compressed."""
+    import gzip
+
+    for accept, body in (("text/plain", b"text\n"), (PROTOBUF_ACCEPT, _java_like_protobuf())):
+        req = f"GET /metrics HTTP/1.1\r\nAccept: {accept}\r\nAccept-Encoding: {encoding}\r\n\r\n".encode()
+        status, headers, got = _endpoint()._respond(req)
+        assert status == "200 OK"
+        assert (("Content-Encoding", "gzip") in headers) is gzipped
+        assert (gzip.decompress(got) if gzipped else got) == body
+    for path in ("/-/healthy", "/"):
+        _, headers, _ = _endpoint()._respond(f"GET {path} HTTP/1.1\r\nAccept-Encoding: gzip\r\n\r\n".encode())
+        assert ("Content-Encoding", "gzip") not in headers
