@@ -100,7 +100,11 @@ def decode_families(body: bytes) -> list[dict]:
 
     stream, out = io.BytesIO(body), []
     while (fam := proto.parse_length_prefixed(message_classes()["MetricFamily"], stream)) is not None:
-        for msg in (fam, *fam.metric, *(x for m in fam.metric for x in (*m.label, m.counter, m.gauge, m.histogram))):
+        for msg in (
+            fam,
+            *fam.metric,
+            *(x for m in fam.metric for x in (*m.label, m.counter, m.gauge, m.histogram, *m.histogram.bucket)),
+        ):
             assert len(UnknownFieldSet(msg)) == 0, f"a field pyrmq's schema lacks in {fam.name}: {msg}"
         out.append(json_format.MessageToDict(fam, preserving_proto_field_name=True))
     return out
