@@ -187,20 +187,23 @@ APP_LINES = [
     ["createUser", "-u", "mq_user2", "-p", "pw_2"],
     ["listUser"],
 ]
+#: the super user's access key with a wrong secret in tools.yml
+WRONG_LINES = [["getUser", "-u", "app_user"]]
 
 
 @SOAK  # six mqadmin JVMs: outside the default run's time budget
 def test_mqadmin_tools_yml_and_user_acl_commands(clusters, tmp_path):
     """Official mqadmin 5.5.0 signs with $ROCKETMQ_HOME/conf/tools.yml: the super user runs the
     user and ACL commands (createUser, getUser, updateUser, listUser,
-    createAcl, updateAcl, getAcl, listAcl, deleteAcl, deleteUser), a normal user is refused;
-    pyrmq's answers are Java's, broker addresses aside."""
+    createAcl, updateAcl, getAcl, listAcl, deleteAcl, deleteUser), a normal user is refused,
+    the super user's key with a wrong secret too; pyrmq's answers are Java's, broker addresses aside."""
     outputs: dict[str, list[str]] = {}
     for kind, (ns, broker) in clusters.items():
         outputs[kind] = []
         for who, ak, sk, lines in (
             ("admin", "admin_user", "admin_secret_1", ADMIN_LINES),
             ("app", "app_user", "app_secret_1", APP_LINES),
+            ("wrong", "admin_user", "not_admin_secret_1", WRONG_LINES),
         ):
             home = prepare_home(tmp_path / kind / who / "home")
             (home / "conf" / "tools.yml").write_text(f"accessKey: {ak}\nsecretKey: {sk}\n")
@@ -213,6 +216,8 @@ def test_mqadmin_tools_yml_and_user_acl_commands(clusters, tmp_path):
     app = out[len(ADMIN_LINES) :]
     assert "CODE: 16" in app[0] and "User:app_user has no permission to access Topic:AclAdminT_app" in app[0]
     assert "User:app_user has no permission to access Cluster:" in app[1]
+    wrong = out[len(ADMIN_LINES) + len(APP_LINES) :]
+    assert "CODE: 16" in wrong[0] and "check signature failed." in wrong[0] and "Normal" not in wrong[0]
 
 
 def test_mqadmin_copy_user_and_acl_between_java_and_pyrmq(clusters, tmp_path):
