@@ -20,10 +20,10 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
-from pyrmq.common.gc_policy import GcPolicy
 from pyrmq.common.memory import fix_mmap_threshold
 from pyrmq.common.properties import PropertiesError
 from pyrmq.common.settings import KeyedSettings
+from pyrmq.remoting.gc_policy import GcPolicy
 from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
 from pyrmq.remoting.tls import set_system_property
 

@@ -87,7 +87,7 @@ from pyrmq.protocol.headers.namesrv import (
 from pyrmq.remoting.channel import call_handler
 from pyrmq.remoting.client import RemotingClient
 from pyrmq.remoting.flow_dispatch import FlowDispatcher
-from pyrmq.remoting.server import RemotingServer, water_marks
+from pyrmq.remoting.server import RemotingServer, frontends_from_env, water_marks
 from pyrmq.remoting.tls import ServerTls, TlsConfig
 from pyrmq.store import message as m
 from pyrmq.store.message_store import MessageStore, PutMessage
@@ -436,6 +436,8 @@ class BrokerController:
         )
         server.request_check = self.auth.request_check() if self.auth is not None else None
         server.add_close_listener(self._channel_closed)
+        if name == "broker":
+            server.frontends = frontends_from_env()  # docs/multicore.md
         return server
 
     async def start(self) -> None:

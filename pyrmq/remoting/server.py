@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import ssl
+import sys
 import time
 from typing import Any
 
@@ -40,11 +41,12 @@ from pyrmq.remoting.channel import (
     call_listener,
     handles,
 )
+from pyrmq.remoting.forwarded import CoreLink
 from pyrmq.remoting.tls import ServerTls, TlsMode
 
 log = logging.getLogger("pyrmq.remoting.server")
 
-__all__ = ["Channel", "RemotingServer", "RequestContext", "handles", "water_marks"]
+__all__ = ["Channel", "RemotingServer", "RequestContext", "frontends_from_env", "handles", "water_marks"]
 
 #: a connection stuck in the middle of a frame this long is dropped (no Java counterpart);
 #: PYRMQ_HALF_OPEN_SECONDS changes it for every pyrmq server
@@ -62,6 +64,11 @@ def _env_number(name: str, default: float) -> float:
 def max_connections_from_env() -> int:
     """PYRMQ_MAX_CONNECTIONS: connections a server keeps open at once (0 or unset = no limit)."""
     return int(_env_number("PYRMQ_MAX_CONNECTIONS", 0))
+
+
+def frontends_from_env() -> int:
+    """PYRMQ_FRONTENDS: front-end processes beside a broker's main port (0 or unset = none)."""
+    return int(_env_number("PYRMQ_FRONTENDS", 0))
 
 
 def water_marks(low: int, high: int) -> tuple[int, int]:
@@ -89,6 +96,7 @@ class RemotingServer:
         dispatch: Dispatch | None = None,
         tls: ServerTls | None = None,
         backlog: int = 1024,
+        frontends: int = 0,
     ) -> None:
         self.host = host
         self.port = port
@@ -116,6 +124,11 @@ class RemotingServer:
         self._accept_loops: list[asyncio.Task] = []
         self._admitting: set[asyncio.Task] = set()  # accepted, first byte or TLS handshake pending
         self._idle_task: asyncio.Task | None = None
+        #: front-end processes accepting on the same sockets (remoting/frontend.py; docs/multicore.md)
+        self.frontends = frontends
+        #: False: only the front-ends accept (the core then does request work alone)
+        self.accept_in_core = True
+        self._frontends: list[tuple[asyncio.subprocess.Process, CoreLink, socket.socket]] = []
 
     def register(self, processor: Any) -> None:
         """Collect `processor`'s @handles methods; a duplicate code raises ValueError."""
@@ -143,17 +156,102 @@ class RemotingServer:
         self.port = self._sockets[0].getsockname()[1]
         if serving:
             await self.start_serving()
+        if self.frontends > 0:
+            await self._start_frontends()
         if (self.idle_seconds and self.idle_seconds > 0) or self.half_open_seconds > 0:
             self._idle_task = loop.create_task(self._idle_sweeper())
         self.tls.start_watching()
         log.info("%s remoting server listening on %s:%d (TLS %s)", self.name, self.host, self.port, self.tls.mode)
 
     async def start_serving(self) -> None:
-        if self._accept_loops or not self._sockets:
+        if self._accept_loops or not self._sockets or (self.frontends > 0 and not self.accept_in_core):
             return
         loop = asyncio.get_running_loop()
         for sock in self._sockets:
             self._accept_loops.append(loop.create_task(self._accept_loop(sock), name=f"{self.name}-accept"))
+
+    async def _start_frontends(self) -> None:
+        """Spawn the front-end processes; each accepts on the listening sockets and forwards its
+        connections' bytes to this process over a Unix socket pair. TLS connections are handed
+        back to this process (a second socket pair, SCM_RIGHTS) and admitted here."""
+        if self.tls.mode is TlsMode.ENFORCING:
+            log.warning("%s: TLS is enforced and front-ends pass TLS to the core: serving from one process", self.name)
+            return
+        loop = asyncio.get_running_loop()
+        listen_fds = [s.fileno() for s in self._sockets]
+        for i in range(self.frontends):
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            take, give = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            argv = [sys.executable, "-m", "pyrmq.remoting.frontend", "--link-fd", str(theirs.fileno())]
+            argv += ["--handoff-fd", str(give.fileno()), "--listen-fds", ",".join(map(str, listen_fds))]
+            argv += ["--tls-mode", str(self.tls.mode)]
+            if self.idle_seconds and self.idle_seconds > 0:
+                argv += ["--idle-seconds", str(self.idle_seconds)]
+            if self.write_buffer is not None:
+                argv += ["--write-buffer", "%d,%d" % self.write_buffer]
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *argv, pass_fds=[theirs.fileno(), give.fileno(), *listen_fds]
+                )
+            except BaseException:
+                mine.close()
+                take.close()
+                raise
+            finally:
+                theirs.close()
+                give.close()
+            name = f"{self.name} front-end {i + 1}"
+            _, link = await loop.create_unix_connection(lambda n=name: CoreLink(self._make_channel, n), sock=mine)  # type: ignore[misc]
+            take.setblocking(False)
+            loop.add_reader(take.fileno(), self._take_handed_off, take)
+            self._frontends.append((proc, link, take))
+        for proc, link, _take in self._frontends:
+            # started means serving: a broker prints its boot line only after this
+            ready = asyncio.ensure_future(link.ready.wait())
+            gone = asyncio.ensure_future(proc.wait())
+            try:
+                await asyncio.wait((ready, gone), timeout=60, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                ready.cancel()
+                gone.cancel()
+            if not link.ready.is_set():
+                raise OSError(f"a front-end process did not start (exit status {proc.returncode})")
+        log.info("%s: %d front-end processes accepting on port %d", self.name, len(self._frontends), self.port)
+
+    def _take_handed_off(self, take: socket.socket) -> None:
+        """A front-end passed us a TLS connection: admit it as if we had accepted it."""
+        try:
+            _msg, fds, _flags, _addr = socket.recv_fds(take, 16, 4)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            log.warning("%s: front-end hand-off socket: %s", self.name, e)
+            return
+        loop = asyncio.get_running_loop()
+        for fd in fds:
+            conn = socket.socket(fileno=fd)
+            if self._over_limit():
+                self._refuse(_peer(conn))
+                conn.close()
+                continue
+            task = loop.create_task(self._admit(conn))
+            self._admitting.add(task)
+            task.add_done_callback(self._admitting.discard)
+
+    async def _stop_frontends(self) -> None:
+        running, self._frontends = self._frontends, []
+        loop = asyncio.get_running_loop()
+        for _proc, link, take in running:
+            loop.remove_reader(take.fileno())
+            take.close()
+            if link.transport is not None:
+                link.transport.close()
+        for proc, _link, _take in running:
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
 
     @property
     def admitting(self) -> int:
@@ -300,6 +398,7 @@ class RemotingServer:
         for sock in self._sockets:
             sock.close()
         self._sockets = []
+        await self._stop_frontends()
         if accepting:
             await asyncio.wait(accepting, timeout=2)
         channels = list(self.channels)

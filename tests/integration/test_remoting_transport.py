@@ -61,9 +61,22 @@ class EchoProcessor:
         return cmd.make_response()
 
 
+#: the layout every test here runs in: connections held by the server itself, or by a front-end
+#: process that forwards their bytes (remoting/frontend.py; the core does the rest unchanged)
+_LAYOUT = {"frontends": 0}
+
+
+@pytest.fixture(autouse=True, params=["one-process", "front-end"])
+def layout(request):
+    _LAYOUT["frontends"] = 1 if request.param == "front-end" else 0
+    yield request.param
+    _LAYOUT["frontends"] = 0
+
+
 def run(test: Callable[..., Awaitable[Any]], **server_kw: Any) -> Any:
     async def main() -> Any:
-        server = RemotingServer("127.0.0.1", 0, name="test", **server_kw)
+        server = RemotingServer("127.0.0.1", 0, name="test", frontends=_LAYOUT["frontends"], **server_kw)
+        server.accept_in_core = False  # with a front-end, every connection goes through it
         proc = EchoProcessor()
         server.register(proc)
         await server.start()

@@ -65,8 +65,9 @@ def _config(tmp_path: Path, system: dict[str, str], file: dict[str, str] | None 
     return TlsConfig.from_properties(props)
 
 
-async def _serve(cfg: TlsConfig) -> RemotingServer:
-    server = RemotingServer("127.0.0.1", 0, name="tls-test", tls=ServerTls(cfg))
+async def _serve(cfg: TlsConfig, frontends: int = 0) -> RemotingServer:
+    server = RemotingServer("127.0.0.1", 0, name="tls-test", tls=ServerTls(cfg), frontends=frontends)
+    server.accept_in_core = False  # with a front-end, it accepts every connection
     server.register(Echo())
     await server.start()
     return server
@@ -94,9 +95,12 @@ def _plain_socket_closed(port: int) -> bool:
             return True
 
 
+@pytest.mark.parametrize("frontends", [0, 1], ids=["one-process", "front-end"])
 @sync
-async def test_permissive_test_mode_serves_plain_and_tls_on_one_port(tmp_path: Path) -> None:
-    server = await _serve(_config(tmp_path, {}))  # Java's defaults: permissive, test mode
+async def test_permissive_test_mode_serves_plain_and_tls_on_one_port(tmp_path: Path, frontends: int) -> None:
+    """With a front-end process, plain connections are pumped by it and a TLS one is handed to
+    the core (SCM_RIGHTS), which terminates TLS: both answer on the one port."""
+    server = await _serve(_config(tmp_path, {}), frontends)  # Java's defaults: permissive, test mode
     try:
         assert await _ask(server.port, None) == "tls=False cn="
         assert await _ask(server.port, TlsConfig().client_context()) == "tls=True cn="

@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 
-from pyrmq.common.gc_policy import GcPolicy
+from pyrmq.remoting.gc_policy import GcPolicy
 
 
 class Node:
