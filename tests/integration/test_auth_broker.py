@@ -147,10 +147,11 @@ def test_pyrmq_admin_signs_with_tools_yml(broker, tmp_path) -> None:
 
 def test_dev_acl(tmp_path) -> None:
     """`pyrmq dev --acl` prints an admin and an app account; the app account's signed send
-    passes, an unsigned one is refused, an admin code from the app account too."""
+    passes, an unsigned one is refused, an admin code from the app account too; its gRPC
+    endpoint (on by default) refuses an unsigned call."""
     ns_port, b_port = free_port(), free_port_block((-2, 0))
     argv = [venv_python(), "-m", "pyrmq", "dev", "--acl", "--namesrv-port", str(ns_port)]
-    argv += ["--broker-port", str(b_port), "--store", str(tmp_path / "s"), "--grpc-port", "-1"]
+    argv += ["--broker-port", str(b_port), "--store", str(tmp_path / "s"), "--grpc-port", "0"]
     dev = ManagedProcess("dev-acl", argv, tmp_path / "dev.out", env=dict(os.environ, HOME=str(tmp_path)))
     try:
         dev.wait_line("secretKey=")
@@ -175,8 +176,25 @@ def test_dev_acl(tmp_path) -> None:
                 assert listed.code == ResponseCode.SUCCESS
 
         asyncio.run(run())
+        grpc_addr = re.search(r" grpc (\S+)", text)
+        assert grpc_addr is not None, text
+        assert _unsigned_grpc_route(grpc_addr.group(1)) == "UNAUTHORIZED username cannot be null."
     finally:
         assert dev.stop(10) == 0
+
+
+def _unsigned_grpc_route(addr: str) -> str:
+    """A QueryRoute with the SDK's client id and no credentials: the Status' code name and message."""
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as pb
+    from rocketmq.grpc_protocol import service_pb2 as spb
+    from rocketmq.grpc_protocol import service_pb2_grpc
+
+    with grpc.insecure_channel(addr) as channel:
+        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        request = spb.QueryRouteRequest(topic=pb.Resource(name="DevAclT"))
+        status = stub.QueryRoute(request, timeout=10, metadata=(("x-mq-client-id", "unsigned"),)).status
+    return f"{pb.Code.Name(status.code)} {status.message}"
 
 
 def test_grpc_sdk_is_held_to_the_same_users(broker) -> None:
