@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.forgery import Target, forgeries
+from support.forgery import PLAIN_ACL, Target, forgeries
 from support.ports import free_port, free_port_block
 from support.procs import ManagedProcess
 from support.pyrmq_proc import PyrmqBroker, venv_python
@@ -24,16 +24,6 @@ from pyrmq.auth.signature import sign_request
 from pyrmq.protocol.codes import RequestCode, ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient
-
-PLAIN_ACL = """\
-accounts:
-  - accessKey: app
-    secretKey: app-secret
-    defaultTopicPerm: DENY
-    topicPerms:
-      - AuthOk=PUB|SUB
-      - AuthSubOnly=SUB
-"""
 
 AUTH_CONF = {
     "authenticationEnabled": "true",
@@ -262,3 +252,65 @@ def test_secrets_are_not_in_the_log(broker) -> None:
     assert "User:app is authenticated failed" in text  # the refusals were logged
     for secret in ("app-secret", "root-secret", "inner-secret", "not-the-secret"):
         assert secret not in text, secret
+
+
+def test_name_server_with_auth(tmp_path) -> None:
+    """Opt-in, stricter than Java: `pyrmq namesrv` with the auth keys. A broker that signs its
+    registration with the name server's inner credentials is listed; one without credentials is
+    refused (its log says so) and not listed; a signed client gets its topic's route, an
+    unsigned one and another user's topic are refused."""
+    from integration.test_ha_brokers import _broker
+
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "plain_acl.yml").write_text(PLAIN_ACL)
+    # the name server's inner credentials are the ones the good broker registers with
+    ns = PyrmqNamesrv(tmp_path / "ns", rocketmqHome=str(home), **AUTH_CONF)
+    procs = []
+    try:
+        ns_port = int(ns.addr.rsplit(":", 1)[1])
+        good_port, bad_port = free_port_block((-2, 0, 1)), free_port_block((-2, 0, 1))
+        good, _ = _broker(
+            tmp_path, "good", ns_port, good_port, brokerName="ns-auth-good", rocketmqHome=str(home), **AUTH_CONF
+        )
+        procs.append(good)
+        bad, _ = _broker(tmp_path, "bad", ns_port, bad_port, brokerName="ns-auth-bad")
+        procs.append(bad)
+        for p, name, port in ((good, "ns-auth-good", good_port), (bad, "ns-auth-bad", bad_port)):
+            p.wait_line(f"The broker[{name}, 127.0.0.1:{port}] boot success.")
+        bad.wait_line("code 16 username cannot be null.")
+
+        async def run() -> None:
+            async with RemotingClient() as c:
+                info = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {})
+                for _ in range(50):
+                    r = await c.invoke(ns.addr, _signed(info, "root", "root-secret"), 5)
+                    assert r.code == ResponseCode.SUCCESS, r.remark
+                    if b"ns-auth-good" in (r.body or b""):
+                        break
+                    await asyncio.sleep(0.2)
+                    info = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {})
+                assert b"ns-auth-good" in (r.body or b"") and b"ns-auth-bad" not in (r.body or b""), r.body
+                unsigned = await c.invoke(ns.addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {}), 5)
+                assert (unsigned.code, unsigned.remark) == (ResponseCode.NO_PERMISSION, "username cannot be null.")
+                send = _signed(send_v2("AuthOk", "ns-auth-good", b"x"), "app", "app-secret")
+                ok = await c.invoke(f"127.0.0.1:{good_port}", send, 5)
+                assert ok.code == ResponseCode.SUCCESS, ok.remark
+                route = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "AuthOk"})
+                for _ in range(50):
+                    r = await c.invoke(ns.addr, _signed(route, "app", "app-secret"), 5)
+                    if r.code == ResponseCode.SUCCESS:
+                        break
+                    assert r.code == ResponseCode.TOPIC_NOT_EXIST, r.remark  # until the next registration
+                    await asyncio.sleep(0.5)
+                    route = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "AuthOk"})
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                other = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "AuthSubOnly2"})
+                denied = await c.invoke(ns.addr, _signed(other, "app", "app-secret"), 5)
+                assert denied.code == ResponseCode.NO_PERMISSION and "Topic:AuthSubOnly2" in (denied.remark or "")
+
+        asyncio.run(run())
+    finally:
+        for p in reversed(procs):
+            p.stop(10)
+        ns.stop()

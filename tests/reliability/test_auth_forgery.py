@@ -11,7 +11,7 @@ import collections
 import json
 
 import pytest
-from support.forgery import KINDS, Target, forgeries
+from support.forgery import KINDS, PLAIN_ACL, Target, forgeries
 from support.pyrmq_proc import PyrmqBroker
 from support.requests import send_v2
 from support.servers import PyrmqNamesrv
@@ -59,17 +59,6 @@ def test_forgeries_none_accepted_by_the_decision(count: int) -> None:
     ok = send_v2("AuthOk", TARGET.broker_name, b"x")
     sign_request(ok, "app", "app-secret")
     assert ev.check(ok, "127.0.0.1:40000") is None  # the checker is not simply refusing everything
-
-
-PLAIN_ACL = """\
-accounts:
-  - accessKey: app
-    secretKey: app-secret
-    defaultTopicPerm: DENY
-    topicPerms:
-      - AuthOk=PUB|SUB
-      - AuthSubOnly=SUB
-"""
 
 
 @pytest.fixture

@@ -16,6 +16,18 @@ from pyrmq.protocol.codes import RequestCode
 from pyrmq.protocol.command import RemotingCommand
 from support.requests import send_v2
 
+#: plain_acl.yml of the attacked account: `app` may Pub and Sub on AuthOk, Sub on AuthSubOnly (the
+#: Target the tests build), every other topic denied; no group rights
+PLAIN_ACL = """\
+accounts:
+  - accessKey: app
+    secretKey: app-secret
+    defaultTopicPerm: DENY
+    topicPerms:
+      - AuthOk=PUB|SUB
+      - AuthSubOnly=SUB
+"""
+
 KINDS = (
     "field_value",
     "body_byte",
