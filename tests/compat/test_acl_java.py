@@ -8,15 +8,17 @@ same on both (codes and remarks), and the expected ones.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 from compat.test_go_clients import go_compat_binary, run_go_case  # noqa: F401 (a fixture)
+from support import probe
 from support.java import CLIENT_MODULE, java_argv, java_env, prepare_home, run_junit
 from support.pyrmq_proc import PyrmqBroker
-from support.servers import JavaBroker
+from support.servers import JavaBroker, PyrmqNamesrv
 
 pytestmark = [pytest.mark.compat, pytest.mark.java]
 
@@ -290,3 +292,32 @@ def test_go_client_credentials_match_java_broker(clusters, names, request):
     assert "check signature failed." in r["go_wrong_secret"]
     assert "User:nobody_app_user is not found." in r["go_unknown_key"]
     assert "the decision is deny." in r["go_denied_topic"]
+
+
+@SOAK  # a name server, a Java broker and a client JVM of its own
+def test_java_client_and_broker_through_a_name_server_with_auth(tmp_path, names, java_harness):
+    """pyrmq's opt-in name server auth (stricter than Java, docs/security.md) with the official
+    5.5.0 pieces: the Java broker signs its registration with innerClientAuthenticationCredentials
+    and is listed; the 5.5.0 client with AclClientRPCHook gets its routes, sends and consumes; an
+    unsigned route query is refused. (GET_BROKER_CLUSTER_INFO is whitelisted on this name server:
+    the harness waits for the broker with an unsigned probe.)"""
+    inner = json.dumps({"accessKey": "inner_user", "secretKey": "inner_secret_1"})
+    conf = {**AUTH_CONF, "innerClientAuthenticationCredentials": inner}
+    ns = PyrmqNamesrv(
+        tmp_path / "ns", rocketmqHome=str(_home(tmp_path / "ns", names)), authenticationWhitelist="106", **conf
+    )
+    broker = None
+    try:
+        _home(tmp_path / "broker", names)  # the broker's ROCKETMQ_HOME: the same plain_acl.yml
+        broker = JavaBroker(ns.addr, tmp_path / "broker", name="acl-ns-java", **conf)
+        unsigned = probe.topic_route(ns.addr, names["topic"])
+        assert (unsigned.code, unsigned.remark) == (16, "username cannot be null."), unsigned
+        r = outcomes("5.5.0", ns.addr, names, prepare_home(tmp_path / "client"))
+        assert r["admin_creates_topic"] == "SEND_OK", r
+        assert r["app_send"] == "SEND_OK", r
+        assert r["app_consume"] == "CONSUMED some", r
+        assert r["no_credentials"] != "SEND_OK" and r["wrong_secret_consume"] == "CONSUMED none", r
+    finally:
+        if broker is not None:
+            broker.stop()
+        ns.stop()
