@@ -189,8 +189,9 @@ def _unsigned_grpc_route(addr: str) -> str:
 
 def test_grpc_sdk_is_held_to_the_same_users(broker) -> None:
     """The official Python 5.x SDK at the broker's gRPC endpoint: with the app's key its producer
-    sends; with a wrong secret, or with no credentials, its start is refused (UNAUTHORIZED, the
-    remoting message); a raw call signed by the SDK's own signer to a topic without Pub is refused."""
+    sends; with a wrong secret, or with no credentials, it gets no route and sends nothing. Raw
+    calls signed by the SDK's own signer show the statuses: UNAUTHORIZED with the remoting
+    messages, also for a topic without Pub."""
     import grpc
     import rocketmq
     from rocketmq.grpc_protocol import definition_pb2 as pb
@@ -206,11 +207,13 @@ def test_grpc_sdk_is_held_to_the_same_users(broker) -> None:
 
     asyncio.run(create())
 
+    def config(ak: str, sk: str) -> rocketmq.ClientConfiguration:
+        return rocketmq.ClientConfiguration(broker.grpc_addr, rocketmq.Credentials(ak, sk), request_timeout=10)
+
     def produce(ak: str, sk: str) -> str:
-        config = rocketmq.ClientConfiguration(broker.grpc_addr, rocketmq.Credentials(ak, sk), request_timeout=10)
-        producer = rocketmq.Producer(config, ("AuthOk",))
+        producer = rocketmq.Producer(config(ak, sk), ("AuthOk",))
         try:
-            producer.startup()
+            producer.startup()  # a producer starts even when its route query is refused (logged)
             msg = rocketmq.Message()
             msg.topic, msg.body = "AuthOk", b"over grpc"
             return f"sent {producer.send(msg).message_id}"
@@ -219,7 +222,7 @@ def test_grpc_sdk_is_held_to_the_same_users(broker) -> None:
         finally:
             try:
                 producer.shutdown()
-            except Exception:  # a producer whose start was refused
+            except Exception:  # a producer whose start failed
                 pass
 
     with current_loop():
@@ -227,13 +230,24 @@ def test_grpc_sdk_is_held_to_the_same_users(broker) -> None:
         wrong = produce("app", "not-the-secret")
         anonymous = produce("", "")
     assert ok.startswith("sent "), ok
-    assert wrong.startswith("refused") and "check signature failed." in wrong, wrong
-    assert anonymous.startswith("refused") and "username cannot be null." in anonymous, anonymous
+    assert wrong.startswith("refused") and "route" in wrong, wrong
+    assert anonymous.startswith("refused") and "route" in anonymous, anonymous
 
-    config = rocketmq.ClientConfiguration(broker.grpc_addr, rocketmq.Credentials("app", "app-secret"))
-    meta = Signature.metadata(config, "auth-test-client")
     with grpc.insecure_channel(broker.grpc_addr) as channel:
         stub = service_pb2_grpc.MessagingServiceStub(channel)
+
+        def route(ak: str, sk: str) -> tuple[str, str]:
+            meta = Signature.metadata(config(ak, sk), "auth-test-client")
+            request = spb.QueryRouteRequest(topic=pb.Resource(name="AuthOk"))
+            status = stub.QueryRoute(request, timeout=10, metadata=meta).status
+            return pb.Code.Name(status.code), status.message
+
+        assert route("app", "app-secret") == ("OK", "OK")
+        assert route("app", "not-the-secret") == ("UNAUTHORIZED", "check signature failed.")
+        assert route("", "") == ("UNAUTHORIZED", "username cannot be null.")
+        assert route("ghost", "x") == ("UNAUTHORIZED", "User:ghost is not found.")
+
+        meta = Signature.metadata(config("app", "app-secret"), "auth-test-client")
         sp = pb.SystemProperties(message_id="01AB", message_type=pb.NORMAL)
         message = pb.Message(topic=pb.Resource(name="AuthSubOnly"), system_properties=sp, body=b"x")
         denied = stub.SendMessage(spb.SendMessageRequest(messages=[message]), timeout=10, metadata=meta).status
