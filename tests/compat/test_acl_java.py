@@ -8,8 +8,10 @@ same on both (codes and remarks), and the expected ones.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -18,7 +20,12 @@ from compat.test_go_clients import go_compat_binary, run_go_case  # noqa: F401 (
 from support import probe
 from support.java import CLIENT_MODULE, java_argv, java_env, prepare_home, run_junit
 from support.pyrmq_proc import PyrmqBroker
+from support.requests import send_v2
 from support.servers import JavaBroker, PyrmqNamesrv
+
+from pyrmq.auth.signature import sign_request
+from pyrmq.protocol.codes import ResponseCode
+from pyrmq.remoting.client import RemotingClient
 
 pytestmark = [pytest.mark.compat, pytest.mark.java]
 
@@ -34,6 +41,7 @@ accounts:
       - {denied}=SUB
     groupPerms:
       - {group}=SUB
+      - {group}_go=SUB
   - accessKey: admin_user
     secretKey: admin_secret_1
     admin: true
@@ -321,3 +329,36 @@ def test_java_client_and_broker_through_a_name_server_with_auth(tmp_path, names,
         if broker is not None:
             broker.stop()
         ns.stop()
+
+
+@SOAK  # two Go push consumers per broker
+@pytest.mark.go
+def test_go_client_consumes_with_credentials(clusters, names, request):
+    """The Go client v2.1.2's push consumer with consumer.WithCredentials: with the app's key it
+    consumes, with a wrong secret nothing; the same from both brokers."""
+    binary = request.getfixturevalue("go_compat_binary")
+    results = {}
+    for kind, (ns, broker) in clusters.items():
+
+        async def put(addr: str = broker.addr, name: str = broker.name) -> int:
+            cmd = send_v2(names["topic"], name, b"for the go consumer")
+            sign_request(cmd, "admin_user", "admin_secret_1")
+            async with RemotingClient() as c:
+                return (await c.invoke(addr, cmd, 10)).code
+
+        assert asyncio.run(put()) == ResponseCode.SUCCESS
+        for _ in range(60):  # the topic's route (auto-created by that send) at the name server
+            if probe.topic_route(ns.addr, names["topic"]).code == ResponseCode.SUCCESS:
+                break
+            time.sleep(0.5)
+        env = {
+            "NAMESRV_ADDR": ns.addr,
+            "TOPIC": names["topic"],
+            "GROUP": names["group"] + "_go",
+            "APP_AK": "app_user",
+            "APP_SK": "app_secret_1",
+        }
+        out = run_go_case(binary, "TestAclConsume", env)
+        results[kind] = dict(line.split(" ", 2)[1:] for line in out.splitlines() if line.startswith("ACL "))
+    expected = {"go_app_consume": "CONSUMED some", "go_wrong_secret_consume": "CONSUMED none"}
+    assert results["pyrmq"] == results["java"] == expected, results
