@@ -2,7 +2,7 @@
 Java 5.5.0 broker with the same auth config and plain_acl.yml, in one test: pyrmq accepts none;
 what Java accepts is the documented list (docs/security.md, "Forged requests").
 
-A reference run (opt-in, PYRMQ_COMPAT_REFERENCE=1): a Java broker start and 12,000 requests to each.
+A reference run (opt-in, PYRMQ_COMPAT_REFERENCE=1): a Java broker start and 13,000 requests (1,000 of each kind) to each.
 """
 
 from __future__ import annotations
