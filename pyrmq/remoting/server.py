@@ -227,16 +227,18 @@ class RemotingServer:
         except OSError as e:
             log.warning("%s: front-end hand-off socket: %s", self.name, e)
             return
-        loop = asyncio.get_running_loop()
         for fd in fds:
-            conn = socket.socket(fileno=fd)
-            if self._over_limit():
-                self._refuse(_peer(conn))
-                conn.close()
-                continue
-            task = loop.create_task(self._admit(conn))
-            self._admitting.add(task)
-            task.add_done_callback(self._admitting.discard)
+            self._take(socket.socket(fileno=fd))
+
+    def _take(self, conn: socket.socket) -> None:
+        """An accepted connection: refused past the limit, else admitted in a task of its own."""
+        if self._over_limit():
+            self._refuse(_peer(conn))
+            conn.close()
+            return
+        task = asyncio.get_running_loop().create_task(self._admit(conn))
+        self._admitting.add(task)
+        task.add_done_callback(self._admitting.discard)
 
     async def _stop_frontends(self) -> None:
         running, self._frontends = self._frontends, []
@@ -269,13 +271,7 @@ class RemotingServer:
                 log.error("%s: accept failed: %s", self.name, e)
                 await asyncio.sleep(0.1)
                 continue
-            if self._over_limit():
-                self._refuse(_peer(conn))
-                conn.close()
-                continue
-            task = loop.create_task(self._admit(conn))
-            self._admitting.add(task)
-            task.add_done_callback(self._admitting.discard)
+            self._take(conn)
 
     async def _admit(self, conn: socket.socket) -> None:
         """Peek at the first byte (Java TlsModeHandler) and hand the socket to a Channel,

@@ -188,6 +188,23 @@ def cpu_seconds(pid: int) -> float:
     return float("nan")
 
 
+def wait_serving(kind: str, proc: ManagedProcess, port: int, t0: float, timeout: float) -> tuple[float, float]:
+    """Seconds from ``t0`` to the port accepting and to the first SEND_OK."""
+    while not accepting(port):
+        if not proc.alive() or time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"{kind} broker did not listen on {port}\n{proc.tail()}")
+        time.sleep(0.02)
+    t_listen = time.monotonic() - t0
+    while True:
+        with contextlib.suppress(OSError):
+            if send_frame(port, BIG_TOPIC) == SUCCESS:
+                break
+        if not proc.alive() or time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"{kind} broker gave no SEND_OK\n{proc.tail()}")
+        time.sleep(0.02)
+    return t_listen, time.monotonic() - t0
+
+
 def time_start(
     kind: str, store: Path, namesrv: str, workdir: Path, pythonpath: str | None, timeout: float
 ) -> tuple[float, float, float, float]:
@@ -196,19 +213,7 @@ def time_start(
     t0 = time.monotonic()
     proc, port = start_broker(kind, store, namesrv, workdir, pythonpath)
     try:
-        while not accepting(port):
-            if not proc.alive() or time.monotonic() - t0 > timeout:
-                raise RuntimeError(f"{kind} broker did not listen on {port}\n{proc.tail()}")
-            time.sleep(0.02)
-        t_listen = time.monotonic() - t0
-        while True:
-            with contextlib.suppress(OSError):
-                if send_frame(port, BIG_TOPIC) == SUCCESS:
-                    break
-            if not proc.alive() or time.monotonic() - t0 > timeout:
-                raise RuntimeError(f"{kind} broker gave no SEND_OK\n{proc.tail()}")
-            time.sleep(0.02)
-        t_send = time.monotonic() - t0
+        t_listen, t_send = wait_serving(kind, proc, port, t0, timeout)
         return t_listen, t_send, rss_mib(proc.pid), cpu_seconds(proc.pid)
     finally:
         proc.stop(60)

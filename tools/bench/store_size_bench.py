@@ -25,7 +25,6 @@ run on every core; nothing else should run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import shutil
 import statistics
@@ -37,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import restart_bench as rb
 from support import java as sj
 from support import probe
-from support.procs import ManagedProcess
 from support.servers import PyrmqNamesrv
 
 PULL_MESSAGE = 11
@@ -60,7 +58,7 @@ def pull_fields(queue_id: int, offset: int) -> dict[str, str]:
         "queueId": str(queue_id),
         "queueOffset": str(offset),
         "maxMsgNums": "32",
-        "sysFlag": "2",  # FLAG_SUBSCRIPTION: the subscription travels with the pull
+        "sysFlag": "4",  # FLAG_SUBSCRIPTION: the subscription travels with the pull
         "commitOffset": "0",
         "suspendTimeoutMillis": "0",
         "subscription": "*",
@@ -69,10 +67,16 @@ def pull_fields(queue_id: int, offset: int) -> dict[str, str]:
     }
 
 
+def pulled_queues(n: int) -> list[int]:
+    """BenchmarkTest queues that hold messages (build_store skips every 4th: those go to the
+    small topics)."""
+    return [q for q in range(rb.BIG_QUEUES) if q % 4][:n]
+
+
 def pulls(port: int, queues: int) -> list[float]:
     """ms of each pull; every pull must return messages."""
     out = []
-    for q in range(queues):
+    for q in pulled_queues(queues):
         t = time.perf_counter()
         r = probe.request(f"127.0.0.1:{port}", PULL_MESSAGE, pull_fields(q, 0), timeout=30)
         out.append((time.perf_counter() - t) * 1000)
@@ -81,28 +85,12 @@ def pulls(port: int, queues: int) -> list[float]:
     return out
 
 
-def wait_serving(proc: ManagedProcess, port: int, t0: float, timeout: float) -> tuple[float, float]:
-    while not rb.accepting(port):
-        if not proc.alive() or time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"the broker did not listen on {port}\n{proc.tail()}")
-        time.sleep(0.02)
-    t_listen = time.monotonic() - t0
-    while True:
-        with contextlib.suppress(OSError):
-            if rb.send_frame(port, rb.BIG_TOPIC) == rb.SUCCESS:
-                break
-        if not proc.alive() or time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"the broker gave no SEND_OK\n{proc.tail()}")
-        time.sleep(0.02)
-    return t_listen, time.monotonic() - t0
-
-
 def one_broker(kind: str, store: Path, namesrv: str, work: Path, pull_queues: int, timeout: float) -> dict:
     res: dict = {"cold": drop_caches()}
     t0 = time.monotonic()
     proc, port = rb.start_broker(kind, store, namesrv, work, None)
     try:
-        res["start_listen_s"], res["start_send_ok_s"] = wait_serving(proc, port, t0, timeout)
+        res["start_listen_s"], res["start_send_ok_s"] = rb.wait_serving(kind, proc, port, t0, timeout)
         res["start_rss_mib"] = rb.rss_mib(proc.pid)
         drop_caches()
         cold = pulls(port, pull_queues)
@@ -121,7 +109,7 @@ def one_broker(kind: str, store: Path, namesrv: str, work: Path, pull_queues: in
     t0 = time.monotonic()
     proc, port = rb.start_broker(kind, store, namesrv, work, None)
     try:
-        res["recover_listen_s"], res["recover_send_ok_s"] = wait_serving(proc, port, t0, timeout)
+        res["recover_listen_s"], res["recover_send_ok_s"] = rb.wait_serving(kind, proc, port, t0, timeout)
         res["recover_rss_mib"] = rb.rss_mib(proc.pid)
     finally:
         proc.stop(120)
