@@ -113,7 +113,7 @@ class ForwardedTransport(asyncio.Transport):
         if isinstance(protocol, asyncio.BufferedProtocol):
             view, pos, n = memoryview(data), 0, len(data)
             while pos < n and not self._closing:
-                buf = protocol.get_buffer(n - pos)
+                buf = memoryview(protocol.get_buffer(n - pos))
                 k = min(len(buf), n - pos)
                 buf[:k] = view[pos : pos + k]
                 protocol.buffer_updated(k)

@@ -24,6 +24,7 @@ import itertools
 import logging
 import socket
 import sys
+from typing import cast
 
 from pyrmq.remoting.link import LinkDecoder, LinkKind, LinkMessage, LinkProtocolError, encode, encode_open
 from pyrmq.remoting.tls import HANDSHAKE_MAGIC
@@ -49,14 +50,15 @@ class ClientPump(asyncio.Protocol):
         self.closed_by_core = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        transport = cast(asyncio.Transport, transport)  # a socket transport (asyncio's or uvloop's)
+        self.transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.front.write_buffer is not None:
             low, high = self.front.write_buffer
-            self.transport.set_write_buffer_limits(high=high, low=low)
+            transport.set_write_buffer_limits(high=high, low=low)
         self.front.pumps[self.conn] = self
         self.front.send_parts(
             encode_open(
@@ -64,7 +66,7 @@ class ClientPump(asyncio.Protocol):
             )
         )
         if self.front.link_paused:
-            self.transport.pause_reading()
+            transport.pause_reading()
 
     def data_received(self, data: bytes) -> None:
         self.front.send_parts(encode(LinkKind.DATA, self.conn, data))
