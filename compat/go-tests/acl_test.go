@@ -7,6 +7,7 @@ import (
 	"time"
 
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 )
@@ -63,4 +64,62 @@ func aclSend(ctx context.Context, t *testing.T, name, topic string, creds primit
 		return "SEND_OK"
 	}
 	return fmt.Sprintf("STATUS %d", res.Status)
+}
+
+// TestAclConsume: a push consumer with the client's credentials (consumer.WithCredentials) in
+// GROUP (the app may Sub), from the first offset of TOPIC, which holds messages. Prints
+// "ACL go_app_consume CONSUMED some" when a message arrives with the right key within 60 s, and
+// "ACL go_wrong_secret_consume CONSUMED none" when none arrives with a wrong secret within 10 s
+// (a start refused counts as none; its error is logged).
+//
+// Environment: NAMESRV_ADDR, TOPIC, GROUP, APP_AK, APP_SK.
+func TestAclConsume(t *testing.T) {
+	ctx, cancel := caseContext(t, 100*time.Second)
+	defer cancel()
+	topic := requireEnv(t, "TOPIC")
+	group := requireEnv(t, "GROUP")
+	ak := requireEnv(t, "APP_AK")
+	sk := requireEnv(t, "APP_SK")
+	right := primitive.Credentials{AccessKey: ak, SecretKey: sk}
+	wrong := primitive.Credentials{AccessKey: ak, SecretKey: sk + "x"}
+	fmt.Printf("ACL go_app_consume %s\n", aclConsume(ctx, t, "go_app_consume", topic, group, right, 60*time.Second))
+	fmt.Printf("ACL go_wrong_secret_consume %s\n", aclConsume(ctx, t, "go_wrong_secret_consume", topic, group, wrong, 10*time.Second))
+}
+
+func aclConsume(ctx context.Context, t *testing.T, name, topic, group string, creds primitive.Credentials, wait time.Duration) string {
+	got := make(chan struct{}, 1)
+	c, err := rocketmq.NewPushConsumer(
+		consumer.WithNameServer(nameServers(t)),
+		consumer.WithGroupName(group),
+		consumer.WithInstance("pyrmq-go-acl-"+name+"-"+runID()),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithCredentials(creds),
+	)
+	if err != nil {
+		t.Fatalf("NewPushConsumer: %v", err)
+	}
+	err = c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			select {
+			case got <- struct{}{}:
+			default:
+			}
+			return consumer.ConsumeSuccess, nil
+		})
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	if err := c.Start(); err != nil {
+		t.Logf("%s: consumer Start: %v", name, err)
+		return "CONSUMED none"
+	}
+	defer within(t, "consumer Shutdown", 15*time.Second, c.Shutdown)
+	select {
+	case <-got:
+		return "CONSUMED some"
+	case <-time.After(wait):
+		return "CONSUMED none"
+	case <-ctx.Done():
+		return "CONSUMED none"
+	}
 }

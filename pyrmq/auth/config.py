@@ -73,16 +73,6 @@ class AuthConfig:
         when a metadata provider is configured."""
         return bool(self.authentication_metadata_provider or self.authorization_metadata_provider)
 
-    @staticmethod
-    def whitelist(text: str) -> frozenset[int]:
-        """StringUtils.split(whitelist, ",") trimmed; entries are request codes as text."""
-        out = set()
-        for part in text.split(","):
-            part = part.strip()
-            if part.lstrip("-").isdigit():
-                out.add(int(part))
-        return frozenset(out)
-
     def inner_credentials(self) -> tuple[str, str, str | None] | None:
         """innerClientAuthenticationCredentials: a SessionCredentials JSON
         ({"accessKey": ..., "secretKey": ...}) the broker signs its own requests with."""

@@ -28,7 +28,7 @@ class AuthorizationContext:
     resource: Resource
     actions: tuple[Action, ...]
     source_ip: str
-    rpc_code: int
+    rpc_code: int | str  # a remoting request code, or a gRPC request's message name
 
 
 _SUB_GET = (Action.SUB, Action.GET)

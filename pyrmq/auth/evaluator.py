@@ -8,6 +8,7 @@ NO_PERMISSION with the message as remark and never reaches its processor.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from pyrmq.auth.config import AuthConfig
 from pyrmq.auth.contexts import AuthorizationContext, AuthorizationError, build_contexts
@@ -28,8 +29,8 @@ class AuthEvaluator:
     def __init__(self, config: AuthConfig, store: AuthMetadataStore | None) -> None:
         self.config = config
         self.store = store
-        self._authn_whitelist = AuthConfig.whitelist(config.authentication_whitelist)
-        self._authz_whitelist = AuthConfig.whitelist(config.authorization_whitelist)
+        self._authn_whitelist = _names(config.authentication_whitelist)
+        self._authz_whitelist = _names(config.authorization_whitelist)
 
     def check(self, cmd: RemotingCommand, remote_addr: str) -> tuple[int, str] | None:
         """None when ``cmd`` may proceed, else (NO_PERMISSION, Java's message)."""
@@ -46,11 +47,16 @@ class AuthEvaluator:
     # -- authentication ------------------------------------------------------
 
     def authenticate(self, cmd: RemotingCommand) -> None:
-        if cmd.code in self._authn_whitelist:
+        username = (cmd.ext_fields or {}).get(ACCESS_KEY)
+        self.authenticate_user(cmd.code, username, lambda password: signature_matches(cmd, password))
+
+    def authenticate_user(self, rpc_code: int | str, username: str | None, verify: Callable[[str], bool]) -> None:
+        """DefaultAuthenticationHandler for any transport: ``verify`` checks the request's
+        signature against the user's password (remoting's ext fields, gRPC's date header)."""
+        if str(rpc_code) in self._authn_whitelist:
             return
         if self.store is None or not self.config.authentication_metadata_provider:
             raise AuthenticationError("The authenticationMetadataProvider is not configured")
-        username = (cmd.ext_fields or {}).get(ACCESS_KEY)
         if not username:
             raise AuthenticationError("username cannot be null.")
         user = self.store.get_user(username)
@@ -59,7 +65,7 @@ class AuthEvaluator:
             raise AuthenticationError(f"User:{username} is not found.")
         if user.user_status is UserStatus.DISABLE:
             raise AuthenticationError(f"User:{username} is disabled.")
-        if user.password is None or not signature_matches(cmd, user.password):
+        if user.password is None or not verify(user.password):
             self._audit(username, False)
             raise AuthenticationError("check signature failed.")
         self._audit(username, True)
@@ -75,7 +81,7 @@ class AuthEvaluator:
     # -- authorization -------------------------------------------------------
 
     def authorize(self, ctx: AuthorizationContext) -> None:
-        if ctx.rpc_code in self._authz_whitelist:
+        if str(ctx.rpc_code) in self._authz_whitelist:
             return
         if ctx.username is None:
             raise AuthorizationError("Authorization failed. Please verify your access rights and try again.")
@@ -95,6 +101,12 @@ class AuthEvaluator:
             raise AuthorizationError(_denied(ctx, subject, "no matched policies."))
         if entry.decision is Decision.DENY:
             raise AuthorizationError(_denied(ctx, subject, "the decision is deny."))
+
+
+def _names(whitelist: str) -> frozenset[str]:
+    """Java's whitelist: StringUtils.split(text, ",") trimmed, matched against the context's rpc
+    code as text (a remoting request code, or a gRPC request's message name)."""
+    return frozenset(p.strip() for p in whitelist.split(",") if p.strip())
 
 
 def _denied(ctx: AuthorizationContext, subject: str, detail: str) -> str:

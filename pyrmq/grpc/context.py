@@ -10,6 +10,8 @@ CLIENT_ID = "x-mq-client-id"
 LANGUAGE = "x-mq-language"
 CLIENT_VERSION = "x-mq-client-version"
 NAMESPACE = "x-mq-namespace"
+AUTHORIZATION = "authorization"  # GrpcConstants.AUTHORIZATION (pyrmq/grpc/auth.py)
+DATE_TIME = "x-mq-date-time"  # GrpcConstants.DATE_TIME: what the SDK signs
 
 
 def _peer_addr(peer: str) -> str:
@@ -29,6 +31,8 @@ class GrpcContext:
     remote_addr: str = ""
     local_addr: str = ""
     remaining_ms: int | None = None  # until the call's deadline (None: no deadline)
+    authorization: str = ""
+    date_time: str = ""
 
     @classmethod
     def of(cls, context: Any) -> GrpcContext:
@@ -41,6 +45,8 @@ class GrpcContext:
             namespace=str(meta.get(NAMESPACE, "")),
             remote_addr=_peer_addr(context.peer() or ""),
             remaining_ms=None if remaining is None else int(remaining * 1000),
+            authorization=str(meta.get(AUTHORIZATION, "")),
+            date_time=str(meta.get(DATE_TIME, "")),
         )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 
 from pyrmq.grpc import activities
+from pyrmq.grpc.auth import GrpcAuth
 from pyrmq.grpc.context import GrpcContext
 from pyrmq.grpc.proto import spb, spb_grpc
 from pyrmq.grpc.splice import INNER_HOST, SniffingListener
@@ -49,18 +50,23 @@ def _no_client_id() -> GrpcProxyError:
 class MessagingServicer(spb_grpc.MessagingServiceServicer):
     """MessagingService v2: every unary RPC answers a Status, never an exception."""
 
-    def __init__(self, acts: activities.Activities, peer_of: Callable[[str], str] = str) -> None:
+    def __init__(
+        self, acts: activities.Activities, peer_of: Callable[[str], str] = str, auth: GrpcAuth | None = None
+    ) -> None:
         self.acts = acts
         self.peer_of = peer_of  # the client's address behind permissive mode's splice
+        self.auth = auth  # the broker's users and ACLs (None: auth off)
 
     def _context(self, ctx: Any) -> GrpcContext:
         gctx = GrpcContext.of(ctx)
         gctx.remote_addr = self.peer_of(gctx.remote_addr)
         return gctx
 
-    @staticmethod
-    def _validate(gctx: GrpcContext) -> None:
-        """GrpcMessagingApplication#validateContext, before every RPC and Telemetry command."""
+    def _validate(self, gctx: GrpcContext, request: Any) -> None:
+        """GrpcMessagingApplication#addExecutor before every RPC and Telemetry command: the
+        request pipeline (authentication, then authorization), then validateContext."""
+        if self.auth is not None:
+            self.auth.check(gctx, request)
         if not gctx.client_id.strip():
             raise _no_client_id()
 
@@ -69,7 +75,7 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
     ) -> Any:
         gctx = self._context(ctx)
         try:
-            self._validate(gctx)
+            self._validate(gctx, request)
             return await fn(gctx, request)
         except Exception as e:  # Java: ResponseBuilder#buildStatus(Throwable) in the activity's future
             if not isinstance(e, activities.GrpcProxyError):
@@ -109,7 +115,7 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
     async def ReceiveMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
         gctx = self._context(context)
         try:
-            self._validate(gctx)
+            self._validate(gctx, request)
             async for response in self.acts.receive_message(gctx, request):
                 yield response
         except Exception as e:
@@ -149,6 +155,12 @@ class MessagingServicer(spb_grpc.MessagingServiceServicer):
         async def read() -> None:
             try:
                 async for command in request_iterator:
+                    if self.auth is not None:  # Java: a refused command's status, the stream goes on
+                        try:
+                            self.auth.check(gctx, command)
+                        except activities.GrpcProxyError as e:
+                            channel.put(spb.TelemetryCommand(status=from_error(e)))
+                            continue
                     if not gctx.client_id.strip():  # Java: the status, then the stream completes
                         channel.put(spb.TelemetryCommand(status=from_error(_no_client_id())))
                         return
@@ -217,7 +229,9 @@ class GrpcEndpoint:
         logging.getLogger("grpc._cython.cygrpc").addFilter(_DECODE_FILTER)  # once: a set of filters
         self.activities = activities.Activities(self.controller, lambda: self.address)
         self.activities.consumer.renewal.start()
-        servicer = MessagingServicer(self.activities, self._peer_of)
+        servicer = MessagingServicer(
+            self.activities, self._peer_of, GrpcAuth.of(getattr(self.controller, "auth", None))
+        )
         tls = self.controller.tls.with_config_file()
         self.mode = tls.server_mode
         self.tls = self.mode is not TlsMode.DISABLED

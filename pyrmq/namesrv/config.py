@@ -23,6 +23,7 @@ import logging
 import os
 from typing import Any
 
+from pyrmq.auth.config import AUTH_CONFIG_KEYS
 from pyrmq.common.files import write_file_atomically
 from pyrmq.common.properties import KeyTable, properties_text
 from pyrmq.common.settings import KeyedSettings
@@ -110,8 +111,9 @@ class NamesrvConfig(KeyedSettings):
         return _defaults()
 
     def is_known(self, key: str) -> bool:
-        """With enableControllerInNamesrv the same file configures the controller (NamesrvStartup)."""
-        if super().is_known(key):
+        """With enableControllerInNamesrv the same file configures the controller (NamesrvStartup);
+        the broker's auth keys turn on the name server's auth (NamesrvController's auth_of)."""
+        if super().is_known(key) or key in AUTH_CONFIG_KEYS:
             return True
         if self.values["enableControllerInNamesrv"]:
             from pyrmq.controller.config import CONTROLLER_KEYS
@@ -119,8 +121,16 @@ class NamesrvConfig(KeyedSettings):
             return key in CONTROLLER_KEYS
         return False
 
+    def all_properties(self) -> dict[str, str]:
+        """GET_NAMESRV_CONFIG's source, without the auth keys (they carry passwords)."""
+        out = super().all_properties()
+        for key in AUTH_CONFIG_KEYS.intersection(out):
+            del out[key]
+        return out
+
     def black_list(self) -> set[str]:
         keys = set(FIXED_BLACK_LIST)
+        keys.update(AUTH_CONFIG_KEYS)  # UPDATE_NAMESRV_CONFIG cannot turn auth off
         keys.update(k for k in str(self.values["configBlackList"]).split(";"))
         return keys
 

@@ -8,15 +8,24 @@ same on both (codes and remarks), and the expected ones.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 from compat.test_go_clients import go_compat_binary, run_go_case  # noqa: F401 (a fixture)
+from support import probe
 from support.java import CLIENT_MODULE, java_argv, java_env, prepare_home, run_junit
 from support.pyrmq_proc import PyrmqBroker
-from support.servers import JavaBroker
+from support.requests import send_v2
+from support.servers import JavaBroker, PyrmqNamesrv
+
+from pyrmq.auth.signature import sign_request
+from pyrmq.protocol.codes import ResponseCode
+from pyrmq.remoting.client import RemotingClient
 
 pytestmark = [pytest.mark.compat, pytest.mark.java]
 
@@ -32,6 +41,7 @@ accounts:
       - {denied}=SUB
     groupPerms:
       - {group}=SUB
+      - {group}_go=SUB
   - accessKey: admin_user
     secretKey: admin_secret_1
     admin: true
@@ -187,20 +197,23 @@ APP_LINES = [
     ["createUser", "-u", "mq_user2", "-p", "pw_2"],
     ["listUser"],
 ]
+#: the super user's access key with a wrong secret in tools.yml
+WRONG_LINES = [["getUser", "-u", "app_user"]]
 
 
 @SOAK  # six mqadmin JVMs: outside the default run's time budget
 def test_mqadmin_tools_yml_and_user_acl_commands(clusters, tmp_path):
     """Official mqadmin 5.5.0 signs with $ROCKETMQ_HOME/conf/tools.yml: the super user runs the
     user and ACL commands (createUser, getUser, updateUser, listUser,
-    createAcl, updateAcl, getAcl, listAcl, deleteAcl, deleteUser), a normal user is refused;
-    pyrmq's answers are Java's, broker addresses aside."""
+    createAcl, updateAcl, getAcl, listAcl, deleteAcl, deleteUser), a normal user is refused,
+    the super user's key with a wrong secret too; pyrmq's answers are Java's, broker addresses aside."""
     outputs: dict[str, list[str]] = {}
     for kind, (ns, broker) in clusters.items():
         outputs[kind] = []
         for who, ak, sk, lines in (
             ("admin", "admin_user", "admin_secret_1", ADMIN_LINES),
             ("app", "app_user", "app_secret_1", APP_LINES),
+            ("wrong", "admin_user", "not_admin_secret_1", WRONG_LINES),
         ):
             home = prepare_home(tmp_path / kind / who / "home")
             (home / "conf" / "tools.yml").write_text(f"accessKey: {ak}\nsecretKey: {sk}\n")
@@ -213,6 +226,8 @@ def test_mqadmin_tools_yml_and_user_acl_commands(clusters, tmp_path):
     app = out[len(ADMIN_LINES) :]
     assert "CODE: 16" in app[0] and "User:app_user has no permission to access Topic:AclAdminT_app" in app[0]
     assert "User:app_user has no permission to access Cluster:" in app[1]
+    wrong = out[len(ADMIN_LINES) + len(APP_LINES) :]
+    assert "CODE: 16" in wrong[0] and "check signature failed." in wrong[0] and "Normal" not in wrong[0]
 
 
 def test_mqadmin_copy_user_and_acl_between_java_and_pyrmq(clusters, tmp_path):
@@ -285,3 +300,65 @@ def test_go_client_credentials_match_java_broker(clusters, names, request):
     assert "check signature failed." in r["go_wrong_secret"]
     assert "User:nobody_app_user is not found." in r["go_unknown_key"]
     assert "the decision is deny." in r["go_denied_topic"]
+
+
+@SOAK  # a name server, a Java broker and a client JVM of its own
+def test_java_client_and_broker_through_a_name_server_with_auth(tmp_path, names, java_harness):
+    """pyrmq's opt-in name server auth (stricter than Java, docs/security.md) with the official
+    5.5.0 pieces: the Java broker signs its registration with innerClientAuthenticationCredentials
+    and is listed; the 5.5.0 client with AclClientRPCHook gets its routes, sends and consumes; an
+    unsigned route query is refused. (GET_BROKER_CLUSTER_INFO is whitelisted on this name server:
+    the harness waits for the broker with an unsigned probe.)"""
+    inner = json.dumps({"accessKey": "inner_user", "secretKey": "inner_secret_1"})
+    conf = {**AUTH_CONF, "innerClientAuthenticationCredentials": inner}
+    ns = PyrmqNamesrv(
+        tmp_path / "ns", rocketmqHome=str(_home(tmp_path / "ns", names)), authenticationWhitelist="106", **conf
+    )
+    broker = None
+    try:
+        _home(tmp_path / "broker", names)  # the broker's ROCKETMQ_HOME: the same plain_acl.yml
+        broker = JavaBroker(ns.addr, tmp_path / "broker", name="acl-ns-java", **conf)
+        unsigned = probe.topic_route(ns.addr, names["topic"])
+        assert (unsigned.code, unsigned.remark) == (16, "username cannot be null."), unsigned
+        r = outcomes("5.5.0", ns.addr, names, prepare_home(tmp_path / "client"))
+        assert r["admin_creates_topic"] == "SEND_OK", r
+        assert r["app_send"] == "SEND_OK", r
+        assert r["app_consume"] == "CONSUMED some", r
+        assert r["no_credentials"] != "SEND_OK" and r["wrong_secret_consume"] == "CONSUMED none", r
+    finally:
+        if broker is not None:
+            broker.stop()
+        ns.stop()
+
+
+@SOAK  # two Go push consumers per broker
+@pytest.mark.go
+def test_go_client_consumes_with_credentials(clusters, names, request):
+    """The Go client v2.1.2's push consumer with consumer.WithCredentials: with the app's key it
+    consumes, with a wrong secret nothing; the same from both brokers."""
+    binary = request.getfixturevalue("go_compat_binary")
+    results = {}
+    for kind, (ns, broker) in clusters.items():
+
+        async def put(addr: str = broker.addr, name: str = broker.name) -> int:
+            cmd = send_v2(names["topic"], name, b"for the go consumer")
+            sign_request(cmd, "admin_user", "admin_secret_1")
+            async with RemotingClient() as c:
+                return (await c.invoke(addr, cmd, 10)).code
+
+        assert asyncio.run(put()) == ResponseCode.SUCCESS
+        for _ in range(60):  # the topic's route (auto-created by that send) at the name server
+            if probe.topic_route(ns.addr, names["topic"]).code == ResponseCode.SUCCESS:
+                break
+            time.sleep(0.5)
+        env = {
+            "NAMESRV_ADDR": ns.addr,
+            "TOPIC": names["topic"],
+            "GROUP": names["group"] + "_go",
+            "APP_AK": "app_user",
+            "APP_SK": "app_secret_1",
+        }
+        out = run_go_case(binary, "TestAclConsume", env)
+        results[kind] = dict(line.split(" ", 2)[1:] for line in out.splitlines() if line.startswith("ACL "))
+    expected = {"go_app_consume": "CONSUMED some", "go_wrong_secret_consume": "CONSUMED none"}
+    assert results["pyrmq"] == results["java"] == expected, results

@@ -112,19 +112,21 @@ def _keys(msgs: list[dict]) -> set[int]:
     return {int(m["key"].removeprefix("Key")) for m in msgs}
 
 
-def _servers(kind: str, tmp_path: Path, monkeypatch) -> list:
-    """Name server on 9876, broker-a of DefaultCluster on 10911 (the examples' addresses)."""
+def _servers(kind: str, tmp_path: Path, monkeypatch, conf: dict | None = None) -> list:
+    """Name server on 9876, broker-a of DefaultCluster on 10911 (the examples' addresses);
+    `conf` instead of LMQ_CONF for other examples (test_acl_client_example.py)."""
+    broker_conf = LMQ_CONF if conf is None else conf
     monkeypatch.setattr(servers, "free_port", lambda: NAMESRV_PORT)
     monkeypatch.setattr(servers, "broker_port", lambda: BROKER_PORT)
     monkeypatch.setattr(pyrmq_proc, "broker_port", lambda: BROKER_PORT)
     if kind == "pyrmq":
         ns = servers.PyrmqNamesrv(tmp_path / "namesrv")
         started = [ns]
-        started.append(pyrmq_proc.PyrmqBroker(ns.addr, tmp_path / "broker", name="broker-a", **LMQ_CONF))
+        started.append(pyrmq_proc.PyrmqBroker(ns.addr, tmp_path / "broker", name="broker-a", **broker_conf))
     else:
         ns = servers.JavaNamesrv(tmp_path / "namesrv")
         started = [ns]
-        started.append(servers.JavaBroker(ns.addr, tmp_path / "broker", name="broker-a", **LMQ_CONF))
+        started.append(servers.JavaBroker(ns.addr, tmp_path / "broker", name="broker-a", **broker_conf))
     assert ns.addr == f"127.0.0.1:{NAMESRV_PORT}" and started[1].addr == f"127.0.0.1:{BROKER_PORT}"
     return started
 

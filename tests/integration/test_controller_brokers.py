@@ -173,3 +173,56 @@ def test_pyrmq_pair_fails_over_through_pyrmq_controller(servers, tmp_path):
     finally:
         second.stop()
         first.stop()
+
+
+@pytest.mark.soak  # a controller, a name server, two brokers and a failover: about 30 s
+def test_pair_fails_over_with_tls_enforced(tmp_path):
+    """`pyrmq controller` and both brokers with tls.server.mode=enforcing (test-mode certificates;
+    the name server permissive, for the harness' plain probes): the brokers apply, register and
+    report to the controller over TLS, the controller tells the second broker of the failover over
+    TLS (its own client follows the enforcing mode), and no broker ever refused a plain connection."""
+    from pyrmq.remoting.tls import TlsConfig
+
+    enforcing = {"tls.server.mode": "enforcing"}
+    ctl = PyrmqController(tmp_path / "ctl", system_props=enforcing)
+    ns = PyrmqNamesrv(tmp_path / "ns")
+    started: list = [ns, ctl]
+    conf = {
+        "name": NAME,
+        "enableControllerMode": "true",
+        "controllerAddr": ctl.addr,
+        "controllerHeartBeatTimeoutMills": 3000,
+        "mappedFileSizeCommitLog": 64 * 1024,
+        "bindAddress": "127.0.0.1",
+    }
+    try:
+        first = PyrmqBroker(ns.addr, tmp_path / "b1", system_props=enforcing, **conf)
+        started.append(first)
+        second = PyrmqBroker(ns.addr, tmp_path / "b2", system_props=enforcing, **conf)
+        started.append(second)
+
+        async def scenario() -> None:
+            async with RemotingClient(tls=TlsConfig().client_context()) as c:
+                await _wait_in_sync(c, ctl.addr, first.addr, 1)
+                r = await c.invoke(first.addr, _send(b"over tls"), 10)
+                assert r.code == ResponseCode.SUCCESS, r
+                await _wait_same_log(first.store_dir, second.store_dir)
+                first.kill9()
+                killed = time.monotonic()
+                while True:
+                    r = await c.invoke(second.addr, _send(b"after the failover"), 10)
+                    if r.code == ResponseCode.SUCCESS:
+                        break
+                    assert time.monotonic() - killed < 30, f"no successful send 30 s after the kill: {r}"
+                    await asyncio.sleep(0.1)
+                info = await _replicas(c, ctl.addr)
+                assert info is not None and (info.master_address, info.master_epoch) == (second.addr, 2), info
+
+        asyncio.run(scenario())
+        for broker in (first, second):
+            log = broker.tail(5000)
+            assert "an insecure connection while TLS is" not in log, log
+        assert "Begin to change to master" in second.tail(5000)
+    finally:
+        for s in reversed(started):
+            s.stop()

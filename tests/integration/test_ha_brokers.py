@@ -38,7 +38,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "HaT"
 
 
-def _broker(tmp_path: Path, name: str, ns_port: int, port: int, **conf: object) -> tuple[ManagedProcess, Path]:
+def _broker(
+    tmp_path: Path, name: str, ns_port: int, port: int, system: tuple[str, ...] = (), **conf: object
+) -> tuple[ManagedProcess, Path]:
     store = tmp_path / name
     path = write_properties(
         tmp_path / f"{name}.conf",
@@ -56,7 +58,7 @@ def _broker(tmp_path: Path, name: str, ns_port: int, port: int, **conf: object) 
     )
     proc = ManagedProcess(
         name,
-        [venv_python(), "-m", "pyrmq", "broker", "-c", str(path)],
+        [venv_python(), "-m", "pyrmq", "broker", "-c", str(path), *system],
         tmp_path / f"{name}.out",
         cwd=ROOT,
         env=dict(os.environ, HOME=str(tmp_path)),
@@ -64,13 +66,13 @@ def _broker(tmp_path: Path, name: str, ns_port: int, port: int, **conf: object) 
     return proc, store
 
 
-def _namesrv(tmp_path: Path) -> tuple[ManagedProcess, int]:
-    """A `pyrmq namesrv` on a free port, once it listens."""
+def _namesrv(tmp_path: Path, system: tuple[str, ...] = ()) -> tuple[ManagedProcess, int]:
+    """A `pyrmq namesrv` on a free port, once it listens (`system`: its -D options)."""
     port = free_port()
     conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": port, "kvConfigPath": tmp_path / "kv.json"})
     ns = ManagedProcess(
         "namesrv",
-        [venv_python(), "-m", "pyrmq", "namesrv", "-c", str(conf), "--host", "127.0.0.1"],
+        [venv_python(), "-m", "pyrmq", "namesrv", "-c", str(conf), "--host", "127.0.0.1", *system],
         tmp_path / "namesrv.out",
         cwd=ROOT,
         env=dict(os.environ, HOME=str(tmp_path)),
@@ -94,15 +96,18 @@ class Pair(NamedTuple):
 
 
 @contextlib.contextmanager
-def _pair(tmp_path: Path, slave_conf: dict[str, object] | None = None, **master_conf: object) -> Iterator[Pair]:
-    """A name server, a master and a slave (slave_conf extends the slave's broker.conf)."""
+def _pair(
+    tmp_path: Path, slave_conf: dict[str, object] | None = None, system: tuple[str, ...] = (), **master_conf: object
+) -> Iterator[Pair]:
+    """A name server, a master and a slave (slave_conf extends the slave's broker.conf; `system`:
+    -D options of all three, as test_tls_servers.py's)."""
     m_port = free_port_block((-2, 0, 1))  # every broker's HA port is listenPort + 1
     s_port = free_port_block((-2, 0, 1))
-    ns, ns_port = _namesrv(tmp_path)
+    ns, ns_port = _namesrv(tmp_path, system)
     procs = [ns]
     try:
         master_conf.setdefault("brokerRole", "ASYNC_MASTER")
-        master, m_store = _broker(tmp_path, "master", ns_port, m_port, brokerId=0, **master_conf)
+        master, m_store = _broker(tmp_path, "master", ns_port, m_port, system, brokerId=0, **master_conf)
         procs.append(master)
         master.wait_line(f"The broker[ha-broker, 127.0.0.1:{m_port}] boot success.")
         slave, s_store = _broker(
@@ -110,6 +115,7 @@ def _pair(tmp_path: Path, slave_conf: dict[str, object] | None = None, **master_
             "slave",
             ns_port,
             s_port,
+            system,
             brokerId=1,
             brokerRole="SLAVE",
             slaveReadEnable="true",

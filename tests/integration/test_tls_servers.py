@@ -10,6 +10,7 @@ import asyncio
 import os
 import ssl
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -43,9 +44,10 @@ def _start(name: str, argv: list[str], tmp_path: Path) -> ManagedProcess:
     )
 
 
-def test_enforcing_cluster_serves_tls_only(tmp_path: Path) -> None:
+def _tls_file(tmp_path: Path) -> Path:
+    """A server certificate of a test CA, and the client side trusting that CA only."""
     pki = make_pki(tmp_path / "pki", rsa_keys=False)
-    tls_file = write_properties(
+    return write_properties(
         tmp_path / "tls.properties",
         {
             "tls.test.mode.enable": "false",
@@ -56,6 +58,10 @@ def test_enforcing_cluster_serves_tls_only(tmp_path: Path) -> None:
             "tls.client.trustCertPath": pki.ca,
         },
     )
+
+
+def test_enforcing_cluster_serves_tls_only(tmp_path: Path) -> None:
+    tls_file = _tls_file(tmp_path)
     system = ["-Dtls.server.mode=enforcing", f"-Dtls.config.file={tls_file}"]
     ns_port, ctl_port = free_port(), free_port()
     b_port = free_port_block((-2, 0))
@@ -156,3 +162,48 @@ def test_unusable_tls_settings_stop_the_start_in_one_line(tmp_path: Path) -> Non
         "tls.test.mode.enable=false" in done.stderr
     )
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.soak  # the slave's first metadata sync comes 10 s after its start (SlaveSynchronize)
+def test_master_and_slave_over_tls(tmp_path: Path) -> None:
+    """A name server, a master and a slave, all enforcing: the slave registers, learns its master
+    and syncs the master's topic config over TLS (the master refuses plain), and replicates the
+    commit log over the HA port (plain, as Java's HAService)."""
+    from integration.test_ha_brokers import _pair
+
+    tls_file = _tls_file(tmp_path)
+    system = ("-Dtls.server.mode=enforcing", f"-Dtls.config.file={tls_file}")
+    ctx = TlsConfig.from_properties({"tls.config.file": str(tls_file)}).client_context()
+    bodies = [f"tls-ha-{i}".encode() for i in range(3)]
+
+    async def scenario(master: str, slave: str) -> None:
+        async with RemotingClient(tls=ctx) as c:
+            header = {"topic": "TlsHaT", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}
+            r = await c.invoke(master, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header), 5)
+            assert r.code == ResponseCode.SUCCESS, r
+            for body in bodies:
+                r = await c.invoke(master, send_v2("TlsHaT", "ha-broker", body), 5)
+                assert r.code == ResponseCode.SUCCESS, r
+            deadline = time.monotonic() + 40
+            while True:  # created on the master only: the slave has it from its sync over TLS
+                r = await c.invoke(slave, RemotingCommand(code=RequestCode.GET_ALL_TOPIC_CONFIG), 5)
+                if r.code == ResponseCode.SUCCESS and b"TlsHaT" in (r.body or b""):
+                    break
+                assert time.monotonic() < deadline, "the slave never synced the master's topic config"
+                await asyncio.sleep(0.5)
+            got: list[bytes] = []
+            while len(got) < len(bodies):
+                r = await c.invoke(slave, pull("TlsHaT", "tlshag", len(got)), 5)
+                if r.code == ResponseCode.SUCCESS:
+                    got += [x.body for x in m.decode_messages(r.body)]
+                else:
+                    assert time.monotonic() < deadline, f"the slave has {len(got)} of {len(bodies)}"
+                    await asyncio.sleep(0.2)
+            assert got == bodies
+        async with RemotingClient() as plain:
+            with pytest.raises((RemotingConnectError, RemotingSendRequestError)):
+                await plain.invoke(slave, RemotingCommand(code=RequestCode.GET_BROKER_CLUSTER_INFO), 3)
+
+    with _pair(tmp_path, system=system) as p:
+        asyncio.run(scenario(p.master_addr, p.slave_addr))
+        assert "Traceback" not in p.slave.tail(400)

@@ -16,6 +16,18 @@ from pyrmq.protocol.codes import RequestCode
 from pyrmq.protocol.command import RemotingCommand
 from support.requests import send_v2
 
+#: plain_acl.yml of the attacked account: `app` may Pub and Sub on AuthOk, Sub on AuthSubOnly (the
+#: Target the tests build), every other topic denied; no group rights
+PLAIN_ACL = """\
+accounts:
+  - accessKey: app
+    secretKey: app-secret
+    defaultTopicPerm: DENY
+    topicPerms:
+      - AuthOk=PUB|SUB
+      - AuthSubOnly=SUB
+"""
+
 KINDS = (
     "field_value",
     "body_byte",
@@ -24,6 +36,7 @@ KINDS = (
     "other_access_key",
     "no_signature",
     "extra_field",
+    "dropped_field",
     "wrong_secret",
     "unknown_user",
     "admin_code",
@@ -81,6 +94,8 @@ def forgeries(t: Target, count: int, seed: int = 14) -> Iterator[tuple[str, Remo
             f["AccessKey"] = rnd.choice([*t.super_users, t.ak.upper(), t.ak + " ", "", " " + t.ak])
         elif kind == "no_signature":
             del f[SIGNATURE]
+        elif kind == "dropped_field":  # signed over more fields than are sent
+            del f[rnd.choice([k for k in names if f[k]])]
         elif kind == "extra_field":
             f[rnd.choice(["zz", "AAA", "n", "topic"])] = rnd.choice(["1", "TopicX", "true"])
         elif kind == "wrong_secret":
