@@ -33,6 +33,8 @@ NAME = "ctl-java-ns-py"
 TOPIC = "CtlJavaNsPyT"
 LOAD_MS = 12_000
 KILL_AFTER_S = 3.0
+#: Java's controllerDLegerGroup defaults to null: every member needs the same one
+MEMBER_CONF = {"controllerDLegerGroup": "CtlJavaNsPyGroup", "scanInactiveMasterInterval": 1000}
 
 
 def test_pyrmq_pair_fails_over_through_java_name_servers(java_harness, java_home, tmp_path):
@@ -45,7 +47,7 @@ def test_pyrmq_pair_fails_over_through_java_name_servers(java_harness, java_home
 
         def member(i: int) -> JavaNamesrvControllerMember:
             return JavaNamesrvControllerMember(
-                tmp_path / f"ns{i}", f"n{i}", ports[i], peers, start_timeout=120, scanInactiveMasterInterval=1000
+                tmp_path / f"ns{i}", f"n{i}", ports[i], peers, start_timeout=120, **MEMBER_CONF
             )
 
         with ThreadPoolExecutor(3) as ex:

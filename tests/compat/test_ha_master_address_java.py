@@ -1,14 +1,13 @@
-"""haMasterAddress between pyrmq and the official Java 5.5.0 broker: a slave whose broker.conf sets
-haMasterAddress connects there (Java BrokerController#initialize), and the master its name server
-names no longer replaces it (updateMasterHAServerAddrPeriodically off). Each direction in its own
-test:
-- a Java slave with haMasterAddress = a pyrmq master's HA port;
-- a pyrmq slave with haMasterAddress = a Java master's HA port.
-The master registers at one name server; the slave at a second one, where a decoy brokerId 0 of the
-same broker name is registered with an HA address that holds and counts connections (the name
-server's answer to a slave names the decoy: checked). The slave must replicate from the configured
-master, byte-identical file for file while the log rolls, serve the messages by pull, show the
-configured address in haStatus and never connect to the decoy.
+"""haMasterAddress between pyrmq and the official Java 5.5.0 broker. The master registers at one
+name server; the slave (broker.conf with haMasterAddress = the master's HA port) at a second one,
+where a decoy brokerId 0 of the same broker name is registered with an HA address that holds and
+counts connections (the name server's answer to a slave names the decoy: checked).
+- a pyrmq slave of a Java master replicates from the configured master, byte-identical file for
+  file while the log rolls, serves the messages by pull, shows the configured address in haStatus
+  and never connects to the decoy (Java BrokerController#initialize: the name server's answer no
+  longer moves it);
+- a Java slave of a pyrmq master connects nowhere: Java 5.5.0 drops the configured address (see
+  the test). pyrmq does not copy that (docs/ha.md).
 
 Opt-in (`soak`, PYRMQ_SOAK=1): a JVM broker per test, about a minute each on the shared machine.
 """
@@ -17,12 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from compat.test_ha_java import CL_SIZE, N, _bodies, _create_topic, _pull_all, _send_all
+from compat.test_ha_java import CL_SIZE, N, _bodies, _create_topic, _pull_all, _send, _send_all
 from support.decoy_master import DecoyMaster
 from support.servers import namesrv_under_test
 from support.stores import commit_log_files, wait_identical_commit_logs
@@ -76,7 +74,12 @@ def _replicates_from_the_configured_master(master, slave, decoy: DecoyMaster, co
     assert decoy.connections() == 0, "the slave connected to the master its name server named"
 
 
-def test_java_slave_follows_ha_master_address_to_a_pyrmq_master(pyrmq_namesrv, pyrmq_broker, java_broker, tmp_path):
+def test_java_slave_loses_its_ha_master_address(pyrmq_namesrv, pyrmq_broker, java_broker, tmp_path):
+    """What Java 5.5.0 does (pyrmq differs, docs/ha.md): BrokerController#initialize hands the
+    configured address to DefaultHAService#updateHaMasterAddress before DefaultMessageStore#start
+    has created the HA client (DefaultHAService#init), so the address is dropped, and the update
+    from the name server's answer is off: the slave connects to no master at all (apache/rocketmq
+    issue 6153 reports it). Its commit log stays empty while the master takes messages."""
     name = "ha-addr-pyrmq-master"
     master = pyrmq_broker(
         pyrmq_namesrv.addr, name=name, brokerRole="ASYNC_MASTER", mappedFileSizeCommitLog=CL_SIZE, fresh=True
@@ -84,16 +87,28 @@ def test_java_slave_follows_ha_master_address_to_a_pyrmq_master(pyrmq_namesrv, p
     configured = f"127.0.0.1:{master.port + 1}"
     with _decoy_namesrv(tmp_path / "ns-decoy", name) as decoy:
         slave = java_broker(decoy.namesrv_addr, name=name, haMasterAddress=configured, fresh=True, **SLAVE)
-        _replicates_from_the_configured_master(master, slave, decoy, configured)
-        # DefaultHAClient logs (store.log, written asynchronously) each address it is given and each connect
-        store_log = slave.home / "logs/rocketmqlogs/store.log"
-        deadline = time.monotonic() + 20
-        while f"HAClient connect to master {configured}" not in store_log.read_text(errors="replace"):
-            assert time.monotonic() < deadline, f"no connect to {configured} in {store_log}"
-            time.sleep(0.5)
-        lines = store_log.read_text(errors="replace").splitlines()
-        given = [line for line in lines if "update master ha address" in line]
-        assert given and all(decoy.ha_addr not in line for line in given), given
+
+        async def scenario() -> None:
+            async with RemotingClient() as c:
+                await _create_topic(c, master.addr)
+                for body in _bodies()[:20]:
+                    r = await c.invoke(master.addr, _send(name, body), 10)
+                    assert r.code == ResponseCode.SUCCESS, r
+                await asyncio.sleep(15)  # three of the HA client's 5 s rounds
+                ha = RemotingCommand.request(RequestCode.GET_BROKER_HA_STATUS)
+                on_master = HARuntimeInfo.decode((await c.invoke(master.addr, ha, 10)).body)
+                assert on_master.master and not on_master.ha_connection_info, on_master
+                on_slave = HARuntimeInfo.decode((await c.invoke(slave.addr, ha, 10)).body)
+                assert not on_slave.master and not on_slave.ha_client_runtime_info.master_addr, on_slave
+
+        asyncio.run(scenario())
+        files = commit_log_files(slave.store_dir)
+        assert all(b.count(0) == len(b) for b in files.values()), sorted(files)  # nothing replicated
+        assert decoy.connections() == 0
+        store_log = (slave.home / "logs/rocketmqlogs/store.log").read_text(errors="replace")
+        # DefaultHAClient's READY loop, every 5 s, with no address
+        assert "HAClient connect to master null failed" in store_log
+        assert f"HAClient connect to master {configured}" not in store_log
 
 
 def test_pyrmq_slave_follows_ha_master_address_to_a_java_master(pyrmq_namesrv, pyrmq_broker, java_broker, tmp_path):
