@@ -298,11 +298,15 @@ class BrokerConfig(KeyedSettings):
 
     def check_supported(self) -> str | None:
         """A setting pyrmq's broker cannot honour, refused at start rather than run without it: a
-        DLedger commit log (docs/dledger.md) without its group, peers or self id."""
+        DLedger commit log (docs/dledger.md) without its group, peers or self id, or with controller
+        mode (Java's BrokerStartup refuses that pair with this text and exits)."""
         from pyrmq.broker.dledger_role import dledger_config  # here: it loads the store modules
 
+        props = self.all_properties()
+        if self.values["enableControllerMode"] and str(props.get("enableDLegerCommitLog")).lower() == "true":
+            return "The config enableControllerMode and enableDLegerCommitLog cannot both be true."
         try:
-            dledger_config(self.all_properties(), self.store)
+            dledger_config(props, self.store)
         except ValueError as e:
             return str(e)
         return None

@@ -124,7 +124,11 @@ class ConsumerOffsetManager(ConfigManager):
     # ------------------------------------------------------------ admin (AdminBrokerProcessor callers)
 
     def query_pull_offset(self, group: str, topic: str, queue_id: int) -> int:
-        return self.pull_offset_table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}).get(queue_id, -1)
+        """The offset the group's last pull asked for next; without one (a group that only pops
+        or commits, a restarted broker: the table is not persisted) its consumer offset, as
+        Java's queryPullOffset falls back."""
+        offset = self.pull_offset_table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}).get(queue_id)
+        return self.query_offset(group, topic, queue_id) if offset is None else offset
 
     def assign_reset_offset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
         """Java assignResetOffset: the next pull of that queue answers OFFSET_MOVED to ``offset``."""

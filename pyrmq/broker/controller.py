@@ -495,17 +495,19 @@ class BrokerController:
             self._tasks.append(loop.create_task(self.slave_synchronize.run(), name="broker-slave-synchronize"))
 
     async def _start_ha(self) -> None:
-        """Java DefaultHAService#start and BrokerController#initialize (slave part): a master
+        """Java DefaultHAService#start and BrokerController#initialize (slave part): every broker
         listens on haListenPort; a slave connects to haMasterAddress or, without one, to the HA
         address the name server answers REGISTER_BROKER with. In controller mode the
         AutoSwitchHAService always listens and the ReplicasManager picks the role."""
         if self.controller_mode:
             await self._start_autoswitch_ha()
             return
+        # a slave's HA service accepts too (Java's is one object for both roles) and streams its
+        # own commit log to whoever connects: a slave whose haMasterAddress names this slave
+        self.config.resolve_ha_listen_port()
+        self.ha_service = HAService(self.message_store, self.host)
+        await self.ha_service.start()
         if self.config.is_master:
-            self.config.resolve_ha_listen_port()
-            self.ha_service = HAService(self.message_store, self.host)
-            await self.ha_service.start()
             self.message_store.ha_service = self.ha_service  # SYNC_MASTER puts wait for its acks
             return
         self.ha_client = HAClient(self.message_store, clock=self.now)

@@ -29,6 +29,7 @@ from pyrmq.common.constants import (
     is_system_topic,
     is_writeable,
 )
+from pyrmq.metrics import protobuf
 from pyrmq.metrics.exposition import write_text
 from pyrmq.metrics.http import MetricsHttpServer
 from pyrmq.metrics.registry import Counter, InstrumentType, Labels, Meter, Observation, label_key
@@ -766,12 +767,17 @@ class BrokerMetricsManager:
     def render_openmetrics(self) -> str:
         return self.render(openmetrics=True)
 
+    def render_protobuf(self) -> bytes:
+        return protobuf.write_protobuf(self.meter, DEFAULT_VIEW_HELP)
+
     async def start(self) -> None:
         if not self.enabled:
             return
         host = str(self.config["metricsPromExporterHost"] or "") or self.config.broker_ip
         port = int(self.config["metricsPromExporterPort"])
-        self.http = MetricsHttpServer(host, port, self.render, self.render_openmetrics)
+        # protobuf only with the library (the grpc extra); a scraper asking for it then gets text
+        pb = self.render_protobuf if protobuf.available() else None
+        self.http = MetricsHttpServer(host, port, self.render, self.render_openmetrics, pb)
         await self.http.start()
 
     async def shutdown(self) -> None:

@@ -419,8 +419,8 @@ class PushEntryResponse(RequestOrResponse):
 
 @dataclass(kw_only=True, slots=True)
 class PullEntriesRequest(RequestOrResponse):
-    """Declared by DLedgerRpcNettyService, answered by nobody in 0.3.2 (DLedgerServer#handlePull
-    returns UNSUPPORTED)."""
+    """Declared by DLedgerRpcNettyService, served by nobody in 0.3.2 (DLedgerServer#handlePull
+    returns null, so the remoting server answers SYSTEM_ERROR; pyrmq's server does the same)."""
 
     CODE: ClassVar[DLedgerRequestCode] = DLedgerRequestCode.PULL
 

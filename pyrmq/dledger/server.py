@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TypeVar
 
+from pyrmq.protocol.codes import ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient, parse_addr
 from pyrmq.remoting.loop import install_uvloop_if_available, setup_logging, stop_on_signals
@@ -38,6 +39,7 @@ from .protocol import (
     GetEntriesResponse,
     MetadataRequest,
     MetadataResponse,
+    PullEntriesRequest,
     RequestOrResponse,
     decode_request,
     decode_response,
@@ -74,6 +76,8 @@ __all__ = ["AppendError", "DLedgerServer", "RoleListener"]
 TICK_MS = 10
 
 _R = TypeVar("_R", bound=RequestOrResponse)
+#: the remark of the answer to a PULL (51003), which DLedger 0.3.2 declares but does not serve
+PULL_NOT_SERVED = "PULL is not served: DLedger 0.3.2's handlePull returns null (Java answers SYSTEM_ERROR too)"
 
 Code = DLedgerResponseCode
 
@@ -345,6 +349,11 @@ class DLedgerServer:
             return response_command(cmd, self._metadata(request))
         if isinstance(request, GetEntriesRequest):
             return response_command(cmd, self._get(request))
+        if isinstance(request, PullEntriesRequest):
+            # 0.3.2's DLedgerServer#handlePull returns null: the RPC service fails on it and the
+            # remoting server answers SYSTEM_ERROR with the exception (NettyRemotingAbstract), not a
+            # PullEntriesResponse. No 0.3.2 member sends PULL; a caller gets Java's answer.
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, PULL_NOT_SERVED)
         response, out = self.member.handle_request(request, _now())
         if response is None:
             held: asyncio.Future[RequestOrResponse] = asyncio.get_running_loop().create_future()

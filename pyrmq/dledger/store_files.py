@@ -179,8 +179,9 @@ def write_term_file(directory: str, state: TermState) -> None:
     write_file_atomically(os.path.join(directory, TERM_PERSIST_FILE), text)
 
 
-def read_checkpoint(directory: str) -> Checkpoint | None:
-    path = os.path.join(directory, CHECK_POINT_FILE)
+def read_checkpoint(directory: str, *, backup: bool = False) -> Checkpoint | None:
+    """The ``checkpoint`` file, or with ``backup`` its ``.bak`` (the content before the last write)."""
+    path = os.path.join(directory, CHECK_POINT_FILE + (".bak" if backup else ""))
     props = _read_properties(path)
     if props is None:
         return None

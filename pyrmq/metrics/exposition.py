@@ -21,10 +21,20 @@ value); ``target_info`` is of type ``info``; the answer ends with ``# EOF``.
 
 from __future__ import annotations
 
-from pyrmq.common.java_lang import double_to_string
-from pyrmq.metrics.registry import Counter, Gauge, Histogram, InstrumentType, Labels, Meter
+from dataclasses import dataclass, field
 
-__all__ = ["CONTENT_TYPE", "OPENMETRICS_CONTENT_TYPE", "prometheus_name", "wants_openmetrics", "write_text"]
+from pyrmq.common.java_lang import double_to_string
+from pyrmq.metrics.registry import Counter, Gauge, Histogram, HistogramPoint, InstrumentType, Labels, Meter
+
+__all__ = [
+    "CONTENT_TYPE",
+    "OPENMETRICS_CONTENT_TYPE",
+    "Family",
+    "families",
+    "prometheus_name",
+    "wants_openmetrics",
+    "write_text",
+]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -67,10 +77,9 @@ def _escape_help(v: str) -> str:
     return v.replace("\\", "\\\\").replace("\n", "\\n")
 
 
-def _labels(labels: Labels, scope: str, le: str | None = None) -> str:
-    pairs = sorted((*labels, ("otel_scope_name", scope)))
+def _labels(pairs: Labels, le: str | None = None) -> str:
     if le is not None:
-        pairs.append(("le", le))
+        pairs = (*pairs, ("le", le))
     return "{" + ",".join(f'{k}="{_escape_label(v)}"' for k, v in pairs) + "}"
 
 
@@ -78,49 +87,73 @@ def _num(v: float) -> str:
     return double_to_string(float(v))
 
 
+@dataclass(slots=True)
+class Family:
+    """One metric of a scrape as Java's exporter shapes it, whatever the format."""
+
+    name: str  #: the series' name (a counter's ends in _total; a histogram's gains _bucket, ...)
+    family: str  #: Java's MetricMetadata#getPrometheusName: a counter's without _total; the sort key
+    type: InstrumentType
+    unit: str  #: the Prometheus unit suffix, "" for none
+    help: str
+    #: counters and gauges: (labels, value); labels sorted by name, otel_scope_name among them
+    samples: list[tuple[Labels, float]] = field(default_factory=list)
+    bounds: tuple[float, ...] = ()  #: a histogram's bucket bounds, +Inf left out
+    points: list[tuple[Labels, HistogramPoint]] = field(default_factory=list)
+
+
+def families(meter: Meter, help_by_type: dict[InstrumentType, str] | None = None) -> list[Family]:
+    """One scrape of `meter` (gauges are read now), sorted as Java's MetricSnapshots sorts, metrics
+    with no series left out. `help_by_type` replaces the description of every instrument of a type
+    (Java's default views for counters and gauges do that)."""
+    help_by_type = help_by_type or {}
+    scope = ("otel_scope_name", meter.scope_name)
+    out: list[Family] = []
+    for inst in meter.instruments.values():
+        name = prometheus_name(inst.name, inst.unit, inst.type)
+        f = Family(
+            name,
+            name.removesuffix("_total") if inst.type is InstrumentType.COUNTER else name,
+            inst.type,
+            _unit_suffix(inst.unit),
+            help_by_type.get(inst.type, inst.description),
+        )
+        if isinstance(inst, Counter):
+            f.samples = [(tuple(sorted((*k, scope))), v) for k, v in sorted(inst.values.items())]
+        elif isinstance(inst, Gauge):
+            f.samples = [(tuple(sorted((*k, scope))), v) for k, v in sorted(inst.observe().items())]
+        elif isinstance(inst, Histogram):
+            f.bounds = inst.bounds
+            f.points = [(tuple(sorted((*k, scope))), p) for k, p in sorted(inst.points.items())]
+        if f.samples or f.points:
+            out.append(f)
+    out.sort(key=lambda f: f.family)
+    return out
+
+
 def write_text(
     meter: Meter, help_by_type: dict[InstrumentType, str] | None = None, *, openmetrics: bool = False
 ) -> str:
-    """One scrape of `meter`: gauges are read now. `help_by_type` replaces the description of
-    every instrument of a type (Java's default views for counters and gauges do that).
-    `openmetrics`: the OpenMetrics 1.0.0 text instead of 0.0.4."""
-    help_by_type = help_by_type or {}
-    blocks: list[tuple[str, list[str]]] = []
-    scope = meter.scope_name
-    for inst in meter.instruments.values():
-        name = prometheus_name(inst.name, inst.unit, inst.type)
-        lines: list[str] = []
-        if isinstance(inst, Counter):
-            for key, value in sorted(inst.values.items()):
-                lines.append(f"{name}{_labels(key, scope)} {_num(value)}")
-        elif isinstance(inst, Gauge):
-            for key, value in sorted(inst.observe().items()):
-                lines.append(f"{name}{_labels(key, scope)} {_num(value)}")
-        elif isinstance(inst, Histogram):
-            les = [_num(b) for b in inst.bounds] + ["+Inf"]
-            for key, p in sorted(inst.points.items()):
-                running = 0
-                for le, n in zip(les, p.counts, strict=True):
-                    running += n
-                    lines.append(f"{name}_bucket{_labels(key, scope, le)} {running}")
-                lines.append(f"{name}_count{_labels(key, scope)} {p.count}")
-                lines.append(f"{name}_sum{_labels(key, scope)} {_num(p.sum)}")
-        if not lines:
-            continue
-        description = help_by_type.get(inst.type, inst.description)
-        if openmetrics:
-            family = name.removesuffix("_total") if inst.type is InstrumentType.COUNTER else name
-            head = [f"# TYPE {family} {inst.type.value}"]
-            if _unit_suffix(inst.unit):
-                head.append(f"# UNIT {family} {_unit_suffix(inst.unit)}")
-            head.append(f"# HELP {family} {_escape_label(description)}")
-            blocks.append((family, head + lines))
-        else:
-            head = [f"# HELP {name} {_escape_help(description)}", f"# TYPE {name} {inst.type.value}"]
-            blocks.append((name, head + lines))
+    """One scrape of `meter` in the text format 0.0.4, or OpenMetrics 1.0.0 (`openmetrics`)."""
     out: list[str] = []
-    for _, lines in sorted(blocks):
-        out.extend(lines)
+    for f in families(meter, help_by_type):
+        if openmetrics:
+            out.append(f"# TYPE {f.family} {f.type.value}")
+            if f.unit:
+                out.append(f"# UNIT {f.family} {f.unit}")
+            out.append(f"# HELP {f.family} {_escape_label(f.help)}")
+        else:
+            out += [f"# HELP {f.name} {_escape_help(f.help)}", f"# TYPE {f.name} {f.type.value}"]
+        for labels, value in f.samples:
+            out.append(f"{f.name}{_labels(labels)} {_num(value)}")
+        les = [_num(b) for b in f.bounds] + ["+Inf"]
+        for labels, p in f.points:
+            running = 0
+            for le, n in zip(les, p.counts, strict=True):
+                running += n
+                out.append(f"{f.name}_bucket{_labels(labels, le)} {running}")
+            out.append(f"{f.name}_count{_labels(labels)} {p.count}")
+            out.append(f"{f.name}_sum{_labels(labels)} {_num(p.sum)}")
     if openmetrics:
         out += ["# TYPE target info", "target_info 1", "# EOF"]
     else:

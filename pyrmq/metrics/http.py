@@ -1,8 +1,10 @@
 """The scrape endpoint: a tiny asyncio HTTP/1.1 server on metricsPromExporterHost/Port.
 
-Java's PrometheusHttpServer (prometheus-metrics-exporter-httpserver) answers GET on ``/`` and
-``/metrics`` with the text format, or OpenMetrics when the Accept header asks for it, and
-``/-/healthy`` with a short text; so does this. One request
+Java's PrometheusHttpServer (prometheus-metrics-exporter-httpserver 1.3.3) answers ``/metrics``
+with the text format, or protobuf, or OpenMetrics when the Accept header asks for them (protobuf
+first: ExpositionFormats#findWriter), gzipped when Accept-Encoding names gzip, a format as plain
+text with ``?debug=text|openmetrics|prometheus-protobuf``; ``/-/healthy`` with a short text; any
+other path with an HTML landing page (its DefaultHandler; pyrmq's page is its own); so does this. One request
 per connection (``Connection: close``): a scraper reconnects every interval anyway.
 """
 
@@ -11,9 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gzip
 import logging
 from collections.abc import Callable
+from urllib.parse import parse_qs
 
+from pyrmq.metrics import protobuf
 from pyrmq.metrics.exposition import CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE, wants_openmetrics
 
 log = logging.getLogger("pyrmq.metrics")
@@ -25,8 +30,9 @@ _READ_TIMEOUT_S = 10.0
 
 
 class MetricsHttpServer:
-    """Serves `render()` (the exposition text) to every GET of ``/`` or ``/metrics``, and
-    `render_openmetrics()` to those asking for OpenMetrics when it is given."""
+    """Serves `render()` (the exposition text) to every GET of ``/`` or ``/metrics``,
+    `render_protobuf()` to those asking for protobuf and `render_openmetrics()` to those asking
+    for OpenMetrics, when they are given."""
 
     def __init__(
         self,
@@ -34,11 +40,13 @@ class MetricsHttpServer:
         port: int,
         render: Callable[[], str],
         render_openmetrics: Callable[[], str] | None = None,
+        render_protobuf: Callable[[], bytes] | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.render = render
         self.render_openmetrics = render_openmetrics
+        self.render_protobuf = render_protobuf
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -65,15 +73,12 @@ class MetricsHttpServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _READ_TIMEOUT_S)
-            status, ctype, body = self._answer(head)
+            status, headers, body = self._respond(head)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
-            status, ctype, body = "400 Bad Request", "text/plain; charset=utf-8", b"bad request\n"
+            status, headers, body = "400 Bad Request", [("Content-Type", _PLAIN)], b"bad request\n"
+        lines = [f"HTTP/1.1 {status}", *(f"{k}: {v}" for k, v in headers), f"Content-Length: {len(body)}"]
         try:
-            writer.write(
-                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                "Connection: close\r\n\r\n".encode("ascii")
-                + body
-            )
+            writer.write(("\r\n".join([*lines, "Connection: close", "", ""])).encode("ascii") + body)
             await writer.drain()
         except ConnectionError:
             pass
@@ -82,24 +87,81 @@ class MetricsHttpServer:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
+    def _respond(self, head: bytes) -> tuple[str, list[tuple[str, str]], bytes]:
+        """(status, headers, body) of the answer to a request head: `_answer`'s, gzipped when the
+        scrape handler would gzip it (PrometheusScrapeHandler#shouldUseCompression)."""
+        status, ctype, body = self._answer(head)
+        headers = [("Content-Type", ctype)]
+        if status == "200 OK" and ctype in _SCRAPE_TYPES and _wants_gzip(_header(head, b"accept-encoding")):
+            headers.append(("Content-Encoding", "gzip"))
+            body = gzip.compress(body) if body else body
+        return status, headers, body
+
     def _answer(self, head: bytes) -> tuple[str, str, bytes]:
+        """(status, content type, body). As com.sun.net.httpserver routes Java's three contexts:
+        the longest of ``/-/healthy``, ``/metrics`` and ``/`` that starts the path wins (so
+        ``/metrics/x`` scrapes and ``/x`` gets the landing page), whatever the method; HEAD gets
+        no body."""
         if len(head) > _MAX_HEAD:
-            return "431 Request Header Fields Too Large", "text/plain; charset=utf-8", b"header too large\n"
+            return "431 Request Header Fields Too Large", _PLAIN, b"header too large\n"
         parts = head.split(b"\r\n", 1)[0].split(b" ")
-        if len(parts) != 3:
-            return "400 Bad Request", "text/plain; charset=utf-8", b"bad request\n"
-        method, target = parts[0], parts[1].split(b"?", 1)[0]
-        if method not in (b"GET", b"HEAD"):
-            return "405 Method Not Allowed", "text/plain; charset=utf-8", b"method not allowed\n"
-        if target == b"/-/healthy":
-            return "200 OK", "text/plain; charset=utf-8", b"Exporter is healthy.\n"
-        if target not in (b"/", b"/metrics"):
-            return "404 Not Found", "text/plain; charset=utf-8", b"not found\n"
-        if self.render_openmetrics is not None and wants_openmetrics(_header(head, b"accept")):
-            ctype, body = OPENMETRICS_CONTENT_TYPE, self.render_openmetrics().encode("utf-8")
+        if len(parts) != 3 or not parts[0].isalpha() or not parts[1].startswith(b"/"):
+            return "400 Bad Request", _PLAIN, b"bad request\n"
+        method, (path, _, query) = parts[0], parts[1].partition(b"?")
+        if path.startswith(b"/-/healthy"):
+            status, ctype, body = "200 OK", _PLAIN, b"Exporter is healthy.\n"
+        elif path.startswith(b"/metrics"):
+            status, ctype, body = self._scrape(head, parse_qs(query.decode("latin-1")).get("debug"))
         else:
-            ctype, body = CONTENT_TYPE, self.render().encode("utf-8")
-        return "200 OK", ctype, b"" if method == b"HEAD" else body
+            status, ctype, body = "200 OK", "text/html; charset=utf-8", _LANDING_PAGE
+        return status, ctype, b"" if method == b"HEAD" else body
+
+    def _scrape(self, head: bytes, debug: list[str] | None) -> tuple[str, str, bytes]:
+        """PrometheusScrapeHandler: the format the Accept header asks for (protobuf, then
+        OpenMetrics, else text); with ``?debug=`` a format shown as plain text instead."""
+        if debug is not None:
+            return self._debug(debug[0])
+        accept = _header(head, b"accept")
+        if self.render_protobuf is not None and protobuf.wants_protobuf(accept):
+            return "200 OK", protobuf.CONTENT_TYPE, self.render_protobuf()
+        if self.render_openmetrics is not None and wants_openmetrics(accept):
+            return "200 OK", OPENMETRICS_CONTENT_TYPE, self.render_openmetrics().encode("utf-8")
+        return "200 OK", CONTENT_TYPE, self.render().encode("utf-8")
+
+    def _debug(self, which: str) -> tuple[str, str, bytes]:
+        if which == "text":
+            return "200 OK", _PLAIN, self.render().encode("utf-8")
+        if which == "openmetrics" and self.render_openmetrics is not None:
+            return "200 OK", _PLAIN, self.render_openmetrics().encode("utf-8")
+        if which == "prometheus-protobuf" and self.render_protobuf is not None:
+            return "200 OK", _PLAIN, protobuf.debug_text(self.render_protobuf()).encode("utf-8")
+        return "500 Internal Server Error", _PLAIN, _UNSUPPORTED_DEBUG.format(which).encode("utf-8")
+
+
+_PLAIN = "text/plain; charset=utf-8"
+#: the answers the scrape handler may gzip (not the debug, health or landing pages)
+_SCRAPE_TYPES = (CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE, protobuf.CONTENT_TYPE)
+_UNSUPPORTED_DEBUG = (
+    "debug={}: Unsupported query parameter. Valid values are 'openmetrics', 'text', and 'prometheus-protobuf'."
+)
+_LANDING_PAGE = b"""<html>
+<head><title>pyrmq broker metrics</title></head>
+<body>
+<h1>pyrmq broker metrics</h1>
+<ul>
+<li><a href="metrics">metrics</a>: the scrape endpoint; the format follows the Accept header</li>
+<li><a href="metrics?debug=text">text format 0.0.4</a>, <a href="metrics?debug=openmetrics">OpenMetrics</a>,
+<a href="metrics?debug=prometheus-protobuf">protobuf</a>: each as plain text</li>
+<li><a href="-/healthy">-/healthy</a>: whether the endpoint answers</li>
+</ul>
+</body>
+</html>
+"""
+
+
+def _wants_gzip(accept_encoding: str) -> bool:
+    """A coding exactly "gzip" in the list (Java trims each and compares, so "gzip;q=1" is not)."""
+    return any(e.strip().lower() == "gzip" for e in accept_encoding.split(","))
 
 
 def _header(head: bytes, name: bytes) -> str:

@@ -25,8 +25,9 @@ Which files make up the log and how a record is checked is pyrmq.store.reader's 
 A DLedger broker's store (enableDLegerCommitLog) has an empty commitlog/: its records sit inside
 the entries of ``dledger-<selfId>/data`` (pyrmq.dledger.entry), each at the entry's pos +
 BODY_OFFSET, which is also its PHYSICALOFFSET and what the consume queues point at. Such a store
-is planned as one split per data file up to the ledger's end (found through its index files on
-the planning side: pyrmq.spark.dledger_end), and walked entry by entry (`iter_dledger_split`):
+is planned as one split per data file up to the end of the entries its checkpoint calls committed
+(or the ledger's end, uncommitted tail included, when asked; both found through its index files
+on the planning side: pyrmq.spark.dledger_end), and walked entry by entry (`iter_dledger_split`):
 the entry sizes give the record boundaries, so no search is needed.
 """
 
@@ -36,11 +37,11 @@ import mmap
 import os
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyrmq.dledger.entry import BLANK_MAGIC_CODE, BODY_OFFSET, CURRENT_MAGIC
 from pyrmq.dledger.store_files import find_member_dir
-from pyrmq.spark.dledger_end import find_ledger_end
+from pyrmq.spark.dledger_end import LedgerEnd, committed_end, find_ledger_end
 from pyrmq.store import message as m
 from pyrmq.store import reader
 from pyrmq.store.reader import LogFile
@@ -92,10 +93,20 @@ def dledger_member(path: str) -> str | None:
     return find_member_dir(path) if os.path.isdir(path) else None
 
 
-def plan_dledger_splits(member: str, opts: PlanOptions) -> list[Split]:
-    """One split per data file holding entries, the last one up to the ledger's end (found through
-    the index, dledger_end: the other files end with their blank filler, where a walk stops)."""
+def dledger_read_end(member: str, include_uncommitted: bool = False) -> LedgerEnd:
+    """The member's data files and where a scan of them stops: after the entry its checkpoint
+    calls committed (dledger_end.committed_end, what a broker opened on the store would serve),
+    or, with ``include_uncommitted``, at the ledger's end (a leader's uncommitted tail too)."""
     ledger = find_ledger_end(member)
+    if include_uncommitted:
+        return ledger
+    return replace(ledger, write_pos=committed_end(member, ledger))
+
+
+def plan_dledger_splits(member: str, opts: PlanOptions) -> list[Split]:
+    """One split per data file holding entries, the last one up to the read end (dledger_read_end;
+    found through the index: the other files end with their blank filler, where a walk stops)."""
+    ledger = dledger_read_end(member, opts.include_uncommitted)
     splits = []
     for start, path in ledger.data_files:
         end = min(ledger.data_file_size, ledger.write_pos - start)
@@ -109,9 +120,10 @@ def plan_dledger_splits(member: str, opts: PlanOptions) -> list[Split]:
     return splits
 
 
-def plan_dledger_offset_splits(member: str, offsets: list[int]) -> list[Split]:
-    """One split per commit-log offset: the entry at offset - BODY_OFFSET (checked when read)."""
-    ledger = find_ledger_end(member)
+def plan_dledger_offset_splits(member: str, offsets: list[int], include_uncommitted: bool = False) -> list[Split]:
+    """One split per commit-log offset: the entry at offset - BODY_OFFSET (checked when read),
+    before the read end (dledger_read_end)."""
+    ledger = dledger_read_end(member, include_uncommitted)
     out = []
     for off in sorted(set(offsets)):
         at = off - BODY_OFFSET
@@ -229,6 +241,8 @@ class PlanOptions:
     split_size: int = 256 * 1024 * 1024
     min_offset: int | None = None  # commit-log offset range pruning (inclusive / exclusive)
     max_offset: int | None = None
+    #: a DLedger store: read past the checkpoint's committed entry to the ledger's end
+    include_uncommitted: bool = False
 
 
 def _active_file(files: list[LogFile]) -> tuple[int, int] | None:
@@ -278,11 +292,12 @@ def plan_splits(path: str, opts: PlanOptions | None = None) -> list[Split]:
     return splits
 
 
-def plan_offset_splits(path: str, offsets: list[int]) -> list[Split]:
-    """One split per commit-log offset (a record lookup: offsetMsgId, index or consume-queue hit)."""
+def plan_offset_splits(path: str, offsets: list[int], include_uncommitted: bool = False) -> list[Split]:
+    """One split per commit-log offset (a record lookup: offsetMsgId, index or consume-queue hit);
+    ``include_uncommitted`` as in PlanOptions."""
     member = dledger_member(path)
     if member is not None:
-        return plan_dledger_offset_splits(member, offsets)
+        return plan_dledger_offset_splits(member, offsets, include_uncommitted)
     files = list_commit_log(path)
     found = _active_file(files)
     if found is None:

@@ -13,6 +13,14 @@ truncation left behind past the end break the chain), check the last one against
 the ones before it, when its entry is gone), then walk on through the data for the entries whose items are not written yet (an entry reaches its
 data file before its item reaches the index file). Anything that does not check falls back to the
 full recovery, so the answer is the reader's whenever the files agree with themselves.
+
+`committed_end` is where a scan stops by default: after the entry the checkpoint calls committed.
+DLedgerMmapFileStore#persistCheckPoint writes ``committedIndex`` every checkPointInterval (3 s)
+while the member runs and once more at shutdown, and recover() reads it back as the committed
+index; DLedgerCommitLog serves nothing past that committed position (getMaxOffset, getData).
+So the entries after it are either not committed by the group (a leader's tail a new leader may
+truncate) or committed less than 3 s ago, and a broker opened on the store serves neither until
+the group tells it more.
 """
 
 from __future__ import annotations
@@ -122,6 +130,38 @@ def find_ledger_end(path: str, *, data_path: str | None = None) -> LedgerEnd:
             return LedgerEnd(data_files, dsize, _walk_on(data, pos + size, idx, term, dsize), "index")
         found = _item(index, idx - 1)
     return _walk(path, data_path)
+
+
+def committed_end(path: str, ledger: LedgerEnd, *, data_path: str | None = None) -> int:
+    """The end of the entries the checkpoint of member directory ``path`` calls committed, at most
+    ``ledger.write_pos`` (updateCommittedIndex caps the committed index at the ledger's end):
+    ``committedIndex`` below the first entry (-1: nothing committed yet) is the first data file's
+    start, no entry readable; no checkpoint at all is ``ledger.write_pos`` (the store does not say).
+    Without ``checkpoint`` its ``.bak`` answers: IOUtils#string2File deletes the file before it
+    renames the new one in, and the content before is a committed index too, only older."""
+    checkpoint = read_checkpoint(path) or read_checkpoint(path, backup=True)
+    if checkpoint is None or not ledger.data_files or ledger.write_pos <= ledger.data_files[0][0]:
+        return ledger.write_pos
+    data_path = data_path or os.path.join(path, "data")
+    data = _Files(data_path, ledger.data_files, ledger.data_file_size)
+    first = _header(data, ledger.data_files[0][0])
+    if first is None:
+        return ledger.write_pos  # find_ledger_end found entries, so the walk below says where
+    c = checkpoint.committed_index
+    if c < first[1]:
+        return ledger.data_files[0][0]
+    index_files = _list_files(os.path.join(path, "index"))
+    index = _Files(os.path.join(path, "index"), index_files, DLedgerStoreReader._uniform_size(index_files, "index"))
+    item = _item(index, c)
+    if item is not None:
+        pos, size, _i, term = item
+        if pos + size <= ledger.write_pos and _header(data, pos) == (size, c, term, pos):
+            return pos + size
+    # no item for it, or one that does not check: the entries say (past the end: the end)
+    for entry in DLedgerStoreReader(path, data_path=data_path).entries():
+        if entry.index == c:
+            return min(entry.pos + entry.size, ledger.write_pos)
+    return ledger.write_pos
 
 
 def _item(index: _Files, i: int) -> tuple[int, int, int, int] | None:

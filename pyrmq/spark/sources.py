@@ -140,6 +140,7 @@ class CommitLogReader(DataSourceReader):
         if self.corrupt not in ("fail", "skip"):
             raise ValueError(f"option corrupt must be fail or skip, not {self.corrupt!r}")
         self.check_crc = _opt_or(options, "checkCRC", "true").lower() == "true"
+        self.include_uncommitted = _opt_or(options, "includeUncommitted", "false").lower() == "true"
         self.batch_rows = int(_opt_or(options, "batchRows", "65536"))
         self.batch_bytes = int(_opt_or(options, "batchBytes", "0")) or None  # None: by the columns
         if self.batch_bytes is not None and self.batch_bytes < 0:
@@ -226,11 +227,12 @@ class CommitLogReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         if self.offsets is not None:
-            return [_Partition(s) for s in scan.plan_offset_splits(self.path, self.offsets)]
+            return [_Partition(s) for s in scan.plan_offset_splits(self.path, self.offsets, self.include_uncommitted)]
         opts = scan.PlanOptions(
             split_size=self.split_size,
             min_offset=self.filter.min_offset,
             max_offset=None if self.filter.max_offset is None else self.filter.max_offset + 1,
+            include_uncommitted=self.include_uncommitted,
         )
         return [_Partition(s) for s in scan.plan_splits(self.path, opts)]
 

@@ -1,10 +1,10 @@
 """Brokers in controller mode under a controller group that mixes pyrmq and Java controllers.
 
 n0 and n1 are `pyrmq controller`, n2 is ControllerStartup 5.5.0, one DLedger group (as in
-test_controller_group_java's mixed group). The broker group is a pair of official Java 5.5.0
-brokers, or a Java master with a pyrmq slave (`pair`), with `controllerAddr` listing the three
-members and SYNC settings (inSyncReplicas=2, allAckInSyncStateSet): the pair forms its
-SyncStateSet through the leader, a pyrmq member at first.
+test_controller_group_java's mixed group). The broker group (`CASES`) is a pair of official Java
+5.5.0 brokers, a Java master with a pyrmq slave, or a pyrmq master with a Java slave, with
+`controllerAddr` listing the three members and SYNC settings (inSyncReplicas=2,
+allAckInSyncStateSet): the pair forms its SyncStateSet through the leader, a pyrmq member at first.
 
 Under the official client's load (FailoverLoadTest: 4 sync producer threads, a push consumer):
 1. the pyrmq controller leader is SIGKILLed: a new leader serves the same replica info, the
@@ -12,7 +12,7 @@ Under the official client's load (FailoverLoadTest: 4 sync producer threads, a p
 2. the killed member is restarted on its store and rejoins; the leadership is moved to the Java
    member (DLedger LEADERSHIP_TRANSFER, unless it already leads), which serves the same state;
 3. the Java controller is SIGKILLed: a pyrmq member leads again with the same state, still no
-   failed send;
+   failed send (skipped in the `java-elects` case, where the Java controller runs the election);
 4. the broker master is SIGKILLed: the slave is elected (master epoch + 1), the client's sends
    resume on it, and every acknowledged body is consumed.
 The times of steps 1, 3 and 4 are printed.
@@ -60,6 +60,13 @@ TOPIC = "CtlMixT"
 LOAD_MS = 45_000
 KILL_AFTER_S = 2.0
 BROKER_START_S = 300  # a JVM server starting on the loaded machine (brokers, the Java controller)
+#: case -> (the pair: its master first, who leads the controllers when the master is killed)
+CASES = {
+    "java": ("java", "pyrmq"),
+    "mixed": ("java-master", "pyrmq"),
+    "pyrmq-master": ("pyrmq-master", "pyrmq"),
+    "java-elects": ("java-master", "java"),
+}
 
 
 def _state(addr: str) -> tuple | None:
@@ -82,31 +89,37 @@ def _serving(members: list, timeout: float = 60) -> tuple[Any, float]:
 
 
 def _start_pair(pair: str, ns: str, ctl: str, leader: str, workdir: Path) -> list:
-    """The broker group: two Java brokers started together, or a Java broker, master first, and
-    then a pyrmq broker joining it (the same commit-log file size on both, docs/controller.md)."""
+    """The broker group: two Java brokers started together, or one broker (`pair` names it), master
+    first, and then a broker of the other kind joining it (the same commit-log file size on both,
+    docs/controller.md)."""
     java_conf = dict(BROKER_CONF, controllerAddr=ctl)
 
     def java(i: int) -> JavaBroker:
         return JavaBroker(ns, workdir / f"b{i}", name=NAME, cluster=CLUSTER, start_timeout=BROKER_START_S, **java_conf)
 
-    if pair == "java":
-        with ThreadPoolExecutor(2) as ex:
-            return list(ex.map(java, range(2)))
-    first = java(0)
-    try:
-        _wait(lambda: (_state(leader) or [None, None])[1] == first.addr, "the Java broker elected first", 120)
+    def pyrmq(i: int) -> PyrmqBroker:
         conf = controller_mode_conf(
             ctl.split(";"), name=NAME, inSyncReplicas=2, allAckInSyncStateSet="true",
             mappedFileSizeCommitLog=JAVA_COMMIT_LOG_FILE,
         )  # fmt: skip
-        return [first, PyrmqBroker(ns, workdir / "b1", cluster=CLUSTER, **conf)]
+        return PyrmqBroker(ns, workdir / f"b{i}", cluster=CLUSTER, **conf)
+
+    if pair == "java":
+        with ThreadPoolExecutor(2) as ex:
+            return list(ex.map(java, range(2)))
+    first, second = (java, pyrmq) if pair == "java-master" else (pyrmq, java)
+    brokers = [first(0)]
+    try:
+        _wait(lambda: (_state(leader) or [None, None])[1] == brokers[0].addr, f"the {pair} elected first", 120)
+        return [brokers[0], second(1)]
     except BaseException:
-        first.stop()
+        brokers[0].stop()
         raise
 
 
-@pytest.mark.parametrize("pair", ["java", "mixed"])
-def test_brokers_fail_over_under_a_mixed_controller_group(pair, java_harness, java_home, tmp_path):
+@pytest.mark.parametrize("case", list(CASES))
+def test_brokers_fail_over_under_a_mixed_controller_group(case, java_harness, java_home, tmp_path):
+    pair, elector = CASES[case]
     ports = [free_port() for _ in range(3)]
     peers = controller_peers(ports)
     members: list = []
@@ -142,7 +155,7 @@ def test_brokers_fail_over_under_a_mixed_controller_group(pair, java_harness, ja
         for b in brokers:
             probe.create_topic(b.addr, TOPIC)
         print(
-            f"\n[{pair}] controllers, name server and brokers up, the pair formed: {time.monotonic() - started:.1f} s"
+            f"\n[{case}] controllers, name server and brokers up, the pair formed: {time.monotonic() - started:.1f} s"
         )
 
         times: dict[str, float] = {}
@@ -163,10 +176,13 @@ def test_brokers_fail_over_under_a_mixed_controller_group(pair, java_harness, ja
                 _transfer(new, ids[new.addr], "n2")
                 _wait(lambda: _leader(members) is java_ctl, "the Java controller serving", 30)
             assert _state(java_ctl.addr) == state, "the Java controller leads another state"
-            java_ctl.kill9()  # 3. the Java leader
-            rest = [m for m in members if m is not java_ctl]
-            new, times["java_leader_killed_s"] = _serving(rest)
-            assert _state(new.addr) == state, "the group's master changed with the controller leader"
+            if elector == "pyrmq":
+                java_ctl.kill9()  # 3. the Java leader
+                rest = [m for m in members if m is not java_ctl]
+                new, times["java_leader_killed_s"] = _serving(rest)
+                assert _state(new.addr) == state, "the group's master changed with the controller leader"
+            else:
+                new = java_ctl  # it runs the election
             last.append(new)
             times["master_killed_ms"] = time.time() * 1000
             master.kill9()  # 4.
@@ -187,11 +203,15 @@ def test_brokers_fail_over_under_a_mixed_controller_group(pair, java_harness, ja
         failed_between = [f for f in rows(out / "failed.tsv") if window[0] < int(f[2]) < window[1]]
         assert acked_between and not failed_between, (len(acked_between), failed_between[:5])
         measured = measure(dataclasses.replace(run, killed_ms=times["master_killed_ms"]), [slave.addr])
-        print(
-            f"[{pair}] pyrmq controller leader kill -> new serving leader {times['pyrmq_leader_killed_s']:.2f} s; "
+        java_kill = (
             f"Java controller leader kill -> new serving leader {times['java_leader_killed_s']:.2f} s "
-            f"({len(acked_between)} SEND_OK meanwhile, none failed)\n"
-            + measured.line(f"[{pair}] master {type(master).__name__} kill, {type(slave).__name__} elected")
+            if "java_leader_killed_s" in times
+            else "the Java controller leading at the master's kill "
+        )
+        print(
+            f"[{case}] pyrmq controller leader kill -> new serving leader {times['pyrmq_leader_killed_s']:.2f} s; "
+            f"{java_kill}({len(acked_between)} SEND_OK meanwhile, none failed)\n"
+            + measured.line(f"[{case}] master {type(master).__name__} kill, {type(slave).__name__} elected")
         )
         assert measured.lost == 0, measured
     finally:

@@ -22,6 +22,7 @@ from pyrmq.dledger import protocol as p
 from pyrmq.dledger.raft import Role, Timing
 from pyrmq.dledger.server import DLedgerServer
 from pyrmq.dledger.store_files import DLedgerStoreReader, default_path
+from pyrmq.protocol.codes import ResponseCode
 from pyrmq.remoting.client import RemotingClient
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow]
@@ -115,6 +116,14 @@ def test_mixed_group_java_leader_then_pyrmq_leader(tmp_path: Path, java_member_c
                     resp = await append_rpc(client, java_addr, JAVA_ID, f"from java leader {k}".encode())
                     assert (resp.code, resp.index) == (p.DLedgerResponseCode.SUCCESS, k), resp
             await until(lambda: all(m.committed_index == 19 for m in members.values()), 10, "commit on pyrmq")
+            # PULL (51003), declared but not served by 0.3.2: the same remoting answer from both kinds
+            async with RemotingClient() as client:
+                ask = p.PullEntriesRequest(group=GROUP, remote_id=JAVA_ID, node_id="n0", begin_index=0)
+                java_answer = await client.invoke(java_addr, p.request_command(ask), 5)
+                ask.remote_id = "n0"
+                py_answer = await client.invoke(members["n0"].address, p.request_command(ask), 5)
+            assert java_answer.code == py_answer.code == ResponseCode.SYSTEM_ERROR, (java_answer, py_answer)
+            assert "NullPointerException" in (java_answer.remark or ""), java_answer
             java_term = next(iter(members.values())).term
             # phase 2: SIGKILL the Java leader; a pyrmq member takes over
             killed_at = time.monotonic()

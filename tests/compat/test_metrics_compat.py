@@ -1,8 +1,8 @@
 """Metrics parity: the Java 5.5.0 broker and pyrmq's, both with metricsExporterType=PROM, under
 the same official-client load (rocketmq-client 5.5.0, compat/java-tests MetricsLoadTest).
 
-Compared after the load: the set of series names, their types and label names; the values of
-the counters the load fixes (messages and bytes in and out per topic and group, sends to the
+Compared after the load, in the text format, OpenMetrics and protobuf: the set of series names,
+their types and label names; the values of the counters the load fixes (messages and bytes in and out per topic and group, sends to the
 DLQ, message sizes) and the request codes that the rpc histogram saw. What pyrmq does not export,
 and why, is listed in docs/operations.md; NOT_IN_PYRMQ below must stay in step with it.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from support.java import run_junit
 from support.ports import free_port
-from support.prom import Scrape, parse, scrape
+from support.prom import Scrape, decode_families, parse, parse_protobuf, scrape, scrape_bytes
 from support.prometheus import SCRAPE_INTERVAL_S, SCRAPE_TIMEOUT_S, Prometheus
 
 #: opt-in (PYRMQ_COMPAT_REFERENCE=1): a Java broker, Prometheus and two client runs take about
@@ -36,6 +36,12 @@ PROMETHEUS_ACCEPT = (
     "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 )
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+#: the Accept header Prometheus scrapes with when its scrape_protocols put protobuf first
+PROTOBUF_ACCEPT = (
+    "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,"
+    "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1"
+)
+PROTOBUF = "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
 #: how far back a Prometheus query looks for a target's latest sample (several failed scrapes)
 RECENT_S = 12
 
@@ -199,6 +205,28 @@ def test_same_series_moving_the_same_way_as_java(brokers, prometheus, java_home,
     assert om["pyrmq"].types == {n: t for n, t in om["java"].types.items() if not n.startswith(NOT_IN_PYRMQ)}
     assert om["pyrmq"].units == {n: u for n, u in om["java"].units.items() if not n.startswith(NOT_IN_PYRMQ)}
     assert om["pyrmq"].helps == {n: h for n, h in om["java"].helps.items() if n in om["pyrmq"].helps}
+
+    # asked for protobuf first: both answer length-delimited MetricFamily messages with only the
+    # fields pyrmq writes (decode_families fails on any other), in the same order, decoding to the
+    # same metadata and series, and the counters the load fixed at the same values
+    raw = {kind: scrape_bytes(url, accept=PROTOBUF_ACCEPT) for kind, (_, url) in brokers.items()}
+    assert raw["pyrmq"][0] == raw["java"][0] == PROTOBUF, raw["java"][0]
+    fams = {kind: decode_families(body) for kind, (_, body) in raw.items()}
+    order = {kind: [f["name"] for f in fs if not f["name"].startswith(NOT_IN_PYRMQ)] for kind, fs in fams.items()}
+    assert order["pyrmq"] == order["java"]
+    assert not [f["name"] for fs in fams.values() for f in fs if "unit" in f]
+    pb = {kind: parse_protobuf(body) for kind, (_, body) in raw.items()}
+    assert _shape(pb["pyrmq"]) == _shape(pb["java"])
+    assert pb["pyrmq"].types == {n: t for n, t in pb["java"].types.items() if not n.startswith(NOT_IN_PYRMQ)}
+    assert pb["pyrmq"].helps == {n: h for n, h in pb["java"].helps.items() if not n.startswith(NOT_IN_PYRMQ)}
+    assert pb["pyrmq"].types == py.types and pb["java"].types == java.types
+    for name, keys in (
+        ("rocketmq_messages_in_total", ("topic", "message_type", "is_system")),
+        ("rocketmq_message_size_bucket", ("topic", "message_type", "le")),
+        ("rocketmq_send_to_dlq_messages_total", ("consumer_group", "topic", "is_system")),
+        ("rocketmq_messages_out_total", ("topic", "consumer_group")),
+    ):
+        assert _by(pb["pyrmq"], name, *keys) == _by(pb["java"], name, *keys) == _by(java, name, *keys), name
 
     assert py.total("rocketmq_topic_number") == java.total("rocketmq_topic_number")
     assert py.total("rocketmq_consumer_group_number") == java.total("rocketmq_consumer_group_number")

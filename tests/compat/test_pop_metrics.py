@@ -1,6 +1,13 @@
 """POP groups' metrics under the official Java 5.5.0 client's POP calls: lag, in-flight and ready
 series (retry topic included, as is_retry="true") and the rocketmq_pop_* revive counters.
 
+test_pop_push_consumer_series: the same series under the 5.5.0 remoting push consumer in POP mode
+(scenarios5/PopPushMetricsLoad). Its heartbeat registers the group as a push group
+(CONSUME_PASSIVELY), so while it is connected Java's ConsumerLagCalculator measures the group as a
+push group: committed offset against the queue's end, no retry-topic series, whatever is un-acked.
+Once it has shut down, the broker knows the group from its POP requests only (the compensation
+table) and the POP series, retry topic included, appear.
+
 compat/java-tests scenarios5/PopMetricsLoad pops COUNT messages of a one-queue topic, acks ACKED of
 them and leaves the rest un-acked past the invisible time, so the broker's revive puts them into the
 group's retry topic. The broker's metrics endpoint (metricsExporterType=PROM, a plain GET) is read
@@ -68,10 +75,14 @@ def pop_view(s: Scrape, group: str, topic: str) -> dict[tuple[str, ...], float]:
     return out
 
 
-def run_pop_load(namesrv: str, url: str, java_home: Path, hold: Path) -> tuple[int, Scrape, Scrape, str, str]:
-    """(POP requests that returned messages, scrape with the un-acked in flight, scrape once revived,
-    group, topic)."""
-    topic, group = f"PopMetT_{uuid.uuid4().hex[:8]}", f"pop_met_g_{uuid.uuid4().hex[:8]}"
+def start_load(
+    scenario: str, namesrv: str, java_home: Path, hold: Path | str
+) -> tuple[threading.Thread, dict, str, str]:
+    """compat/java-tests scenarios5/`scenario` (COUNT messages, ACKED acked, INVISIBLE_MS) on a new
+    topic and group, started in a thread: (the thread, the dict its error lands in under "error",
+    topic, group)."""
+    tag = uuid.uuid4().hex[:8]
+    topic, group = f"{scenario}T_{tag}", f"{scenario.lower()}_g_{tag}"
     props = {
         "namesrv": namesrv,
         "topic": topic,
@@ -85,12 +96,19 @@ def run_pop_load(namesrv: str, url: str, java_home: Path, hold: Path) -> tuple[i
 
     def run() -> None:
         try:
-            run_junit("5.5.0", "io.pyrmq.compat.scenarios5.PopMetricsLoad", props=props, home=java_home, timeout=240)
+            run_junit("5.5.0", f"io.pyrmq.compat.scenarios5.{scenario}", props=props, home=java_home, timeout=240)
         except BaseException as e:  # re-raised in the test's thread
             box["error"] = e
 
     t = threading.Thread(target=run)
     t.start()
+    return t, box, topic, group
+
+
+def run_pop_load(namesrv: str, url: str, java_home: Path, hold: Path) -> tuple[int, Scrape, Scrape, str, str]:
+    """(POP requests that returned messages, scrape with the un-acked in flight, scrape once revived,
+    group, topic)."""
+    t, box, topic, group = start_load("PopMetricsLoad", namesrv, java_home, hold)
     try:
         deadline = time.monotonic() + 120
         while not hold.exists() and t.is_alive() and time.monotonic() < deadline:
@@ -146,6 +164,112 @@ def test_pop_series_at_known_counts(metrics_cluster, broker_kind, java_home, tmp
     assert b[("rocketmq_pop_revive_out_message_total", "CK")] >= pops
     assert b[("rocketmq_pop_revive_out_message_total", "ACK")] >= ACKED
     assert set(b) - set(_exact(b)) == {("rocketmq_pop_revive_out_message_total", t) for t in ("CK", "ACK")}
+
+
+def push_view(s: Scrape, group: str) -> dict[tuple[str, ...], float]:
+    """Every series of `group` that a POP push consumer moves, keyed by name and the labels that
+    tell them apart (lag series of any topic, so that one more than Java's shows)."""
+    out: dict[tuple[str, ...], float] = {}
+    for name in LAG_SERIES:
+        for labels, v in s.series(name, consumer_group=group).items():
+            d = dict(labels)
+            out[(name, d["topic"], d["is_retry"])] = v
+    for name, keys in (
+        ("rocketmq_pop_revive_in_message_total", ("revive_message_type", "put_status")),
+        ("rocketmq_pop_revive_retry_messages_total", ("put_status",)),
+        ("rocketmq_messages_out_total", ("topic", "is_retry")),
+        ("rocketmq_consumer_connections", ("consume_mode",)),
+    ):
+        for labels, v in s.series(name, consumer_group=group).items():
+            d = dict(labels)
+            k = (name, *(d.get(x, "") for x in keys))
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def run_push_load(namesrv: str, url: str, java_home: Path, hold: str) -> tuple[dict[str, tuple[int, Scrape]], str, str]:
+    """({phase: (POP check points the client saw so far, the scrape)} for phases A, B and C of
+    PopPushMetricsLoad (its docstring), group, topic)."""
+    t, box, topic, group = start_load("PopPushMetricsLoad", namesrv, java_home, hold)
+
+    def reached(phase: str, timeout: float) -> int:
+        at = Path(f"{hold}.{phase}")
+        deadline = time.monotonic() + timeout
+        while not at.exists() and t.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert at.exists(), box.get("error") or f"the load never reached its phase {phase}"
+        time.sleep(0.05)  # the scenario writes a few bytes: let it finish
+        return int(at.read_text().split()[1])
+
+    def settled(want_acks: int) -> Scrape:
+        """A scrape once the client's acks of the messages consumed so far have reached the
+        broker (the client sends them just after the listener returns), or after 3 s."""
+        deadline = time.monotonic() + 3
+        while True:
+            s = parse(scrape(url)[1])
+            acks = s.total("rocketmq_pop_revive_in_message_total", consumer_group=group, revive_message_type="ACK")
+            if acks >= want_acks or time.monotonic() > deadline:
+                return s
+            time.sleep(0.2)
+
+    phases: dict[str, tuple[int, Scrape]] = {}
+    try:
+        cks = reached("A", 120)
+        seen = time.monotonic()
+        phases["A"] = (cks, settled(ACKED))
+        assert time.monotonic() - seen < INVISIBLE_MS / 1000 - 1, "scraped too late to see the in-flight state"
+        Path(f"{hold}.A.done").write_text("go")
+        cks = reached("B", 120)
+        phases["B"] = (cks, settled(COUNT))
+        Path(f"{hold}.B.done").write_text("go")
+        cks = reached("C", 60)
+        phases["C"] = (cks, parse(scrape(url)[1]))
+    finally:
+        for phase in "ABC":
+            Path(f"{hold}.{phase}.done").write_text("go")
+        t.join(240)
+    if "error" in box:
+        raise box["error"]
+    return phases, group, topic
+
+
+def test_pop_push_consumer_series(metrics_cluster, broker_kind, java_home, tmp_path):
+    """The series a POP push consumer moves, at the three phases of PopPushMetricsLoad; the same
+    numbers on pyrmq and on Java 5.5.0 (the reference run)."""
+    ns, url = metrics_cluster
+    phases, group, topic = run_push_load(ns.addr, url, java_home, str(tmp_path / "hold"))
+    views = {phase: (cks, push_view(s, group)) for phase, (cks, s) in phases.items()}
+    print(f"{broker_kind}: {sorted((p, c, sorted(v.items())) for p, (c, v) in views.items())}")
+    unacked = COUNT - ACKED
+    # a push group to the lag calculator: its committed offset is at the end (the POP requests
+    # moved it), so nothing counts as lag, in flight or ready, and it has no retry-topic series
+    connected = {(name, topic, "false"): 0 for name in LAG_SERIES}
+    cks_a, a = views["A"]
+    assert a == {
+        **connected,
+        ("rocketmq_pop_revive_in_message_total", "CK", "PUT_OK"): cks_a,
+        ("rocketmq_pop_revive_in_message_total", "ACK", "PUT_OK"): ACKED,
+        ("rocketmq_messages_out_total", topic, "false"): COUNT,
+        ("rocketmq_consumer_connections", "push"): 1,
+    }, a
+    # the un-acked came back through the retry topic and were acked: the retry puts, the second
+    # deliveries (is_retry="true", under the topic the client asked for) and every ack
+    cks_b, b = views["B"]
+    moved = {
+        ("rocketmq_pop_revive_in_message_total", "CK", "PUT_OK"): cks_b,
+        ("rocketmq_pop_revive_in_message_total", "ACK", "PUT_OK"): COUNT,
+        ("rocketmq_pop_revive_retry_messages_total", "PUT_OK"): unacked,
+        ("rocketmq_messages_out_total", topic, "false"): COUNT,
+        ("rocketmq_messages_out_total", topic, "true"): unacked,
+    }
+    assert b == {**connected, **moved, ("rocketmq_consumer_connections", "push"): 1}, b
+    # shut down: a POP group (from its POP requests), its topic and its retry topic, all consumed
+    cks_c, c = views["C"]
+    assert cks_c == cks_b
+    assert c == {
+        **{(name, topic, flag): 0 for name in LAG_SERIES for flag in ("false", "true")},
+        **moved,
+    }, c
 
 
 def _lag_series(is_retry: bool, *, lag: int, inflight: int, ready: int) -> dict[tuple[str, ...], float]:

@@ -1,9 +1,12 @@
-"""Three `pyrmq broker` processes with enableDLegerCommitLog=true (one DLedger group) and one
-`pyrmq namesrv`: the DLedger leader registers as the master (brokerId 0) and the others as slaves
-(the digits of dLegerSelfId + 1); sends to the master are SEND_OK once a majority holds them; the
-master SIGKILLed, a new leader registers as brokerId 0, takes sends, and serves every message that
-was acknowledged, in order; the killed broker restarted on its files comes back as a slave and
-serves them all too; with both slaves killed a send is not acknowledged."""
+"""Three `pyrmq broker` processes with enableDLegerCommitLog=true (one DLedger group,
+preferredLeaderId=n1) and two `pyrmq namesrv` (namesrvAddr lists both): the DLedger leader, n1,
+registers as the master (brokerId 0) and the others as slaves (the digits of dLegerSelfId + 1), at
+both name servers; sends to the master are SEND_OK once a majority holds them; the master
+SIGKILLed, a new leader registers as brokerId 0 at both, takes sends, and serves every message
+that was acknowledged, in order; the killed broker restarted on its files catches up and is handed
+the leadership back (the preferred leader), master again at both name servers, and serves them all
+too, as does the slave the old new master became; with both slaves killed a send is not
+acknowledged."""
 
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "DlT"
 NAME = "dl-broker"
 IDS = ("n0", "n1", "n2")
+#: preferredLeaderId on every broker: DLedger's checkPreferredLeader hands the leadership to it
+PREFERRED = "n1"
 
 
 def _proc(tmp_path: Path, name: str, argv: list[str]) -> ManagedProcess:
@@ -60,6 +65,14 @@ async def _wait_master(c: RemotingClient, ns_addr: str, addrs: list[str], timeou
         await asyncio.sleep(0.2)
 
 
+async def _same_table(c: RemotingClient, ns_addr: str, expected: dict[int, str], timeout: float) -> None:
+    """Until the name server at ``ns_addr`` lists exactly ``expected`` (the other one's table)."""
+    deadline = time.monotonic() + timeout
+    while (table := await _broker_addrs(c, ns_addr)) != expected:
+        assert time.monotonic() < deadline, f"{ns_addr}: {table}, not {expected}"
+        await asyncio.sleep(0.2)
+
+
 async def _send(c: RemotingClient, addr: str, body: bytes, timeout: float = 10) -> None:
     """SEND_OK, retried while the new master is not ready (SERVICE_NOT_AVAILABLE, SYSTEM_BUSY)."""
     deadline = time.monotonic() + timeout
@@ -82,22 +95,28 @@ async def _pull_all(c: RemotingClient, addr: str) -> list[bytes]:
 
 
 def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: Path) -> None:
-    ns_port = free_port()
-    ns_conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": ns_port, "kvConfigPath": tmp_path / "kv.json"})
-    ns = _proc(tmp_path, "namesrv", ["namesrv", "-c", str(ns_conf), "--host", "127.0.0.1"])
-    procs = [ns]
+    ns_ports = [free_port(), free_port()]
+    procs = []
+    for k, port in enumerate(ns_ports):
+        conf = write_properties(
+            tmp_path / f"namesrv{k}.conf", {"listenPort": port, "kvConfigPath": tmp_path / f"kv{k}.json"}
+        )
+        procs.append(_proc(tmp_path, f"namesrv{k}", ["namesrv", "-c", str(conf), "--host", "127.0.0.1"]))
+    ns_port = ns_ports[0]
+    ns2_addr = f"127.0.0.1:{ns_ports[1]}"
     ports = {i: free_port_block((-2, 0)) for i in IDS}
     peers = ";".join(f"{i}-127.0.0.1:{free_port()}" for i in IDS)
     brokers: dict[str, ManagedProcess] = {}
     try:
-        ns.wait_port(ns_port, 20)
+        for proc, port in zip(procs, ns_ports, strict=True):
+            proc.wait_port(port, 20)
         for i in IDS:
             conf = write_properties(
                 tmp_path / f"{i}.conf",
                 {
                     "brokerClusterName": "DlCluster",
                     "brokerName": NAME,
-                    "namesrvAddr": f"127.0.0.1:{ns_port}",
+                    "namesrvAddr": ";".join(f"127.0.0.1:{port}" for port in ns_ports),
                     "listenPort": ports[i],
                     "brokerIP1": "127.0.0.1",
                     "bindAddress": "127.0.0.1",
@@ -108,6 +127,7 @@ def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: P
                     "dLegerPeers": peers,
                     "dLegerSelfId": i,
                     "slaveReadEnable": "true",
+                    "preferredLeaderId": PREFERRED,
                 },
             )
             brokers[i] = _proc(tmp_path, i, ["broker", "-c", str(conf)])
@@ -124,16 +144,13 @@ def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: P
                 for addr in addrs.values():
                     r = await c.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5)
                     assert r.code == ResponseCode.SUCCESS, r
-                master = await _wait_master(c, ns_addr, list(addrs.values()), 30)
-                # the two others are slaves with their DLedger ids + 1
-                table: dict[int, str] = {}
-                deadline = time.monotonic() + 20
-                while len(table) < 3:
-                    assert time.monotonic() < deadline, table
-                    table = await _broker_addrs(c, ns_addr)
-                    await asyncio.sleep(0.2)
+                # the preferred leader is the master (elected, or handed the leadership by the
+                # first leader), the two others are slaves with their DLedger ids + 1, at both
+                # name servers
+                master = addrs[PREFERRED]
                 expected = {0: master} | {int(i[1:]) + 1: a for i, a in addrs.items() if a != master}
-                assert table == expected
+                for at in (ns_addr, ns2_addr):
+                    await _same_table(c, at, expected, 30)
                 acked = [f"before-{k}".encode() for k in range(30)]
                 for body in acked:
                     await _send(c, master, body)
@@ -146,29 +163,34 @@ def test_dledger_brokers_fail_over_without_losing_acknowledged_sends(tmp_path: P
                 new_master = await _wait_master(
                     c, ns_addr, [a for i, a in addrs.items() if i != old], 40, not_addr=master
                 )
+                # the role changes registered at both name servers, the killed master gone
+                other = next(i for i, a in addrs.items() if i != old and a != new_master)
+                survivors = {0: new_master, int(other[1:]) + 1: addrs[other]}
+                for at in (ns_addr, ns2_addr):
+                    await _same_table(c, at, survivors, 15)
                 after = [f"after-{k}".encode() for k in range(20)]
                 for body in after:
                     await _send(c, new_master, body)
                 assert await _pull_all(c, new_master) == acked + after
-                # the killed broker restarted on its files (abnormal recovery): a slave again,
-                # registered under its own id, serving everything once it caught up
+                # the killed broker, the preferred leader, restarted on its files (abnormal
+                # recovery): it follows, catches up, and the leader hands the leadership back to it
+                # (a preferred-leader transfer between brokers): the master again at both name
+                # servers, the others slaves, each serving everything
                 brokers[old] = _proc(tmp_path, f"{old}-again", ["broker", "-c", str(confs[old])])
                 procs.append(brokers[old])
-                deadline = time.monotonic() + 30
-                while (table := await _broker_addrs(c, ns_addr)).get(int(old[1:]) + 1) != master:
-                    assert time.monotonic() < deadline, table
-                    await asyncio.sleep(0.2)
-                assert table[0] == new_master
-                while (got := await _pull_all(c, master)) != acked + after:
-                    assert time.monotonic() < deadline, f"restarted broker serves {len(got)} of 50"
-                    await asyncio.sleep(0.2)
+                for at in (ns_addr, ns2_addr):
+                    await _same_table(c, at, expected, 60)
+                assert await _pull_all(c, master) == acked + after
+                assert await _pull_all(c, new_master) == acked + after  # a slave now
+                await _send(c, master, b"back on the preferred leader")
+                acked += [*after, b"back on the preferred leader"]
                 # both slaves gone: the master acknowledges nothing and serves nothing more
                 for i, a in addrs.items():
-                    if a != new_master:
+                    if a != master:
                         brokers[i].kill9()
-                r = await c.invoke(new_master, send_v2(TOPIC, NAME, b"lonely", queues=1), 10)
+                r = await c.invoke(master, send_v2(TOPIC, NAME, b"lonely", queues=1), 10)
                 assert r.code != ResponseCode.SUCCESS, r
-                assert await _pull_all(c, new_master) == acked + after
+                assert await _pull_all(c, master) == acked
 
         asyncio.run(scenario())
     finally:

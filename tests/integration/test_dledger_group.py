@@ -26,8 +26,9 @@ from pyrmq.dledger import protocol as p
 from pyrmq.dledger.config import DLedgerConfig
 from pyrmq.dledger.entry import DLedgerEntry
 from pyrmq.dledger.raft import Role, Timing
-from pyrmq.dledger.server import AppendError, DLedgerServer
+from pyrmq.dledger.server import PULL_NOT_SERVED, AppendError, DLedgerServer
 from pyrmq.dledger.store_files import DLedgerStoreReader, default_path, read_term_file
+from pyrmq.protocol.codes import ResponseCode
 from pyrmq.protocol.command import RemotingCommand
 from pyrmq.remoting.client import RemotingClient
 
@@ -72,6 +73,10 @@ def test_three_members_elect_replicate_and_commit(tmp_path: Path) -> None:
                 bad = p.AppendEntryRequest(group="other", remote_id=leader.config.self_id, body=b"x")
                 resp = p.AppendEntryResponse.decode((await client.invoke(leader.address, p.request_command(bad))).body)
                 assert resp.code == p.DLedgerResponseCode.UNKNOWN_GROUP
+                # PULL: 0.3.2 declares it and answers with a remoting SYSTEM_ERROR (handlePull is null)
+                pull = p.PullEntriesRequest(group=GROUP, remote_id=follower.config.self_id, node_id="n9", begin_index=0)
+                answer = await client.invoke(follower.address, p.request_command(pull))
+                assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, PULL_NOT_SERVED)
             await until(lambda: all(m.committed_index == 40 for m in members.values()), 5, "commit of the rpc append")
         assert_stores_identical(tmp_path, IDS)
         for i in IDS:

@@ -98,7 +98,7 @@ async def _until(what: str, timeout: float, probe):
 def test_slave_acts_as_master_and_hands_back(tmp_path):
     ns = PyrmqNamesrv(tmp_path / "ns", supportActingMaster="true")
     a0_port, b0_port = free_port_block((-2, 0, 1)), free_port_block((-2, 0, 1))
-    a1_port = free_port_block((-2, 0))
+    a1_port = free_port_block((-2, 0, 1))  # a slave listens on its HA port too
     a0_addr, a1_addr, b0_addr = (f"127.0.0.1:{p}" for p in (a0_port, a1_port, b0_port))
     master_conf = {"brokerId": 0, "brokerRole": "ASYNC_MASTER", "totalReplicas": 2}
     procs: list[ManagedProcess] = []

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import orjson
 import pytest
+from support.decoy_master import DecoyMaster
 from support.ports import free_port, free_port_block
 from support.procs import ManagedProcess
 from support.pyrmq_proc import venv_python
@@ -65,6 +66,25 @@ def _broker(
     return proc, store
 
 
+def _namesrv(tmp_path: Path, system: tuple[str, ...] = ()) -> tuple[ManagedProcess, int]:
+    """A `pyrmq namesrv` on a free port, once it listens (`system`: its -D options)."""
+    port = free_port()
+    conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": port, "kvConfigPath": tmp_path / "kv.json"})
+    ns = ManagedProcess(
+        "namesrv",
+        [venv_python(), "-m", "pyrmq", "namesrv", "-c", str(conf), "--host", "127.0.0.1", *system],
+        tmp_path / "namesrv.out",
+        cwd=ROOT,
+        env=dict(os.environ, HOME=str(tmp_path)),
+    )
+    try:
+        ns.wait_port(port, 20)
+    except BaseException:
+        ns.stop(10)
+        raise
+    return ns, port
+
+
 class Pair(NamedTuple):
     ns_addr: str
     master_addr: str
@@ -81,20 +101,11 @@ def _pair(
 ) -> Iterator[Pair]:
     """A name server, a master and a slave (slave_conf extends the slave's broker.conf; `system`:
     -D options of all three, as test_tls_servers.py's)."""
-    ns_port = free_port()
-    m_port = free_port_block((-2, 0, 1))  # the master's HA port is listenPort + 1
-    s_port = free_port_block((-2, 0))
-    conf = write_properties(tmp_path / "namesrv.conf", {"listenPort": ns_port, "kvConfigPath": tmp_path / "kv.json"})
-    ns = ManagedProcess(
-        "namesrv",
-        [venv_python(), "-m", "pyrmq", "namesrv", "-c", str(conf), "--host", "127.0.0.1", *system],
-        tmp_path / "namesrv.out",
-        cwd=ROOT,
-        env=dict(os.environ, HOME=str(tmp_path)),
-    )
+    m_port = free_port_block((-2, 0, 1))  # every broker's HA port is listenPort + 1
+    s_port = free_port_block((-2, 0, 1))
+    ns, ns_port = _namesrv(tmp_path, system)
     procs = [ns]
     try:
-        ns.wait_port(ns_port, 20)
         master_conf.setdefault("brokerRole", "ASYNC_MASTER")
         master, m_store = _broker(tmp_path, "master", ns_port, m_port, system, brokerId=0, **master_conf)
         procs.append(master)
@@ -376,3 +387,94 @@ def test_dledger_commit_log_without_its_keys_is_refused(tmp_path):
         time.sleep(0.05)
     assert proc.proc.returncode == 1
     assert "enableDLegerCommitLog=true needs dLegerGroup, dLegerPeers and dLegerSelfId" in proc.log.read_text()
+
+
+def test_ha_master_address_is_used_instead_of_the_name_servers(tmp_path):
+    """Java BrokerController#initialize: a SLAVE with haMasterAddress (6 characters or more)
+    connects there, and the master the name server names in its REGISTER_BROKER answer no longer
+    replaces it (updateMasterHAServerAddrPeriodically is off). The master registers nowhere; the
+    name server knows only a decoy brokerId 0 whose HA address holds and counts connections.
+    - `slave` (haMasterAddress = the master) registers there and replicates from the master;
+    - `follower` (no haMasterAddress) follows the name server's answer to the decoy: it does teach;
+    - `cascade` (no name server, haMasterAddress = the slave's HA port) replicates from the slave:
+      a slave's HA service serves its own commit log (Java DefaultHAService#start, both roles)."""
+    ns, ns_port = _namesrv(tmp_path)
+    procs = [ns]
+    decoy = None
+    try:
+        decoy = DecoyMaster(f"127.0.0.1:{ns_port}", "HaCluster", "ha-broker")
+        ports = {name: free_port_block((-2, 0, 1)) for name in ("master", "slave", "follower", "cascade")}
+        configured, via_slave = (f"127.0.0.1:{ports[name] + 1}" for name in ("master", "slave"))
+        confs: dict[str, dict[str, object]] = {
+            "master": {"brokerId": 0, "namesrvAddr": ""},
+            "slave": {"brokerId": 1, "brokerRole": "SLAVE", "haMasterAddress": configured},
+            # holds the decoy's connection for the whole test
+            "follower": {"brokerId": 2, "brokerRole": "SLAVE", "haHousekeepingInterval": 300_000},
+            "cascade": {
+                "brokerId": 3,
+                "brokerRole": "SLAVE",
+                "namesrvAddr": "",
+                "haMasterAddress": via_slave,
+            },
+        }
+        stores: dict[str, Path] = {}
+        for name, conf in confs.items():
+            proc, stores[name] = _broker(tmp_path, name, ns_port, ports[name], **conf)
+            procs.append(proc)
+        for proc in procs[1:]:
+            proc.wait_line(f"The broker[ha-broker, 127.0.0.1:{ports[proc.name]}] boot success.")
+        addr = {name: f"127.0.0.1:{port}" for name, port in ports.items()}
+
+        async def scenario() -> None:
+            async with RemotingClient() as c:
+
+                async def ha_status(name: str) -> HARuntimeInfo:
+                    r = await c.invoke(addr[name], RemotingCommand.request(RequestCode.GET_BROKER_HA_STATUS), 5)
+                    assert r.code == ResponseCode.SUCCESS, r
+                    return HARuntimeInfo.decode(r.body)
+
+                create = CreateTopicRequestHeader(topic=TOPIC, read_queue_nums=1, write_queue_nums=1).to_ext_fields()
+                r = await c.invoke(
+                    addr["master"], RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5
+                )
+                assert r.code == ResponseCode.SUCCESS, r
+                for i in range(50):
+                    r = await c.invoke(addr["master"], _send(TOPIC, f"configured-{i}".encode() * 40), 5)
+                    assert r.code == ResponseCode.SUCCESS, r
+                # both registered slaves had the name server's answer, naming the decoy
+                deadline = time.monotonic() + 20
+                ns_addr = f"127.0.0.1:{ns_port}"
+                while True:
+                    r = await c.invoke(ns_addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 5)
+                    table = ClusterInfo.decode(r.body).broker_addr_table or {}
+                    ids = set(table["ha-broker"].broker_addrs) if "ha-broker" in table else set()
+                    if ids == {0, 1, 2}:
+                        break
+                    assert time.monotonic() < deadline, ids
+                    await asyncio.sleep(0.1)
+                assert decoy is not None
+                while decoy.connections() == 0:  # the follower took the name server's word
+                    assert time.monotonic() < deadline, "the follower never connected to the decoy"
+                    await asyncio.sleep(0.1)
+                assert (await ha_status("follower")).ha_client_runtime_info.master_addr == decoy.ha_addr
+                assert (await ha_status("slave")).ha_client_runtime_info.master_addr == configured
+                assert (await ha_status("cascade")).ha_client_runtime_info.master_addr == via_slave
+                _assert_identical(stores["master"], stores["slave"])
+                _assert_identical(stores["master"], stores["cascade"])
+                # the master serves the slave only (neither the follower nor the cascade), which acks all
+                while True:
+                    on_master = await ha_status("master")
+                    (conn,) = on_master.ha_connection_info
+                    if conn.slave_ack_offset == on_master.master_commit_log_max_offset > 0:
+                        break
+                    assert time.monotonic() < deadline + 30, conn
+                    await asyncio.sleep(0.1)
+
+        asyncio.run(scenario())
+        assert decoy.connections() == 1, "the slave with haMasterAddress connected to the decoy too"
+        assert all(p.alive() for p in procs)
+    finally:
+        if decoy is not None:
+            decoy.close()
+        for p in reversed(procs):
+            p.stop(10)

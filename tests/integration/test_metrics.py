@@ -108,7 +108,8 @@ def test_dev_serves_java_named_metrics_that_move_with_the_load(tmp_path):
 
 
 def test_endpoint_answers_bad_requests_with_http_errors_and_keeps_serving():
-    """Only GET/HEAD of /, /metrics and /-/healthy; garbage, other paths and methods get 4xx."""
+    """Paths route as Java's HTTP server routes them (/metrics..., /-/healthy..., anything else the
+    landing page), any method; garbage, a half-sent or an oversized head get 400."""
     from pyrmq.metrics.http import MetricsHttpServer
 
     async def scenario() -> list[bytes]:
@@ -143,14 +144,16 @@ def test_endpoint_answers_bad_requests_with_http_errors_and_keeps_serving():
         b"HTTP/1.1 200 OK",
         b"HTTP/1.1 200 OK",
         b"HTTP/1.1 200 OK",
-        b"HTTP/1.1 404 Not Found",
-        b"HTTP/1.1 405 Method Not Allowed",
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 200 OK",
         b"HTTP/1.1 400 Bad Request",
         b"HTTP/1.1 400 Bad Request",
         b"HTTP/1.1 400 Bad Request",
     ]
     assert answers[0].endswith(b"target_info 1\n") and b"version=0.0.4" in answers[0]
     assert answers[1].endswith(b"\r\n\r\n")  # HEAD: headers only
+    assert b"Content-Type: text/html; charset=utf-8" in answers[3]  # the landing page
+    assert answers[4].endswith(b"target_info 1\n")  # POST scrapes too
 
 
 def test_a_taken_metrics_port_fails_the_broker_start_in_one_line(tmp_path):

@@ -2,8 +2,11 @@
 a group of three from the Maven Central jars, fed by the official 5.5.0 producer (the
 StoreScenarioTest `send` scenario). Over each member's store, the leader's and the followers',
 the rows are exactly the acknowledged messages (topic, queue, queue offset, the commitLogOffset
-the producer's offsetMsgId names, keys, tags, body), one split per data file up to the end the
-plan reads from Java's index files, and they agree with that member's consume queues. A reference run (three JVMs): PYRMQ_COMPAT_REFERENCE=1."""
+the producer's offsetMsgId names, keys, tags, body), one per entry up to the one the checkpoint
+Java wrote at shutdown calls committed, one split per data file up to there (the ledger's end read
+from Java's index files, as the full recovery finds it), and they agree with that member's
+consume queues; readStream over each member's store offers each of them once. A reference run
+(three JVMs): PYRMQ_COMPAT_REFERENCE=1."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from compat.test_dledger_brokers_java_client import dledger_member
+from spark.streams import RestartingQuery
 from support import java, probe
 from support.ports import free_port
 from support.servers import JavaBroker, JavaNamesrv
@@ -22,7 +26,7 @@ from support.servers import JavaBroker, JavaNamesrv
 from pyrmq.dledger.entry import BODY_OFFSET
 from pyrmq.dledger.store_files import DLedgerStoreReader, default_path
 from pyrmq.spark import other_scans
-from pyrmq.spark.dledger_end import find_ledger_end
+from pyrmq.spark.dledger_end import committed_end, find_ledger_end
 from pyrmq.store.message import decode_message_id
 
 pytestmark = [pytest.mark.compat, pytest.mark.java, pytest.mark.slow, pytest.mark.reference]
@@ -140,11 +144,16 @@ def test_rows_are_the_acknowledged_messages(spark, corrupt_log, java_group, memb
         want[offset] = (a["topic"], a["queueId"], a["queueOffset"], x["tags"], x["keys"], bytes.fromhex(x["bodyHex"]))
     assert {t for t, *_ in want.values()} == set(TOPICS) and len(want) == N
     ledger = DLedgerStoreReader(default_path(str(store), member))
-    files = [p for start, p in ledger.data_files if start < ledger.write_pos]
-    assert len(files) > 1  # several data files: several splits
     # the plan's end, read through Java's index files, is the full recovery's
     end = find_ledger_end(default_path(str(store), member))
     assert (end.write_pos, end.how) == (ledger.write_pos, "index")
+    # the source reads up to the entry the checkpoint Java wrote at shutdown calls committed
+    committed = [e for e in ledger.entries() if e.index <= ledger.committed_index]
+    read_end = committed_end(default_path(str(store), member), end)
+    assert committed and read_end == committed[-1].pos + committed[-1].size
+    print(f"\n{member}: checkpoint {ledger.checkpoint}, ledger end index {ledger.ledger_end_index}")
+    files = [p for start, p in ledger.data_files if start < read_end]
+    assert len(files) > 1  # several data files: several splits
 
     df = spark.read.format("rocketmq").load(str(store))
     assert df.rdd.getNumPartitions() == len(files)
@@ -155,11 +164,11 @@ def test_rows_are_the_acknowledged_messages(spark, corrupt_log, java_group, memb
         if r.topic in TOPICS
     }
     assert got == want
-    # one row per entry of the ledger, each test message once
-    assert len(rows) == len(list(ledger.entries()))
+    # one row per committed entry of the ledger, each test message once
+    assert len(rows) == len(committed)
     assert len([r for r in rows if r.topic in TOPICS]) == N
     # a record's offset is its entry's position + 48, as the broker stamped it
-    assert sorted(r.commitLogOffset for r in rows) == [e.pos + BODY_OFFSET for e in ledger.entries()]
+    assert sorted(r.commitLogOffset for r in rows) == [e.pos + BODY_OFFSET for e in committed]
     # the rows agree with this member's consume queues
     assert {(r.topic, r.queueId, r.queueOffset, r.commitLogOffset, r.storeSize) for r in rows if r.topic in TOPICS} == (
         queue_entries(store)
@@ -172,3 +181,38 @@ def test_rows_are_the_acknowledged_messages(spark, corrupt_log, java_group, memb
     some = sorted(want)[5:9]
     by_offsets = spark.read.format("rocketmq").option("offsets", ",".join(map(str, some))).load(str(store))
     assert sorted(r.commitLogOffset for r in by_offsets.collect()) == some
+
+
+@pytest.mark.parametrize("member", IDS)
+def test_stream_offers_the_acknowledged_messages(spark, corrupt_log, java_group, member, tmp_path) -> None:
+    """readStream over the member's store: by Java's consume queues into its DLedger data files,
+    each acknowledged message once, with the topic, queue and offset the producer was told."""
+    stores, sent, acked = java_group
+    out = tmp_path / "out"
+
+    def begin():
+        return (
+            spark.readStream.format("rocketmq")
+            .load(str(stores[member]))
+            .where("topic like 'SparkDl%'")
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(tmp_path / "check"))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    RestartingQuery(begin).finish(240)
+    rows = spark.read.parquet(str(out)).collect()
+    got = sorted((r.commitLogOffset, r.topic, r.queueId, r.queueOffset, bytes(r.body)) for r in rows)
+    want = sorted(
+        (
+            decode_message_id(a["offsetMsgId"]).offset,
+            a["topic"],
+            a["queueId"],
+            a["queueOffset"],
+            bytes.fromhex(x["bodyHex"]),
+        )
+        for x, a in zip(sent, acked, strict=True)
+    )
+    assert got == want

@@ -3,8 +3,11 @@ pyrmq group of three message stores (real sockets, n0 the preferred leader). The
 n0's consume queues, which hold only what the group committed: an entry n0 appended as leader
 while both followers were down is in its ledger but not offered, until the group commits it.
 A second run from the checkpoint adds exactly the records committed since, each once, with the
-topic, queue, offset, keys and body of its put. The group is closed while Spark runs (its JVM and
-workers on a loaded machine must not starve the members' 300 ms heartbeats)."""
+topic, queue, offset, keys and body of its put. The batch source over the live leader's store
+leaves that entry out too (its checkpoint's committedIndex is before it) unless
+includeUncommitted is set, and reads it once the group has committed it. The group is closed
+while Spark runs (its JVM and workers on a loaded machine must not starve the members' 300 ms
+heartbeats; in the one phase where Spark reads a live store, its leader is alone anyway)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from support.dledger import IDS, member, peers_string, run, until
 from support.ports import free_port
 
 from pyrmq.broker.put import await_put
-from pyrmq.dledger.store_files import DLedgerStoreReader, default_path
+from pyrmq.dledger.store_files import DLedgerStoreReader, default_path, read_checkpoint
 from pyrmq.spark.sources import RocketMQDataSource
 from pyrmq.spark.streaming import from_offsets
 from pyrmq.store import message as m
@@ -115,6 +118,13 @@ def test_stream_sees_what_the_group_commits_once_across_restarts(spark, corrupt_
             for k in range(FIRST):
                 await put(stores["n0"], k, sent)
 
+    def batch(**options: str) -> list[int]:
+        """The commitLogOffsets `spark.read.format("rocketmq")` gives over n0's store."""
+        reader = spark.read.format("rocketmq").option("columns", "commitLogOffset")
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return sorted(r.commitLogOffset for r in reader.load(str(root)).collect())
+
     run(first, timeout=120)
     assert stream() == FIRST
 
@@ -131,8 +141,14 @@ def test_stream_sees_what_the_group_commits_once_across_restarts(spark, corrupt_
                 assert pending.result().put_message_status is not PutMessageStatus.PUT_OK
             pending.cancel()
             assert committed_offered(root) == FIRST  # in the ledger, not offered
+            # the batch source over the live leader's store: the checkpoint says where the commit is
+            checkpoint = read_checkpoint(ledger)
+            assert checkpoint is not None and checkpoint.committed_index == FIRST - 1
+            assert await asyncio.to_thread(batch) == sorted(sent)
+            with_tail = await asyncio.to_thread(batch, includeUncommitted="true")
+            assert len(with_tail) == FIRST + 1 and set(sent) < set(with_tail)
 
-    run(alone, timeout=120)
+    run(alone, timeout=300)  # two Spark jobs inside, on a loaded machine
 
     async def again() -> None:
         """n1 back: n0 (the longer log) leads, the group commits the entry; more puts."""
@@ -153,6 +169,7 @@ def test_stream_sees_what_the_group_commits_once_across_restarts(spark, corrupt_
             await until(lambda: committed_offered(root) == len(sent), 10, "the later puts dispatched")
 
     run(again, timeout=120)
+    assert batch() == sorted(sent)  # the entry once the group committed it, and the later puts
     assert stream() == len(sent) == FIRST + 1 + LATER
     rows = spark.read.parquet(str(out)).collect()
     got = {r.commitLogOffset: (r.topic, r.queueId, r.queueOffset, " ".join(r.keys), bytes(r.body)) for r in rows}

@@ -113,3 +113,23 @@ async def in_sync_ids(c: RemotingClient, addr: str, broker_name: str) -> list[in
     assert r.code == ResponseCode.SUCCESS, r
     info = BrokerReplicasInfo.decode(r.body).replicas_info_table[broker_name]
     return sorted(m.broker_id for m in info.in_sync_replicas)
+
+
+def until_replica_state(addr: str, broker_name: str, ok, timeout: float = 120) -> tuple:
+    """wait_replica_state from synchronous code (its own client)."""
+
+    async def run() -> tuple:
+        async with RemotingClient() as c:
+            return await wait_replica_state(c, addr, broker_name, ok, timeout)
+
+    return asyncio.run(run())
+
+
+def in_sync_ids_now(addr: str, broker_name: str) -> list[int]:
+    """in_sync_ids from synchronous code (its own client)."""
+
+    async def run() -> list[int]:
+        async with RemotingClient() as c:
+            return await in_sync_ids(c, addr, broker_name)
+
+    return asyncio.run(run())

@@ -51,6 +51,11 @@ def test_slave_ids_and_the_start_refusal(tmp_path) -> None:
     assert good.unknown_keys() == []
     assert (good.store.d_leger_self_id, good.store.preferred_leader_id) == ("n1", "n0")
     assert "dLegerGroup" not in BrokerConfig.from_properties({"storePathRootDir": str(tmp_path)}).all_properties()
+    # BrokerStartup refuses controller mode with a DLedger commit log, in these words
+    both = BrokerConfig.from_properties({"storePathRootDir": str(tmp_path), "enableControllerMode": "true", **props()})
+    assert both.check_supported() == "The config enableControllerMode and enableDLegerCommitLog cannot both be true."
+    controller_only = {"storePathRootDir": str(tmp_path), "enableControllerMode": "true"}
+    assert BrokerConfig.from_properties(controller_only).check_supported() is None
 
 
 def test_role_changes_leave_the_topic_data_version_as_java_does(make_broker, tmp_path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from support.fakes import FakeChannel
-from support.prom import parse
+from support.prom import parse, parse_protobuf
 
 from pyrmq.broker.metrics import message_type, processor_of
 from pyrmq.protocol.bodies.broker import ConsumerData, HeartbeatData, SubscriptionData
@@ -95,6 +95,24 @@ def test_sends_and_pulls_move_java_named_counters(make_broker):
     assert s.total("rocketmq_broker_permission") == 6
 
 
+def test_protobuf_scrape_carries_the_text_scrape(make_broker):
+    """A scraper asking for protobuf gets the same families and series as the text format (the
+    broker's default views' help included); counters and histograms at the same values (gauges
+    such as the disk's free space are read again)."""
+    b = make_broker(metricsExporterType="PROM")
+    send(b)
+    assert pull(b).code == ResponseCode.SUCCESS
+    bm = b.c.broker_metrics
+    text, pb = parse(bm.render()), parse_protobuf(bm.render_protobuf())
+    assert pb.types == text.types and pb.helps == text.helps
+    assert pb.samples.keys() == text.samples.keys()
+    moving = {n for n, t in text.types.items() if t == "gauge"}
+    assert {k: v for k, v in pb.samples.items() if k[0] not in moving} == {
+        k: v for k, v in text.samples.items() if k[0] not in moving
+    }
+    assert pb.helps["rocketmq_messages_in_total"] == "default view for counter."
+
+
 def test_message_type_label_follows_the_properties():
     assert message_type({"TRAN_MSG": "true"}) == "transaction"
     assert message_type({"__SHARDINGKEY": "k"}) == "fifo"
@@ -170,6 +188,21 @@ def test_rpc_latency_and_watermark_from_the_processor_table(make_broker, clock):
     assert (
         processor_of(RequestCode.HEART_BEAT) == "heartbeat" and processor_of(RequestCode.GET_BROKER_CONFIG) == "admin"
     )
+
+
+def test_a_group_with_a_committed_offset_and_no_pull_offset_is_ready_from_it(make_broker):
+    """Java's queryPullOffset falls back to the consumer offset: a group whose offset was only
+    committed (a POP push consumer's, or any after a restart: pull offsets are not persisted)
+    has what lies beyond it ready, none in flight."""
+    b = make_broker(metricsExporterType="PROM")
+    for _ in range(3):
+        send(b)
+    heartbeat(b, FakeChannel())
+    b.c.consumer_offset_manager.commit_offset("c", "mg", "MT", 0, 1)
+    s = scrape(b)
+    assert s.total("rocketmq_consumer_lag_messages", consumer_group="mg") == 2
+    assert s.total("rocketmq_consumer_ready_messages", consumer_group="mg") == 2
+    assert s.total("rocketmq_consumer_inflight_messages", consumer_group="mg") == 0
 
 
 def test_metrics_label_and_delta_aggregation(make_broker):

@@ -1,6 +1,6 @@
-"""pyrmq.dledger.raft: DLedger's rules on simulated groups of three, with a virtual clock and a
-network that drops whatever crosses a partition. Every message goes through its JSON body, so
-what the state machine sends is what the wire carries."""
+"""pyrmq.dledger.raft: DLedger's rules on simulated groups of three (and one of five), with a
+virtual clock and a network that drops whatever crosses a partition. Every message goes through
+its JSON body, so what the state machine sends is what the wire carries."""
 
 from __future__ import annotations
 
@@ -39,21 +39,26 @@ def wire(bean: p.RequestOrResponse) -> p.RequestOrResponse:
 
 
 class Group:
-    """Three members, a clock and a network. No message reaches or leaves a member in ``cut``
-    (a partition: it still runs its timers); a member in ``stopped`` does not run at all (SIGSTOP
-    or SIGKILL)."""
+    """Three members (or ``ids``), a clock and a network. No message reaches or leaves a member in
+    ``cut`` (a partition: it still runs its timers); a member in ``stopped`` does not run at all
+    (SIGSTOP or SIGKILL)."""
 
     def __init__(
-        self, seed: int = 7, ledgers: Mapping[str, Ledger] | None = None, preferred: str | None = None
+        self,
+        seed: int = 7,
+        ledgers: Mapping[str, Ledger] | None = None,
+        preferred: str | None = None,
+        ids: list[str] = IDS,
     ) -> None:
         self.seed = seed
         self.now = 0
-        self.ledgers: Mapping[str, Ledger] = ledgers or {i: MemoryLedger() for i in IDS}
+        self.ids = ids
+        self.ledgers: Mapping[str, Ledger] = ledgers or {i: MemoryLedger() for i in ids}
         self.members = {
             i: DLedgerMember(
-                "g1", i, IDS, self.ledgers[i], rng=random.Random(f"{seed}-{i}"), preferred_leader_ids=preferred
+                "g1", i, ids, self.ledgers[i], rng=random.Random(f"{seed}-{i}"), preferred_leader_ids=preferred
             )
-            for i in IDS
+            for i in ids
         }
         #: held answers to requests a test sent as an outside client (local_id not a member)
         self.client_replies: list[Reply] = []
@@ -109,7 +114,7 @@ class Group:
             self.deliver()
 
     def leaders(self, among: set[str] | None = None) -> list[str]:
-        ids = among or set(IDS) - self.cut - self.stopped
+        ids = among or set(self.ids) - self.cut - self.stopped
         return sorted(i for i in ids if self.members[i].role is Role.LEADER)
 
     def leader(self) -> DLedgerMember:
@@ -173,6 +178,37 @@ def test_no_commit_without_a_majority() -> None:
     assert leader.role is Role.CANDIDATE  # no majority answers heartbeats: it steps down
     with pytest.raises(NotLeaderError):
         leader.append(b"no", g.now)
+
+
+def test_a_group_of_five_commits_on_three_and_stops_at_two() -> None:
+    """RocketMQ's groups of 5: two members down, the other three still commit; a third down, the
+    two left commit nothing and the leader steps down; all back, one ledger again, every
+    acknowledged entry in it."""
+    five = [f"n{k}" for k in range(5)]
+    g = Group(ids=five)
+    g.run(5000)
+    leader = g.leader()
+    acked = [g.append(b"all %d" % k) for k in range(5)]
+    followers = [i for i in five if i != leader.self_id]
+    g.stopped = set(followers[:2])
+    acked += [g.append(b"three %d" % k) for k in range(5)]
+    assert leader.committed_index == acked[-1].index  # a majority of five is three
+    g.stopped = set(followers[:3])
+    lonely = g.append(b"two of five")
+    g.run(1000)
+    assert leader.committed_index == acked[-1].index < lonely.index
+    g.run(7000)
+    assert leader.role is not Role.LEADER  # no majority answers its heartbeats
+    g.stopped = set()
+    g.run(15000)
+    new = g.leader()
+    g.append(b"all back")
+    g.run(1500)
+    ledgers = {tuple(g.bodies(i)) for i in five}
+    assert len(ledgers) == 1, ledgers
+    (bodies,) = ledgers
+    assert list(bodies[: len(acked)]) == [e.body for e in acked] and bodies[-1] == b"all back"
+    assert {g.members[i].committed_index for i in five} == {new.ledger.end_index}
 
 
 def test_partitioned_leader_steps_down_and_its_tail_is_truncated() -> None:
