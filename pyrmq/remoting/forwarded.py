@@ -131,9 +131,7 @@ class CoreLink(asyncio.Protocol):
         self._decoder = LinkDecoder()
         self._conns: dict[int, ForwardedTransport] = {}
         self.transport: asyncio.Transport | None = None
-        self.closed = asyncio.Event()
         self.ready = asyncio.Event()
-        self.opened = 0
 
     @property
     def connections(self) -> int:
@@ -172,7 +170,6 @@ class CoreLink(asyncio.Protocol):
             protocol = self._make_protocol()
             t = ForwardedTransport(self, m.conn, peer, local, protocol)
             self._conns[m.conn] = t
-            self.opened += 1
             protocol.connection_made(t)
         elif kind is LinkKind.CLOSE:
             t = self._conns.get(m.conn)
@@ -198,7 +195,6 @@ class CoreLink(asyncio.Protocol):
             t._closing = True
             t.connection_lost(exc)
         self._conns.clear()
-        self.closed.set()
 
 
 __all__ = ["CoreLink", "ForwardedTransport"]

@@ -37,6 +37,16 @@ def _send(body: bytes) -> RemotingCommand:
     return send_v2(TOPIC, NAME, body, group="CtlPairPG", tags=None)
 
 
+async def _first_send_ok(c: RemotingClient, addr: str, since: float) -> None:
+    """Send until the new master answers SUCCESS, at most 30 s after ``since`` (the kill)."""
+    while True:
+        r = await c.invoke(addr, _send(b"after the failover"), 10)
+        if r.code == ResponseCode.SUCCESS:
+            return
+        assert time.monotonic() - since < 30, f"no successful send 30 s after the kill: {r}"
+        await asyncio.sleep(0.1)
+
+
 async def _replicas(c: RemotingClient, controller: str) -> ReplicasInfo | None:
     body = json.dumps([NAME]).encode()
     r = await c.invoke(controller, RemotingCommand.request(RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, {}, body), 5)
@@ -139,12 +149,7 @@ def test_pyrmq_pair_fails_over_through_pyrmq_controller(servers, tmp_path):
 
                 killed = time.monotonic()
                 first.kill9()
-                while True:
-                    r = await c.invoke(second.addr, _send(b"after the failover"), 10)
-                    if r.code == ResponseCode.SUCCESS:
-                        break
-                    assert time.monotonic() - killed < 30, f"no successful send 30 s after the kill: {r}"
-                    await asyncio.sleep(0.1)
+                await _first_send_ok(c, second.addr, killed)
                 took = time.monotonic() - killed
                 info = await _replicas(c, ctl)
                 assert info is not None and (info.master_address, info.master_epoch) == (second.addr, 2), info
@@ -209,12 +214,7 @@ def test_pair_fails_over_with_tls_enforced(tmp_path):
                 await _wait_same_log(first.store_dir, second.store_dir)
                 first.kill9()
                 killed = time.monotonic()
-                while True:
-                    r = await c.invoke(second.addr, _send(b"after the failover"), 10)
-                    if r.code == ResponseCode.SUCCESS:
-                        break
-                    assert time.monotonic() - killed < 30, f"no successful send 30 s after the kill: {r}"
-                    await asyncio.sleep(0.1)
+                await _first_send_ok(c, second.addr, killed)
                 info = await _replicas(c, ctl.addr)
                 assert info is not None and (info.master_address, info.master_epoch) == (second.addr, 2), info
 
